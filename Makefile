@@ -1,0 +1,28 @@
+# RoomKit developer entry points. `make run` and `make test` are the two
+# commands the README opens with; both install what they need first.
+SWIFT ?= swift
+SHELL := /bin/bash
+
+.PHONY: run test build release bootstrap clean
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+build: bootstrap
+	$(SWIFT) build
+
+release: bootstrap
+	$(SWIFT) build -c release
+
+# The main job: the example multi-room bot once it exists; until then, a
+# local roomd on a free port with a throw-away data directory.
+run: bootstrap
+	@scripts/run.sh
+
+# The whole test suite (XCTest). Its closing line is XCTest's own summary.
+test: bootstrap
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --disable-swift-testing
+
+clean:
+	rm -rf .build

@@ -1,0 +1,56 @@
+// swift-tools-version:6.0
+//
+// RoomKit: a framework for programs that sit in many real-time rooms at once.
+// The module graph is a strict stack (see docs/ARCHITECTURE.md):
+//   C system libraries + shims -> RoomKitLoop -> RoomKitProtocol
+//   -> RoomKitServer (roomd) / client engine -> plugin host -> executables.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "RoomKit",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "RoomKitLoop", targets: ["RoomKitLoop"]),
+
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
+    ],
+    targets: [
+        // MARK: C system libraries (installed with apt; see README)
+        .systemLibrary(
+            name: "CLibUV", pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"])]),
+        .systemLibrary(
+            name: "CLibWebSockets", pkgConfig: "libwebsockets",
+            providers: [.apt(["libwebsockets-dev", "libwebsockets-evlib-uv"])]),
+        .systemLibrary(
+            name: "CSQLite3", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "COpenSSLCrypto", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+        // Small C helpers for what Swift cannot import (macros, varargs).
+        .target(name: "CRoomKitShims", dependencies: ["CLibUV", "CLibWebSockets"]),
+
+        // MARK: The loop layer: the only Swift module that touches libuv/lws.
+        .target(
+            name: "RoomKitLoop",
+            dependencies: [
+                "CLibUV", "CLibWebSockets", "CRoomKitShims",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+
+        // MARK: Tests
+        .testTarget(
+            name: "RoomKitLoopTests",
+            dependencies: ["RoomKitLoop"],
+            swiftSettings: swiftSettings),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,7 @@
+#ifndef ROOMKIT_COPENSSLCRYPTO_SHIM_H
+#define ROOMKIT_COPENSSLCRYPTO_SHIM_H
+#include <openssl/hmac.h>
+#include <openssl/evp.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#endif

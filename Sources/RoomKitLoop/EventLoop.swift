@@ -1,0 +1,287 @@
+import CLibUV
+import Foundation
+import Logging
+import Synchronization
+
+/// One libuv loop running on its own thread: the single place where all of
+/// RoomKit's I/O, timers and room sessions run.
+///
+/// Threading: `execute`, `schedule(after:_:)` and `shutdown()` may be called
+/// from any thread. Everything else (timers, signal watchers, transports) is
+/// loop-thread-only and asserts it. Work reaches the loop through exactly one
+/// door: `execute` enqueues under a lock and wakes the loop with
+/// `uv_async_send`; the loop drains the whole queue on each wakeup.
+///
+/// Lifetime: the loop runs until `shutdown()`; it must be shut down before
+/// the process exits. Shutdown runs the registered shutdown hooks (which
+/// close transports), closes every handle this module created, lets libuv
+/// finish their close callbacks, and returns only after `uv_loop_close`
+/// returned 0.
+public final class EventLoop: @unchecked Sendable {
+    // @unchecked Sendable: the mutable fields are either protected by
+    // `door` (a Mutex) or touched on the loop thread only (marked below).
+
+    /// The loop's name, also its thread's name.
+    public let name: String
+    /// The logger handed to everything built on this loop.
+    public let logger: Logger
+
+    /// The libuv loop. Loop thread only (after init).
+    let uv: UnsafeMutablePointer<uv_loop_t>
+    /// The cross-thread door's wakeup handle; freed in its close callback.
+    private let wakeup: UnsafeMutablePointer<uv_async_t>
+
+    private struct Door {
+        var tasks: [@Sendable () -> Void] = []
+        var open = true
+    }
+    private let door = Mutex(Door())
+
+    private let threadIdentity = Mutex<pthread_t?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+    /// Result of `uv_loop_close`, written by the loop thread before it exits.
+    private let closeResult = Mutex<Int32>(0)
+    private let stopState = Mutex<Bool>(false)
+
+    /// Shutdown hooks, run in reverse order of registration. Loop thread only.
+    private var shutdownHooks: [(id: Int, hook: () -> Void)] = []
+    private var nextHookID = 0
+    /// Handles this module created and that are not yet closed, so shutdown
+    /// can close them. Loop thread only.
+    private var liveHandles: [ObjectIdentifier: any LoopOwnedHandle] = [:]
+    /// Run after the loop has closed every handle, before `uv_loop_close`.
+    /// Loop thread only.
+    private var finalizers: [() -> Void] = []
+    /// Whether shutdown has begun. Loop thread only.
+    private(set) var isShuttingDown = false
+
+    /// Creates the loop and starts its thread.
+    public init(name: String = "roomkit-loop", logger: Logger = Logger(label: "roomkit.loop")) throws(LoopError) {
+        self.name = name
+        self.logger = logger
+        uv = .allocate(capacity: 1)
+        wakeup = .allocate(capacity: 1)
+        do {
+            try uvCheck(uv_loop_init(uv), "uv_loop_init")
+        } catch {
+            uv.deallocate()
+            wakeup.deallocate()
+            throw error
+        }
+        if let error = Self.initWakeup(uv, wakeup) {
+            uv_loop_close(uv)
+            uv.deallocate()
+            wakeup.deallocate()
+            throw error
+        }
+        wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            threadIdentity.withLock { $0 = pthread_self() }
+            started.signal()
+            run()
+        }
+        thread.name = name
+        thread.stackSize = 8 << 20
+        thread.start()
+        started.wait()
+    }
+
+    private static func initWakeup(_ uv: UnsafeMutablePointer<uv_loop_t>,
+                                   _ wakeup: UnsafeMutablePointer<uv_async_t>) -> LoopError? {
+        let rc = uv_async_init(uv, wakeup) { handle in
+            guard let handle, let data = handle.pointee.data else { return }
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().drain()
+        }
+        if rc < 0 {
+            return LoopError(code: .uv, function: "uv_async_init", errno: rc,
+                             detail: String(cString: uv_strerror(rc)))
+        }
+        return nil
+    }
+
+    /// The loop thread's body: run until every handle is closed, then close the loop.
+    private func run() {
+        uv_run(uv, UV_RUN_DEFAULT)
+        while let finalizer = finalizers.popLast() {
+            finalizer()
+        }
+        var rc = uv_loop_close(uv)
+        if rc == UV_EBUSY.rawValue {
+            // Something still holds a handle open; report it rather than hang.
+            logOpenHandles()
+            uv_run(uv, UV_RUN_NOWAIT)
+            rc = uv_loop_close(uv)
+        }
+        closeResult.withLock { $0 = rc }
+        finished.signal()
+    }
+
+    private func logOpenHandles() {
+        uv_walk(uv, { handle, arg in
+            guard let handle, let arg else { return }
+            let loop = Unmanaged<EventLoop>.fromOpaque(arg).takeUnretainedValue()
+            let type = String(cString: uv_handle_type_name(handle.pointee.type))
+            loop.logger.error("handle still open at loop close", metadata: [
+                "type": "\(type)", "active": "\(uv_is_active(handle))",
+                "closing": "\(uv_is_closing(handle))",
+            ])
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    // MARK: The cross-thread door
+
+    /// Runs `task` on the loop thread, after the tasks enqueued before it
+    /// by the same thread. Safe from any thread, including the loop's own
+    /// (the task then runs on the next wakeup, never re-entrantly).
+    ///
+    /// Returns `false` (and drops the task) once shutdown has begun.
+    @discardableResult
+    public func execute(_ task: @escaping @Sendable () -> Void) -> Bool {
+        door.withLock { door -> Bool in
+            guard door.open else { return false }
+            door.tasks.append(task)
+            if door.tasks.count == 1 {
+                // Under the lock, so the handle cannot be closed under us.
+                uv_async_send(wakeup)
+            }
+            return true
+        }
+    }
+
+    /// Drains the whole queue. Loop thread only.
+    private func drain() {
+        let tasks = door.withLock { door -> [@Sendable () -> Void] in
+            var taken: [@Sendable () -> Void] = []
+            swap(&taken, &door.tasks)
+            return taken
+        }
+        for task in tasks { task() }
+    }
+
+    // MARK: Thread identity
+
+    /// Whether the caller is running on this loop's thread.
+    public var inEventLoop: Bool {
+        guard let id = threadIdentity.withLock({ $0 }) else { return false }
+        return pthread_equal(id, pthread_self()) != 0
+    }
+
+    /// Traps (in debug builds) when not called on the loop thread.
+    @inlinable
+    public func assertInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(inEventLoop, "must be called on the event loop thread", file: file, line: line)
+    }
+
+    /// Traps (always) when not called on the loop thread.
+    public func preconditionInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(inEventLoop, "must be called on the event loop thread", file: file, line: line)
+    }
+
+    // MARK: Handles and shutdown hooks (loop thread only)
+
+    func register(_ handle: any LoopOwnedHandle) {
+        liveHandles[ObjectIdentifier(handle)] = handle
+    }
+
+    func unregister(_ handle: any LoopOwnedHandle) {
+        liveHandles.removeValue(forKey: ObjectIdentifier(handle))
+    }
+
+    /// Registers `hook` to run on the loop thread when shutdown begins, in
+    /// reverse order of registration. Transports use this to close their
+    /// connections and lws contexts. Returns an ID for `removeShutdownHook`.
+    /// Loop thread only.
+    @discardableResult
+    public func addShutdownHook(_ hook: @escaping () -> Void) -> Int {
+        preconditionInEventLoop()
+        nextHookID += 1
+        shutdownHooks.append((nextHookID, hook))
+        return nextHookID
+    }
+
+    /// Registers `body` to run once the loop has stopped and every handle has
+    /// finished closing (just before `uv_loop_close`). Used to free memory
+    /// that C libraries may read until their last close callback. Loop thread only.
+    public func addFinalizer(_ body: @escaping () -> Void) {
+        preconditionInEventLoop()
+        finalizers.append(body)
+    }
+
+    /// Removes a hook registered with `addShutdownHook`. Loop thread only.
+    public func removeShutdownHook(_ id: Int) {
+        preconditionInEventLoop()
+        shutdownHooks.removeAll { $0.id == id }
+    }
+
+    /// Begins shutdown on the loop thread: hooks, then our handles, then the door.
+    private func beginShutdown() {
+        guard !isShuttingDown else { return }
+        isShuttingDown = true
+        while let last = shutdownHooks.popLast() {
+            last.hook()
+        }
+        for handle in Array(liveHandles.values) {
+            handle.close()
+        }
+        // Close the door: run whatever is still queued, then refuse new work.
+        drain()
+        door.withLock { door in
+            door.open = false
+        }
+        drain()
+        wakeup.pointee.data = nil
+        uv_close(UnsafeMutableRawPointer(wakeup).assumingMemoryBound(to: uv_handle_t.self)) { handle in
+            handle?.deallocate()
+        }
+    }
+
+    /// Shuts the loop down and waits for its thread to finish.
+    ///
+    /// Must not be called on the loop thread. Calling it twice is harmless.
+    /// Throws when `uv_loop_close` did not return 0 (a handle was leaked).
+    public func shutdown() throws(LoopError) {
+        precondition(!inEventLoop, "shutdown() must not be called on the loop thread")
+        let first = stopState.withLock { stopped -> Bool in
+            defer { stopped = true }
+            return !stopped
+        }
+        if first {
+            let accepted = execute { [self] in beginShutdown() }
+            precondition(accepted, "loop door closed before shutdown")
+            finished.wait()
+            uv.deallocate()
+        }
+        let rc = closeResult.withLock { $0 }
+        if rc != 0 {
+            throw LoopError(code: .uv, function: "uv_loop_close", errno: rc,
+                            detail: String(cString: uv_strerror(rc)))
+        }
+    }
+
+    /// Milliseconds of the loop's cached clock (`uv_now`). Loop thread only.
+    public var nowMilliseconds: UInt64 {
+        assertInEventLoop()
+        return uv_now(uv)
+    }
+}
+
+/// A libuv handle wrapper owned by the loop: shutdown closes it.
+protocol LoopOwnedHandle: AnyObject {
+    /// Stops and closes the handle; idempotent. Loop thread only.
+    func close()
+}
+
+/// Closes a libuv handle and frees its memory in the close callback, as
+/// libuv requires (design.rst: memory may be released only after close).
+func closeAndFree<Handle>(_ handle: UnsafeMutablePointer<Handle>) {
+    let raw = UnsafeMutableRawPointer(handle)
+    let base = raw.assumingMemoryBound(to: uv_handle_t.self)
+    base.pointee.data = nil
+    uv_close(base) { closed in
+        guard let closed else { return }
+        UnsafeMutableRawPointer(closed).deallocate()
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import CLibWebSockets
+import CRoomKitShims
+
+/// One HTTP request received by a `WebServer`, with its whole body.
+public struct HTTPRequest: Sendable {
+    /// `GET`, `POST`, `OPTIONS` or `HEAD`.
+    public let method: String
+    /// The path, without the query (percent-encoding as sent).
+    public let path: String
+    /// The raw query string without `?` (empty when none).
+    public let query: String
+    /// The `Authorization` header, if sent.
+    public let authorization: String?
+    /// The `Content-Type` header, if sent.
+    public let contentType: String?
+    /// The request body (empty for GET).
+    public let body: [UInt8]
+
+    public init(method: String, path: String, query: String = "", authorization: String? = nil,
+                contentType: String? = nil, body: [UInt8] = []) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.authorization = authorization
+        self.contentType = contentType
+        self.body = body
+    }
+
+    /// The first value of query parameter `name`, percent-decoded.
+    public func queryValue(_ name: String) -> String? {
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            if parts.first.map(String.init)?.removingPercentEncoding == name {
+                return parts.count > 1 ? String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding : ""
+            }
+        }
+        return nil
+    }
+
+    /// The bearer token of the `Authorization` header, if it has one.
+    public var bearerToken: String? {
+        guard let authorization else { return nil }
+        let prefix = "bearer "
+        guard authorization.count > prefix.count, authorization.lowercased().hasPrefix(prefix) else { return nil }
+        return String(authorization.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
+    }
+}
+
+/// A response to send: status, content type, extra headers and body.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var contentType: String
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(status: Int, contentType: String = "application/json",
+                headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.contentType = contentType
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A response with a UTF-8 body.
+    public init(status: Int, contentType: String = "application/json", text: String) {
+        self.init(status: status, contentType: contentType, body: Array(text.utf8))
+    }
+}
+
+/// Answers one HTTP request, at most once, possibly later (after the
+/// handler has waited for an outcome). Safe from any thread.
+public final class HTTPResponder: TransportPeer, @unchecked Sendable {
+    // @unchecked Sendable: fields are loop-thread-only; `respond` hops to the loop.
+    private let loop: EventLoop
+    weak var owner: LWSContext?
+    private var response: HTTPResponse?
+    private var headSent = false
+    private var bodyOffset = 0
+    private(set) var answered = false
+    var body: [UInt8] = []
+    var request: (method: String, path: String, query: String, authorization: String?, contentType: String?)?
+    var bodyLimitExceeded = false
+    /// Whether the client is still there to receive the answer. Loop thread only.
+    public private(set) var isOpen = true
+
+    init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    /// Sends `response`. Only the first call counts; later ones are ignored.
+    public func respond(_ response: HTTPResponse) {
+        guard loop.inEventLoop else {
+            loop.execute { [self] in respond(response) }
+            return
+        }
+        guard !answered else { return }
+        answered = true
+        guard isOpen, let wsi else { return }
+        self.response = response
+        lws_callback_on_writable(wsi)
+    }
+
+    /// Sends a status with a UTF-8 body.
+    public func respond(status: Int, contentType: String = "application/json", text: String) {
+        respond(HTTPResponse(status: status, contentType: contentType, text: text))
+    }
+
+    /// Writes the head, then the body in chunks; -1 tells lws to close.
+    func didBecomeWritable() -> Int32 {
+        guard let wsi, let response else { return 0 }
+        if !headSent {
+            headSent = true
+            let names = response.headers.map { strdup($0.0 + ":") }
+            let values = response.headers.map { strdup($0.1) }
+            defer {
+                names.forEach { free($0) }
+                values.forEach { free($0) }
+            }
+            let namePointers: [UnsafePointer<CChar>?] = names.map { UnsafePointer($0) }
+            let valuePointers: [UnsafePointer<CChar>?] = values.map { UnsafePointer($0) }
+            let rc = namePointers.withUnsafeBufferPointer { n in
+                valuePointers.withUnsafeBufferPointer { v in
+                    roomkit_lws_write_http_head(wsi, UInt32(response.status), response.contentType,
+                                                Int64(response.body.count), n.baseAddress, v.baseAddress,
+                                                Int32(response.headers.count))
+                }
+            }
+            if rc != 0 { return -1 }
+            if response.body.isEmpty {
+                return complete(wsi)
+            }
+            lws_callback_on_writable(wsi)
+            return 0
+        }
+        let chunk = min(65536, response.body.count - bodyOffset)
+        let headroom = WebSocketFrame.headroom
+        var buffer = [UInt8](repeating: 0, count: headroom + chunk)
+        buffer.replaceSubrange(headroom..<(headroom + chunk), with: response.body[bodyOffset..<(bodyOffset + chunk)])
+        bodyOffset += chunk
+        let last = bodyOffset >= response.body.count
+        let written = buffer.withUnsafeMutableBufferPointer { pointer in
+            lws_write(wsi, pointer.baseAddress! + headroom, chunk, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
+        }
+        if written < 0 { return -1 }
+        if last { return complete(wsi) }
+        lws_callback_on_writable(wsi)
+        return 0
+    }
+
+    private func complete(_ wsi: OpaquePointer) -> Int32 {
+        self.response = nil
+        owner?.detach(self)
+        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+    }
+
+    func didClose() {
+        isOpen = false
+        response = nil
+        owner?.detach(self)
+    }
+}

@@ -1,0 +1,226 @@
+import CLibUV
+import CLibWebSockets
+import CRoomKitShims
+import Logging
+import Foundation
+import Synchronization
+
+/// The common base of `WebSocketConnection` and `HTTPResponder`: something
+/// libwebsockets calls back about. It has no public API of its own.
+///
+/// Its address is the wsi's opaque user data (unretained); the owning
+/// `LWSContext` holds the strong reference until the wsi closes.
+public class TransportPeer {
+    /// The wsi while lws keeps it. Loop thread only.
+    var wsi: OpaquePointer?
+    init() {}
+}
+
+typealias LWSPeer = TransportPeer
+
+/// Reacts to the callbacks of one lws context. Loop thread only.
+protocol LWSCallbackTarget: AnyObject {
+    func lwsCallback(wsi: OpaquePointer, reason: lws_callback_reasons, peer: LWSPeer?,
+                     input: UnsafeMutableRawPointer?, length: Int) -> Int32
+}
+
+/// Owns one `lws_context` that runs on the event loop as a foreign loop.
+///
+/// The protocol table, the C strings it points to, and the callback target
+/// stay alive until the loop has closed every handle, because lws keeps
+/// calling back (and reading the table) while it tears itself down.
+final class LWSContext: @unchecked Sendable {
+    // @unchecked Sendable: loop thread only; Sendable so loop tasks can capture it.
+    let loop: EventLoop
+    private(set) var context: OpaquePointer?
+    private let target: any LWSCallbackTarget
+    /// Strong references to the peers whose wsi is alive. Loop thread only.
+    private var peers: [ObjectIdentifier: LWSPeer] = [:]
+    private var shutdownHookID: Int?
+    private var storage: [UnsafeMutableRawPointer] = []
+
+    struct ProtocolSpec {
+        var name: String
+        var rxBufferSize: Int
+    }
+
+    struct Options {
+        var port: Int32 = CONTEXT_PORT_NO_LISTEN
+        var interface: String?
+        var options: UInt64
+        var protocols: [ProtocolSpec]
+        var tlsCertificateFile: String?
+        var tlsKeyFile: String?
+        var tlsCAFile: String?
+    }
+
+    init(loop: EventLoop, target: any LWSCallbackTarget, options: Options) throws(LoopError) {
+        loop.preconditionInEventLoop()
+        if loop.isShuttingDown {
+            throw LoopError(code: .shutdown, function: "lws_create_context", detail: "the loop is shutting down")
+        }
+        self.loop = loop
+        self.target = target
+        LWSLogging.configure(logger: loop.logger)
+
+        let count = options.protocols.count
+        let table = UnsafeMutablePointer<lws_protocols>.allocate(capacity: count + 1)
+        storage.append(UnsafeMutableRawPointer(table))
+        for (index, spec) in options.protocols.enumerated() {
+            var entry = lws_protocols()
+            entry.name = UnsafePointer(cString(spec.name))
+            entry.callback = roomkitLWSCallback
+            entry.per_session_data_size = 0
+            entry.rx_buffer_size = spec.rxBufferSize
+            entry.id = UInt32(index)
+            (table + index).initialize(to: entry)
+        }
+        (table + count).initialize(to: lws_protocols())
+
+        var info = lws_context_creation_info()
+        info.port = options.port
+        info.iface = options.interface.map { UnsafePointer(cString($0)) }
+        info.protocols = UnsafePointer(table)
+        info.options = options.options
+        info.gid = -1
+        info.uid = -1
+        info.ssl_cert_filepath = options.tlsCertificateFile.map { UnsafePointer(cString($0)) }
+        info.ssl_private_key_filepath = options.tlsKeyFile.map { UnsafePointer(cString($0)) }
+        info.client_ssl_ca_filepath = options.tlsCAFile.map { UnsafePointer(cString($0)) }
+        info.timeout_secs = 20
+        let holder = Unmanaged.passUnretained(self).toOpaque()
+        info.user = holder
+
+        let created: OpaquePointer? = withUnsafeMutablePointer(to: &info) { infoPointer in
+            var loops: [UnsafeMutableRawPointer?] = [UnsafeMutableRawPointer(loop.uv)]
+            return loops.withUnsafeMutableBufferPointer { buffer in
+                infoPointer.pointee.foreign_loops = buffer.baseAddress
+                defer { infoPointer.pointee.foreign_loops = nil }
+                return lws_create_context(infoPointer)
+            }
+        }
+        guard let created else {
+            freeStorage()
+            throw LoopError(code: .lws, function: "lws_create_context",
+                            detail: "libwebsockets could not create the context (see the log above)")
+        }
+        context = created
+        // Retain self until the loop has finished with every handle.
+        let retained = Unmanaged.passRetained(self)
+        loop.addFinalizer { retained.release() }
+        shutdownHookID = loop.addShutdownHook { [unowned self] in destroy() }
+    }
+
+    /// A C copy of `string` that lives as long as this context.
+    private func cString(_ string: String) -> UnsafeMutablePointer<CChar> {
+        let bytes = Array(string.utf8CString)
+        let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count)
+        pointer.initialize(from: bytes, count: bytes.count)
+        storage.append(UnsafeMutableRawPointer(pointer))
+        return pointer
+    }
+
+    private func freeStorage() {
+        for pointer in storage { pointer.deallocate() }
+        storage.removeAll()
+    }
+
+    deinit {
+        freeStorage()
+    }
+
+    /// Destroys the lws context; lws closes every connection (each peer gets
+    /// its close callback) and then its handles. Idempotent. Loop thread only,
+    /// and never from inside one of this context's callbacks.
+    func destroy() {
+        loop.assertInEventLoop()
+        if let id = shutdownHookID, !loop.isShuttingDown {
+            loop.removeShutdownHook(id)
+        }
+        shutdownHookID = nil
+        guard let context else { return }
+        self.context = nil
+        lws_context_destroy(context)
+    }
+
+    // MARK: Peers
+
+    func attach(_ peer: LWSPeer, to wsi: OpaquePointer) {
+        peer.wsi = wsi
+        peers[ObjectIdentifier(peer)] = peer
+        lws_set_opaque_user_data(wsi, Unmanaged.passUnretained(peer).toOpaque())
+    }
+
+    /// Keeps `peer` alive before lws has given it a wsi (client connects).
+    func retain(_ peer: LWSPeer) {
+        peers[ObjectIdentifier(peer)] = peer
+    }
+
+    func detach(_ peer: LWSPeer) {
+        if let wsi = peer.wsi, lws_get_opaque_user_data(wsi) == Unmanaged.passUnretained(peer).toOpaque() {
+            lws_set_opaque_user_data(wsi, nil)
+        }
+        peer.wsi = nil
+        peers.removeValue(forKey: ObjectIdentifier(peer))
+    }
+
+    var peerCount: Int { peers.count }
+
+    fileprivate func dispatch(wsi: OpaquePointer, reason: lws_callback_reasons,
+                              user: UnsafeMutableRawPointer?, input: UnsafeMutableRawPointer?,
+                              length: Int) -> Int32 {
+        var peer: LWSPeer?
+        if let opaque = lws_get_opaque_user_data(wsi) {
+            peer = Unmanaged<LWSPeer>.fromOpaque(opaque).takeUnretainedValue()
+        }
+        return target.lwsCallback(wsi: wsi, reason: reason, peer: peer, input: input, length: length)
+    }
+}
+
+/// The one C callback for every protocol of every context: finds the
+/// context's owner and forwards.
+private func roomkitLWSCallback(_ wsi: OpaquePointer?, _ reason: lws_callback_reasons,
+                                _ user: UnsafeMutableRawPointer?, _ input: UnsafeMutableRawPointer?,
+                                _ length: Int) -> Int32 {
+    guard let wsi, let context = lws_get_context(wsi), let holder = lws_context_user(context) else {
+        return lws_callback_http_dummy(wsi, reason, user, input, length)
+    }
+    let owner = Unmanaged<LWSContext>.fromOpaque(holder).takeUnretainedValue()
+    return owner.dispatch(wsi: wsi, reason: reason, user: user, input: input, length: length)
+}
+
+/// Routes libwebsockets' own log lines to swift-log (process-wide: lws has
+/// one log sink per process).
+enum LWSLogging {
+    private static let sink = Mutex<Logger?>(nil)
+
+    static func configure(logger: Logger) {
+        let first = sink.withLock { current -> Bool in
+            defer { if current == nil { current = logger } }
+            return current == nil
+        }
+        if first {
+            let verbose = logger.logLevel <= .debug || ProcessInfo.processInfo.environment["ROOMKIT_LWS_VERBOSE"] != nil
+            roomkit_lws_set_log(verbose ? 1 : 0) { level, line in
+                guard let line else { return }
+                var text = String(cString: line)
+                while text.last == "\n" { text.removeLast() }
+                LWSLogging.emit(level: level, text)
+            }
+        }
+    }
+
+    static func emit(level: Int32, _ text: String) {
+        guard let logger = sink.withLock({ $0 }) else { return }
+        // LLL_ERR is bit 0 and LLL_WARN bit 1 (lws-logs.h).
+        if level & 1 != 0 {
+            logger.error("lws: \(text)")
+        } else if level & 2 != 0 {
+            logger.warning("lws: \(text)")
+        } else if ProcessInfo.processInfo.environment["ROOMKIT_LWS_VERBOSE"] != nil {
+            logger.notice("lws: \(text)")
+        } else {
+            logger.debug("lws: \(text)")
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import CLibUV
+
+/// Watches POSIX signals (SIGINT, SIGTERM, ...) on the event loop, one
+/// `uv_signal_t` per signal, and calls a handler on the loop thread.
+///
+/// Loop thread only. Used by the executables for graceful shutdown. The
+/// loop keeps the watcher alive until `cancel()` or shutdown.
+public final class SignalWatcher: LoopOwnedHandle, @unchecked Sendable {
+    // @unchecked Sendable: fields are touched on the loop thread only.
+    private unowned let loop: EventLoop
+    private var handles: [UnsafeMutablePointer<uv_signal_t>] = []
+    private var handler: ((Int32) -> Void)?
+
+    /// Starts watching `signals`; `handler` gets the signal number.
+    public init(loop: EventLoop, signals: [Int32], handler: @escaping (Int32) -> Void) throws(LoopError) {
+        loop.preconditionInEventLoop()
+        self.loop = loop
+        self.handler = handler
+        for signum in signals {
+            let handle = UnsafeMutablePointer<uv_signal_t>.allocate(capacity: 1)
+            let rc = uv_signal_init(loop.uv, handle)
+            if rc < 0 {
+                handle.deallocate()
+                close()
+                throw LoopError(code: .uv, function: "uv_signal_init", errno: rc,
+                                detail: String(cString: uv_strerror(rc)))
+            }
+            handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+            handles.append(handle)
+            let started = uv_signal_start(handle, { raw, signum in
+                guard let raw, let data = raw.pointee.data else { return }
+                let watcher = Unmanaged<SignalWatcher>.fromOpaque(data).takeUnretainedValue()
+                watcher.handler?(signum)
+            }, signum)
+            if started < 0 {
+                close()
+                throw LoopError(code: .uv, function: "uv_signal_start", errno: started,
+                                detail: String(cString: uv_strerror(started)))
+            }
+        }
+        loop.register(self)
+    }
+
+    /// Stops watching. Idempotent.
+    public func cancel() {
+        close()
+    }
+
+    func close() {
+        handler = nil
+        for handle in handles {
+            uv_signal_stop(handle)
+            closeAndFree(handle)
+        }
+        handles.removeAll()
+        loop.unregister(self)
+    }
+}

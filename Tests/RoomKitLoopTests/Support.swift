@@ -1,0 +1,170 @@
+import Dispatch
+import Foundation
+import RoomKitLoop
+import XCTest
+
+/// Runs `body` on the loop thread and waits for its result.
+func onLoop<T>(_ loop: EventLoop, _ body: @escaping () throws -> T) throws -> T {
+    try loop.runAndWait(body)
+}
+
+/// Polls `condition` (evaluated on the loop) until true or the deadline passes.
+func waitUntil(_ loop: EventLoop, timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line,
+               _ condition: @escaping () -> Bool) {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if (try? onLoop(loop, condition)) == true { return }
+        usleep(2_000)
+    }
+    XCTFail("condition not met within \(timeout) s", file: file, line: line)
+}
+
+/// A server delegate that echoes every WebSocket message and answers HTTP.
+final class EchoServer: WebServerDelegate, WebSocketDelegate, @unchecked Sendable {
+    // @unchecked Sendable: loop thread only.
+    var accepted: [WebSocketConnection] = []
+    var closes: [WebSocketCloseEvent] = []
+    var requests: [HTTPRequest] = []
+
+    func webServer(_ server: WebServer, didAccept connection: WebSocketConnection) {
+        accepted.append(connection)
+        connection.delegate = self
+    }
+
+    func webSocket(_ connection: WebSocketConnection, didReceive message: WebSocketMessage) {
+        connection.send(WebSocketFrame(bytes: message.bytes, isBinary: message.isBinary))
+    }
+
+    func webSocket(_ connection: WebSocketConnection, didCloseWith event: WebSocketCloseEvent) {
+        closes.append(event)
+    }
+
+    func webServer(_ server: WebServer, didReceive request: HTTPRequest, responder: HTTPResponder) {
+        requests.append(request)
+        switch (request.method, request.path) {
+        case ("GET", "/healthz"):
+            responder.respond(status: 200, contentType: "text/plain", text: "ok")
+        case ("POST", "/echo"):
+            responder.respond(HTTPResponse(status: 200, contentType: "application/octet-stream",
+                                           headers: [("X-Query", request.query)], body: request.body))
+        case ("GET", "/later"):
+            // Answered after a delay, from another thread.
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) {
+                responder.respond(status: 202, text: "{\"later\":true}")
+            }
+        default:
+            responder.respond(status: 404, text: "{\"code\":404}")
+        }
+    }
+}
+
+/// A client delegate that records what happens.
+final class RecordingClient: WebSocketDelegate, @unchecked Sendable {
+    // @unchecked Sendable: loop thread only.
+    var opened = false
+    var messages: [WebSocketMessage] = []
+    var closeEvent: WebSocketCloseEvent?
+
+    func webSocketDidOpen(_ connection: WebSocketConnection) { opened = true }
+    func webSocket(_ connection: WebSocketConnection, didReceive message: WebSocketMessage) {
+        messages.append(message)
+    }
+    func webSocket(_ connection: WebSocketConnection, didCloseWith event: WebSocketCloseEvent) {
+        closeEvent = event
+    }
+}
+
+/// Sends raw bytes over TCP and reads until the peer closes or `timeout`.
+/// A test-side probe only; the product never hand-parses HTTP.
+func rawExchange(port: Int, _ request: String, timeout: TimeInterval = 5) -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    precondition(fd >= 0)
+    defer { close(fd) }
+    var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard connected == 0 else { return "" }
+    _ = request.withCString { send(fd, $0, strlen($0), 0) }
+    var response = [UInt8]()
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n <= 0 { break }
+        response.append(contentsOf: buffer[0..<n])
+    }
+    return String(decoding: response, as: UTF8.self)
+}
+
+/// A TCP listener on 127.0.0.1 that misbehaves: it accepts and then either
+/// resets the connection at once or holds it silently. Runs on its own thread.
+final class MisbehavingListener: @unchecked Sendable {
+    enum Mode { case resetOnAccept, blackhole }
+    let fd: Int32
+    let port: Int
+    private let held = HeldSockets()
+
+    final class HeldSockets: @unchecked Sendable {
+        // @unchecked Sendable: guarded by lock.
+        let lock = NSLock()
+        var fds: [Int32] = []
+    }
+
+    init(mode: Mode) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        listen(fd, 16)
+        var bound = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: bound.sin_port))
+        let listenFD = fd
+        let held = self.held
+        Thread.detachNewThread {
+            while true {
+                let client = accept(listenFD, nil, nil)
+                if client < 0 { return }
+                switch mode {
+                case .resetOnAccept:
+                    var linger = Foundation.linger(l_onoff: 1, l_linger: 0)
+                    setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Foundation.linger>.size))
+                    close(client)
+                case .blackhole:
+                    held.lock.lock(); held.fds.append(client); held.lock.unlock()
+                }
+            }
+        }
+    }
+
+    func stop() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+        held.lock.lock(); held.fds.forEach { close($0) }; held.fds.removeAll(); held.lock.unlock()
+    }
+}
+
+/// A fresh closed port: bind, read the port, close.
+func closedPort() -> Int {
+    let listener = MisbehavingListener(mode: .blackhole)
+    let port = listener.port
+    listener.stop()
+    return port
+}
