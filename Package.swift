@@ -15,6 +15,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "RoomKitLoop", targets: ["RoomKitLoop"]),
+        .library(name: "RoomKitProtocol", targets: ["RoomKitProtocol"]),
 
     ],
     dependencies: [
@@ -46,10 +47,20 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        // MARK: Protocol: messages, codes, JSON, tokens. Pure Swift, no I/O.
+        .target(
+            name: "RoomKitProtocol",
+            dependencies: ["COpenSSLCrypto"],
+            swiftSettings: swiftSettings),
+
         // MARK: Tests
         .testTarget(
             name: "RoomKitLoopTests",
             dependencies: ["RoomKitLoop"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RoomKitProtocolTests",
+            dependencies: ["RoomKitProtocol"],
             swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,264 @@
+// Server → client messages (PROTOCOL.md §4, §6, §8): one encoding shared
+// by the server and the tests.
+
+/// Every `op` the server sends.
+public enum ServerOp: String, Sendable, Hashable, CaseIterable {
+    /// The answer to a request.
+    case reply
+    /// The answer to `ping`.
+    case pong
+    /// A `setState` patch (or `setViewMode` result) applied to the room.
+    case state
+    /// A member's merged member state.
+    case memberState
+    /// Members added or removed.
+    case userUpdate
+    /// Streams added or removed.
+    case streamUpdate
+    /// A key of the room's extra-info map set.
+    case extraInfo
+    /// An app event.
+    case magix
+    /// The session has ended for good.
+    case kicked
+    /// The session's token expires soon.
+    case tokenWillExpire
+    /// A problem with a message that had no usable `id`.
+    case error
+}
+
+/// Whether a `userUpdate` / `streamUpdate` adds or removes entries.
+public enum UpdateType: String, Sendable, Hashable, CaseIterable {
+    /// Entries joined / were published.
+    case add
+    /// Entries left / were withdrawn.
+    case delete
+}
+
+/// The result fields of a successful `hello` reply (times in milliseconds).
+public struct HelloReply: Sendable, Hashable {
+    /// The server-assigned connection ID (`c-…`).
+    public var connection: String
+    /// The server's clock, ms since the Unix epoch.
+    public var serverTime: Int64
+    /// How often the client should ping.
+    public var heartbeatInterval: Int64
+    /// Silence after which the server considers the connection dead.
+    public var heartbeatTimeout: Int64
+    /// How long a lost session stays resumable.
+    public var sessionRetention: Int64
+    /// The largest message the server accepts, in bytes.
+    public var maxMessageBytes: Int64
+
+    /// Creates hello result fields; the defaults are PROTOCOL.md's.
+    public init(
+        connection: String, serverTime: Int64, heartbeatInterval: Int64 = 10_000,
+        heartbeatTimeout: Int64 = 90_000, sessionRetention: Int64 = 1_200_000,
+        maxMessageBytes: Int64 = 1_048_576
+    ) {
+        self.connection = connection
+        self.serverTime = serverTime
+        self.heartbeatInterval = heartbeatInterval
+        self.heartbeatTimeout = heartbeatTimeout
+        self.sessionRetention = sessionRetention
+        self.maxMessageBytes = maxMessageBytes
+    }
+
+    /// The reply's result fields.
+    public var fields: [String: JSON] {
+        [
+            "connection": .string(connection), "serverTime": .int(serverTime),
+            "heartbeatInterval": .int(heartbeatInterval), "heartbeatTimeout": .int(heartbeatTimeout),
+            "sessionRetention": .int(sessionRetention), "maxMessageBytes": .int(maxMessageBytes),
+        ]
+    }
+
+    /// Decodes the result fields of a hello reply (client side).
+    public init(fields object: [String: JSON]) throws(ProtocolError) {
+        let fields = FieldReader(object)
+        connection = try fields.string("connection")
+        serverTime = try fields.integer("serverTime")
+        heartbeatInterval = try fields.integer("heartbeatInterval")
+        heartbeatTimeout = try fields.integer("heartbeatTimeout")
+        sessionRetention = try fields.integer("sessionRetention")
+        maxMessageBytes = try fields.integer("maxMessageBytes")
+    }
+}
+
+/// The result fields of a successful `login` reply (PROTOCOL.md §6).
+public struct LoginReply: Sendable, Hashable {
+    /// The session ID (`s-…`), to resume with.
+    public var session: String
+    /// The session's member ID in the room.
+    public var memberId: Int64
+    /// The room's current event sequence number.
+    public var seq: Int64
+    /// Whether a resume recovered every missed event (then ``snapshot`` is nil
+    /// and the missed events follow the reply).
+    public var recovered: Bool
+    /// Whether the session is writable.
+    public var writable: Bool
+    /// The token's expiry, ms since the Unix epoch.
+    public var expiresAt: Int64
+    /// The fresh snapshot to adopt wholesale; nil when ``recovered``.
+    public var snapshot: RoomSnapshot?
+
+    /// Creates login result fields.
+    public init(
+        session: String, memberId: Int64, seq: Int64, recovered: Bool, writable: Bool,
+        expiresAt: Int64, snapshot: RoomSnapshot?
+    ) {
+        self.session = session
+        self.memberId = memberId
+        self.seq = seq
+        self.recovered = recovered
+        self.writable = writable
+        self.expiresAt = expiresAt
+        self.snapshot = snapshot
+    }
+
+    /// The reply's result fields (snapshot fields only when ``snapshot`` is set).
+    public var fields: [String: JSON] {
+        var object: [String: JSON] = [
+            "session": .string(session), "memberId": .int(memberId), "seq": .int(seq),
+            "recovered": .bool(recovered), "writable": .bool(writable), "expiresAt": .int(expiresAt),
+        ]
+        if let snapshot {
+            object.merge(snapshot.replyFields) { _, new in new }
+        }
+        return object
+    }
+
+    /// Decodes the result fields of a login reply (client side). The
+    /// snapshot is read when `recovered` is false.
+    public init(fields object: [String: JSON]) throws(ProtocolError) {
+        let fields = FieldReader(object)
+        session = try fields.string("session")
+        memberId = try fields.integer("memberId")
+        seq = try fields.integer("seq")
+        recovered = try fields.bool("recovered")
+        writable = try fields.bool("writable")
+        expiresAt = try fields.integer("expiresAt")
+        snapshot = recovered ? nil : try RoomSnapshot(replyFields: object)
+    }
+}
+
+/// Builders for every server message. Each returns the complete JSON object;
+/// serialize it with ``JSON/serialized(sortedKeys:)``.
+public enum ServerMessage {
+    // MARK: Replies
+
+    /// `{"op":"reply","id":id,"ok":true, ...fields}`. `fields` cannot
+    /// override `op`, `id` or `ok`.
+    public static func reply(id: Int64, _ fields: [String: JSON] = [:]) -> JSON {
+        var object = fields
+        object["op"] = .string(ServerOp.reply.rawValue)
+        object["id"] = .int(id)
+        object["ok"] = .bool(true)
+        return .object(object)
+    }
+
+    /// `{"op":"reply","id":id,"ok":false,"code":…,"message":…}`.
+    public static func replyError(id: Int64, _ error: ProtocolError) -> JSON {
+        [
+            "op": .string(ServerOp.reply.rawValue), "id": .int(id), "ok": false,
+            "code": .int(Int64(error.code.rawValue)), "message": .string(error.message),
+        ]
+    }
+
+    /// The reply to `hello`.
+    public static func reply(id: Int64, hello: HelloReply) -> JSON {
+        reply(id: id, hello.fields)
+    }
+
+    /// The reply to `login`.
+    public static func reply(id: Int64, login: LoginReply) -> JSON {
+        reply(id: id, login.fields)
+    }
+
+    /// `{seq}`: the reply to a request that appended a room event.
+    public static func reply(id: Int64, seq: Int64) -> JSON {
+        reply(id: id, ["seq": .int(seq)])
+    }
+
+    /// `{expiresAt, writable}`: the reply to `renewToken` (`expiresAt` in ms).
+    public static func renewTokenReply(id: Int64, expiresAt: Int64, writable: Bool) -> JSON {
+        reply(id: id, ["expiresAt": .int(expiresAt), "writable": .bool(writable)])
+    }
+
+    /// `{writable}`: the reply to `setWritable`.
+    public static func setWritableReply(id: Int64, writable: Bool) -> JSON {
+        reply(id: id, ["writable": .bool(writable)])
+    }
+
+    // MARK: Connection messages
+
+    /// `{"op":"pong","t":<echoed>,"serverTime":…}`.
+    public static func pong(t: JSON, serverTime: Int64) -> JSON {
+        ["op": .string(ServerOp.pong.rawValue), "t": t, "serverTime": .int(serverTime)]
+    }
+
+    /// `{"op":"error","code","message","room"?}`: for a message without a usable `id`.
+    public static func error(_ error: ProtocolError, room: String? = nil) -> JSON {
+        .object(
+            Dictionary(dropNils: [
+                "op": .string(ServerOp.error.rawValue), "code": .int(Int64(error.code.rawValue)),
+                "message": .string(error.message), "room": room.map(JSON.string),
+            ]))
+    }
+
+    // MARK: Room pushes
+
+    /// `state`: a patch applied to the room by member `from`.
+    public static func state(room: String, seq: Int64, from: Int64, patch: [String: JSON]) -> JSON {
+        push(.state, room: room, seq: seq, ["from": .int(from), "patch": .object(patch)])
+    }
+
+    /// `memberState`: member `memberId`'s whole merged member state.
+    public static func memberState(room: String, seq: Int64, memberId: Int64, memberState: [String: JSON]) -> JSON {
+        push(.memberState, room: room, seq: seq, ["memberId": .int(memberId), "memberState": .object(memberState)])
+    }
+
+    /// `userUpdate`: members added or removed.
+    public static func userUpdate(room: String, seq: Int64, type: UpdateType, users: [Member]) -> JSON {
+        push(.userUpdate, room: room, seq: seq, ["type": .string(type.rawValue), "users": .array(users.map(\.json))])
+    }
+
+    /// `streamUpdate`: streams published or withdrawn.
+    public static func streamUpdate(room: String, seq: Int64, type: UpdateType, streams: [Stream]) -> JSON {
+        push(
+            .streamUpdate, room: room, seq: seq,
+            ["type": .string(type.rawValue), "streams": .array(streams.map(\.json))])
+    }
+
+    /// `extraInfo`: member `from` set `key` to `value`.
+    public static func extraInfo(room: String, seq: Int64, from: Int64, key: String, value: String) -> JSON {
+        push(.extraInfo, room: room, seq: seq, ["from": .int(from), "key": .string(key), "value": .string(value)])
+    }
+
+    /// `magix`: an app event from member `from`.
+    public static func magix(room: String, seq: Int64, from: Int64, event: String, payload: JSON) -> JSON {
+        push(.magix, room: room, seq: seq, ["from": .int(from), "event": .string(event), "payload": payload])
+    }
+
+    /// `kicked`: the session has ended (no `seq`; no resume).
+    public static func kicked(room: String, code: ErrorCode, reason: String) -> JSON {
+        [
+            "op": .string(ServerOp.kicked.rawValue), "room": .string(room),
+            "code": .int(Int64(code.rawValue)), "reason": .string(reason),
+        ]
+    }
+
+    /// `tokenWillExpire`: `remaining` whole seconds are left (no `seq`).
+    public static func tokenWillExpire(room: String, remaining: Int64) -> JSON {
+        ["op": .string(ServerOp.tokenWillExpire.rawValue), "room": .string(room), "remaining": .int(remaining)]
+    }
+
+    private static func push(_ op: ServerOp, room: String, seq: Int64, _ fields: [String: JSON]) -> JSON {
+        var object = fields
+        object["op"] = .string(op.rawValue)
+        object["room"] = .string(room)
+        object["seq"] = .int(seq)
+        return .object(object)
+    }
+}

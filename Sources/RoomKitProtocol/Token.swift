@@ -1,0 +1,273 @@
+// Room tokens: JWT (RFC 7519) signed with HS256 (PROTOCOL.md §9).
+
+import COpenSSLCrypto
+
+/// What a token's holder may do in its room.
+public enum TokenRole: String, Sendable, Hashable, CaseIterable {
+    /// Read-only: a session with this role is never writable.
+    case reader
+    /// May write (`setState`, `magix`, scenes, ...).
+    case writer
+    /// Everything a writer may, plus the server's admin API.
+    case admin
+
+    /// Whether a session with this role may be writable.
+    public var canWrite: Bool { self != .reader }
+}
+
+/// The claims of a room token.
+public struct TokenClaims: Sendable, Hashable {
+    /// The user ID (`sub`).
+    public var sub: String
+    /// The room ID the token is for, or `*` for any room.
+    public var room: String
+    /// The holder's role.
+    public var role: TokenRole
+    /// Expiry, in seconds since the Unix epoch.
+    public var exp: Int64
+    /// Issue time, in seconds since the Unix epoch.
+    public var iat: Int64
+    /// Not-before time, in seconds since the Unix epoch, if any.
+    public var nbf: Int64?
+    /// The issuing app's ID, if any.
+    public var app: String?
+
+    /// Creates a claims set.
+    public init(
+        sub: String, room: String, role: TokenRole, exp: Int64, iat: Int64,
+        nbf: Int64? = nil, app: String? = nil
+    ) {
+        self.sub = sub
+        self.room = room
+        self.role = role
+        self.exp = exp
+        self.iat = iat
+        self.nbf = nbf
+        self.app = app
+    }
+
+    /// Whether the token is for `room`: its `room` claim is `*` or equal.
+    public func allows(room: String) -> Bool {
+        self.room == "*" || self.room == room
+    }
+
+    /// ``exp`` in milliseconds (the unit of `expiresAt` in replies), saturating.
+    public var expiresAtMilliseconds: Int64 {
+        let (value, overflow) = exp.multipliedReportingOverflow(by: 1000)
+        return overflow ? (exp < 0 ? .min : .max) : value
+    }
+
+    /// The JWT payload (claims set). `nbf` and `app` are left out when nil.
+    public var json: JSON {
+        .object(
+            Dictionary(dropNils: [
+                "sub": .string(sub), "room": .string(room), "role": .string(role.rawValue),
+                "exp": .int(exp), "iat": .int(iat), "nbf": nbf.map(JSON.int), "app": app.map(JSON.string),
+            ]))
+    }
+}
+
+/// Why a token was refused. The message never contains the token or the secret.
+public struct TokenError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The class of a token failure.
+    public enum Reason: String, Sendable, Hashable {
+        /// Not three base64url parts of JSON objects, or too long.
+        case malformed
+        /// `alg` is not `HS256` (including `none`).
+        case badAlgorithm
+        /// The signature does not match (tampered, or another secret).
+        case badSignature
+        /// `exp` has passed.
+        case expired
+        /// `nbf` is in the future.
+        case notYetValid
+        /// A required claim is missing or of the wrong type, or `role` is unknown.
+        case badClaims
+    }
+
+    /// What was wrong.
+    public let reason: Reason
+    /// A short explanation, safe to log and to send to the client.
+    public let message: String
+
+    /// Creates an error.
+    public init(reason: Reason, message: String) {
+        self.reason = reason
+        self.message = message
+    }
+
+    /// The wire code for any token failure: 1002033.
+    public var code: ErrorCode { .tokenInvalid }
+
+    /// The error as a reply would carry it.
+    public var protocolError: ProtocolError {
+        ProtocolError(code: code, message: message)
+    }
+
+    /// "badSignature: token signature mismatch".
+    public var description: String { "\(reason.rawValue): \(message)" }
+}
+
+/// Signs and verifies room tokens with a shared secret (HMAC-SHA256 via OpenSSL).
+///
+/// Thread-safe (an immutable value). The secret never appears in
+/// `description`, `debugDescription` or mirrors.
+public struct TokenSigner: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    private let secret: [UInt8]
+
+    /// The base64url of the fixed header `{"alg":"HS256","typ":"JWT"}`.
+    private static let encodedHeader = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+
+    /// A signer for the UTF-8 bytes of `secret`.
+    public init(secret: String) {
+        self.secret = Array(secret.utf8)
+    }
+
+    /// A signer for raw secret bytes.
+    public init(secretBytes: [UInt8]) {
+        self.secret = secretBytes
+    }
+
+    /// "TokenSigner(secret: redacted)".
+    public var description: String { "TokenSigner(secret: redacted)" }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+    /// A mirror without children, so `dump` cannot reveal the secret.
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
+
+    /// Signs `claims` as a compact JWT: header `{"alg":"HS256","typ":"JWT"}`,
+    /// the claims serialized with sorted keys, each base64url, then the
+    /// HMAC-SHA256 of `header.payload`.
+    public func sign(_ claims: TokenClaims) -> String {
+        let payload = Base64URL.encode(claims.json.serialized(sortedKeys: true))
+        let signingInput = Self.encodedHeader + "." + payload
+        let signature = Self.hmacSHA256(key: secret, message: Array(signingInput.utf8)) ?? []
+        return signingInput + "." + Base64URL.encode(signature)
+    }
+
+    /// Verifies `token` and returns its claims.
+    ///
+    /// Checks, in order: at most 8 KiB; three unpadded base64url parts; the
+    /// header a JSON object with `alg` exactly `HS256` (no `crit`); the
+    /// signature (constant-time compare); the payload a JSON object with
+    /// string `sub`, `room`, `role` (reader/writer/admin), numeric `exp` and
+    /// `iat`, optional numeric `nbf` and string `app`; then `exp > now - leeway`
+    /// and `nbf <= now + leeway`. Fractional times are rounded down.
+    ///
+    /// - Parameters:
+    ///   - now: the current time in seconds since the Unix epoch.
+    ///   - leeway: seconds of clock skew to tolerate (negative counts as 0).
+    public func verify(_ token: String, now: Int64, leeway: Int64 = 0) throws(TokenError) -> TokenClaims {
+        let bytes = Array(token.utf8)
+        guard bytes.count <= ProtocolLimits.maxTokenBytes else {
+            throw TokenError(reason: .malformed, message: "token too long")
+        }
+        let parts = bytes.split(separator: UInt8(ascii: "."), maxSplits: 3, omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            throw TokenError(reason: .malformed, message: "token must have three parts")
+        }
+        guard let header = Self.decodeObject(parts[0]) else {
+            throw TokenError(reason: .malformed, message: "token header is not a base64url JSON object")
+        }
+        guard header["alg"]?.stringValue == "HS256" else {
+            throw TokenError(reason: .badAlgorithm, message: "token algorithm must be HS256")
+        }
+        guard header["crit"] == nil else {
+            throw TokenError(reason: .malformed, message: "token has unsupported critical headers")
+        }
+        guard let signature = Base64URL.decode(parts[2]) else {
+            throw TokenError(reason: .malformed, message: "token signature is not base64url")
+        }
+        let signingInput = bytes[..<parts[1].endIndex]
+        guard let expected = Self.hmacSHA256(key: secret, message: Array(signingInput)),
+            Self.constantTimeEqual(expected, signature)
+        else {
+            throw TokenError(reason: .badSignature, message: "token signature mismatch")
+        }
+        guard let payload = Self.decodeObject(parts[1]) else {
+            throw TokenError(reason: .malformed, message: "token payload is not a base64url JSON object")
+        }
+        let claims = try Self.claims(from: payload)
+        let slack = max(0, leeway)
+        let (earliest, lowOverflow) = now.subtractingReportingOverflow(slack)
+        guard claims.exp > (lowOverflow ? .min : earliest) else {
+            throw TokenError(reason: .expired, message: "token expired")
+        }
+        let (latest, highOverflow) = now.addingReportingOverflow(slack)
+        if let nbf = claims.nbf, nbf > (highOverflow ? .max : latest) {
+            throw TokenError(reason: .notYetValid, message: "token not yet valid")
+        }
+        return claims
+    }
+
+    // MARK: Helpers
+
+    private static func decodeObject(_ part: ArraySlice<UInt8>) -> [String: JSON]? {
+        guard let bytes = Base64URL.decode(part), let json = try? JSON.parse(bytes) else { return nil }
+        return json.objectValue
+    }
+
+    private static func claims(from payload: [String: JSON]) throws(TokenError) -> TokenClaims {
+        func bad(_ message: String) -> TokenError { TokenError(reason: .badClaims, message: message) }
+        guard let sub = payload["sub"]?.stringValue else { throw bad("token sub must be a string") }
+        guard let room = payload["room"]?.stringValue else { throw bad("token room must be a string") }
+        guard let roleName = payload["role"]?.stringValue, let role = TokenRole(rawValue: roleName) else {
+            throw bad("token role must be reader, writer or admin")
+        }
+        guard let exp = numericDate(payload["exp"]) else { throw bad("token exp must be a number") }
+        guard let iat = numericDate(payload["iat"]) else { throw bad("token iat must be a number") }
+        var nbf: Int64?
+        if let value = payload["nbf"], !value.isNull {
+            guard let date = numericDate(value) else { throw bad("token nbf must be a number") }
+            nbf = date
+        }
+        var app: String?
+        if let value = payload["app"], !value.isNull {
+            guard let text = value.stringValue else { throw bad("token app must be a string") }
+            app = text
+        }
+        return TokenClaims(sub: sub, room: room, role: role, exp: exp, iat: iat, nbf: nbf, app: app)
+    }
+
+    /// A JWT NumericDate as whole seconds (rounded down), or nil.
+    private static func numericDate(_ value: JSON?) -> Int64? {
+        switch value {
+        case .int(let seconds)?:
+            return seconds
+        case .double(let seconds)?:
+            guard seconds.isFinite else { return nil }
+            return Int64(exactly: seconds.rounded(.down))
+        default:
+            return nil
+        }
+    }
+
+    static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8]? {
+        guard key.count <= Int(Int32.max) else { return nil }
+        var output = [UInt8](repeating: 0, count: 64)
+        var length: UInt32 = 0
+        // OpenSSL wants a non-null key pointer even for an empty key.
+        let keyBytes = key.isEmpty ? [0] : key
+        let ok = keyBytes.withUnsafeBufferPointer { keyBuffer in
+            message.withUnsafeBufferPointer { messageBuffer in
+                output.withUnsafeMutableBufferPointer { outputBuffer in
+                    HMAC(
+                        EVP_sha256(), keyBuffer.baseAddress, Int32(key.count),
+                        messageBuffer.baseAddress, messageBuffer.count,
+                        outputBuffer.baseAddress, &length) != nil
+                }
+            }
+        }
+        guard ok, length == 32 else { return nil }
+        return Array(output.prefix(32))
+    }
+
+    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+        guard lhs.count == rhs.count, !lhs.isEmpty else { return false }
+        return lhs.withUnsafeBytes { left in
+            rhs.withUnsafeBytes { right in
+                CRYPTO_memcmp(left.baseAddress, right.baseAddress, left.count) == 0
+            }
+        }
+    }
+}
