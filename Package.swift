@@ -16,10 +16,12 @@ let package = Package(
     products: [
         .library(name: "RoomKitLoop", targets: ["RoomKitLoop"]),
         .library(name: "RoomKitProtocol", targets: ["RoomKitProtocol"]),
-
+        .library(name: "RoomKitServer", targets: ["RoomKitServer"]),
+        .executable(name: "roomd", targets: ["roomd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         // MARK: C system libraries (installed with apt; see README)
@@ -53,10 +55,31 @@ let package = Package(
             dependencies: ["COpenSSLCrypto"],
             swiftSettings: swiftSettings),
 
+        // MARK: The reference room server and its CLI
+        .target(
+            name: "RoomKitServer",
+            dependencies: [
+                "RoomKitLoop", "RoomKitProtocol", "CSQLite3",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "roomd",
+            dependencies: [
+                "RoomKitServer", "RoomKitLoop", "RoomKitProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+
         // MARK: Tests
         .testTarget(
             name: "RoomKitLoopTests",
             dependencies: ["RoomKitLoop"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RoomKitServerTests",
+            dependencies: ["RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitProtocolTests",

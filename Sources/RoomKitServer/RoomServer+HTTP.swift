@@ -1,0 +1,188 @@
+import Foundation
+import RoomKitLoop
+import RoomKitProtocol
+
+extension RoomServer {
+    public func webServer(_ server: WebServer, didReceive request: HTTPRequest, responder: HTTPResponder) {
+        let now = wallMilliseconds()
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        do {
+            switch (request.method, parts.count, parts) {
+            case ("GET", 1, ["healthz"]):
+                responder.respond(status: 200, contentType: "text/plain", text: "ok")
+            case ("GET", 1, ["metrics"]):
+                responder.respond(status: 200, contentType: "text/plain; version=0.0.4", text: metricsText())
+            case ("GET", 4, _) where parts[0] == "v1" && parts[1] == "rooms" && parts[3] == "recording":
+                try recording(room: parts[2], request: request, responder: responder, now: now)
+            case ("POST", 5, _) where parts[0] == "v1" && parts[1] == "admin" && parts[2] == "rooms" && parts[4] == "kick":
+                try adminKick(room: parts[3], request: request, responder: responder, now: now)
+            case ("GET", 3, ["v1", "admin", "rooms"]):
+                _ = try authorize(request, room: "*", now: now, admin: true)
+                let list = rooms.values.sorted { $0.id < $1.id }.map { room -> JSON in
+                    ["room": .string(room.id), "members": .int(Int64(room.visibleCount)), "seq": .int(room.seq)]
+                }
+                responder.respond(status: 200, text: JSON.array(list).jsonString)
+            default:
+                throw HTTPFailure(404, .invalidArgument, "no such endpoint: \(request.method) \(request.path)")
+            }
+        } catch let failure as HTTPFailure {
+            responder.respond(status: failure.status, text: JSON.object([
+                "code": .int(Int64(failure.code.rawValue)), "message": .string(failure.message),
+            ]).jsonString)
+        } catch {
+            responder.respond(status: 500, text: #"{"code":1009500,"message":"internal error"}"#)
+        }
+    }
+
+    /// Bearer token for `room` (or `*`); admin role when `admin`. 401 when
+    /// missing or invalid, 403 for the wrong room or role.
+    private func authorize(_ request: HTTPRequest, room: String, now: Int64, admin: Bool) throws -> TokenClaims {
+        guard let token = request.bearerToken else {
+            metrics.authFailures += 1
+            throw HTTPFailure(401, .tokenInvalid, "missing bearer token")
+        }
+        let claims: TokenClaims
+        do {
+            claims = try signer.verify(token, now: now / 1000)
+        } catch {
+            metrics.authFailures += 1
+            throw HTTPFailure(401, .tokenInvalid, "token rejected: \(error.reason)")
+        }
+        if admin && claims.role != .admin {
+            throw HTTPFailure(403, .notPermitted, "an admin token is required")
+        }
+        if !claims.allows(room: room) {
+            throw HTTPFailure(403, .notPermitted, "token is not for room \(room)")
+        }
+        return claims
+    }
+
+    private func recording(room roomID: String, request: HTTPRequest, responder: HTTPResponder, now: Int64) throws {
+        guard RoomID.isValid(roomID) else { throw HTTPFailure(404, .invalidArgument, "invalid room ID") }
+        _ = try authorize(request, room: roomID, now: now, admin: false)
+        guard let room = rooms[roomID] else { throw HTTPFailure(404, .invalidArgument, "unknown room \(roomID)") }
+        func number(_ name: String) throws -> Int64? {
+            guard let text = request.queryValue(name) else { return nil }
+            guard let value = Int64(text) else { throw HTTPFailure(400, .invalidArgument, "\(name) must be ms since the epoch") }
+            return value
+        }
+        let begin = try number("from") ?? room.created
+        let end = try number("to") ?? now
+        guard begin <= end else { throw HTTPFailure(400, .invalidArgument, "from is after to") }
+
+        // The state just before `begin`: nearest stored snapshot, then the events before `begin`.
+        var model = RoomModel()
+        var cursor: Int64 = 0
+        if let snapshot = try store.snapshot(room: roomID, beforeTime: begin) {
+            model = try RoomModel(json: snapshot.body)
+            cursor = snapshot.seq
+        }
+        var frames: [StoredEvent] = []
+        while true {
+            let batch = try store.events(room: roomID, afterSeq: cursor, throughSeq: room.seq, limit: 2000)
+            guard let last = batch.last else { break }
+            cursor = last.seq
+            var done = false
+            for event in batch {
+                if event.ts < begin {
+                    try model.apply(push: JSON.parse(event.push), mutation: event.mutation)
+                } else if event.ts <= end {
+                    frames.append(event)
+                } else {
+                    done = true
+                    break
+                }
+            }
+            if done { break }
+        }
+        var snapshot = model.snapshot.recordingJSON
+        if case .object(var fields) = snapshot {
+            fields["state"] = nil
+            for (key, value) in model.snapshot.state.json.objectValue ?? [:] { fields[key] = value }
+            snapshot = .object(fields)
+        }
+        var body: [UInt8] = []
+        JSON.object([
+            "room": .string(roomID), "beginTimestamp": .int(begin), "endTimestamp": .int(end),
+            "framesCount": .int(Int64(frames.count)), "snapshot": snapshot,
+        ]).serialize(into: &body)
+        body.append(10)
+        for event in frames {
+            var line = (try? JSON.parse(event.push).objectValue) ?? [:]
+            line["t"] = .int(event.ts - begin)
+            if let recipients = event.recipients { line["to"] = .array(recipients.map(JSON.string)) }
+            JSON.object(line).serialize(into: &body)
+            body.append(10)
+        }
+        responder.respond(HTTPResponse(status: 200, contentType: "application/x-ndjson", body: body))
+    }
+
+    private func adminKick(room roomID: String, request: HTTPRequest, responder: HTTPResponder, now: Int64) throws {
+        _ = try authorize(request, room: roomID, now: now, admin: true)
+        let body: JSON
+        do {
+            body = try JSON.parse(request.body)
+        } catch {
+            throw HTTPFailure(400, .malformed, "body is not JSON: \(error)")
+        }
+        guard let user = body["user"]?.stringValue else {
+            throw HTTPFailure(400, .malformed, "body.user must be a string")
+        }
+        let reason = body["reason"]?.stringValue ?? "kicked by admin"
+        var kicked = 0
+        if let room = rooms[roomID] {
+            for session in room.sessions.values where session.userId == user && session.endedCode == nil {
+                end(session, code: .kickedByAdmin, reason: reason, now: now)
+                kicked += 1
+            }
+        }
+        responder.respond(status: 200, text: JSON.object(["kicked": .int(Int64(kicked))]).jsonString)
+    }
+
+    func metricsText() -> String {
+        let members = rooms.values.reduce(0) { $0 + $1.visibleCount }
+        let sessions = rooms.values.reduce(0) { $0 + $1.sessions.count }
+        return """
+            # HELP roomd_connections Open WebSocket connections.
+            # TYPE roomd_connections gauge
+            roomd_connections \(links.count)
+            # HELP roomd_rooms Rooms known to the server.
+            # TYPE roomd_rooms gauge
+            roomd_rooms \(rooms.count)
+            # HELP roomd_members Members visible in rooms.
+            # TYPE roomd_members gauge
+            roomd_members \(members)
+            # HELP roomd_sessions Retained sessions (attached, detached or ended).
+            # TYPE roomd_sessions gauge
+            roomd_sessions \(sessions)
+            # HELP roomd_events_total Room events appended.
+            # TYPE roomd_events_total counter
+            roomd_events_total \(metrics.eventsTotal)
+            # HELP roomd_events_per_second Room events appended per second (last second).
+            # TYPE roomd_events_per_second gauge
+            roomd_events_per_second \(metrics.eventsPerSecond)
+            # HELP roomd_bytes_out_total Bytes queued to clients.
+            # TYPE roomd_bytes_out_total counter
+            roomd_bytes_out_total \(metrics.bytesOut)
+            # HELP roomd_kicks_total Sessions ended by a kick.
+            # TYPE roomd_kicks_total counter
+            roomd_kicks_total \(metrics.kicks)
+            # HELP roomd_auth_failures_total Rejected tokens.
+            # TYPE roomd_auth_failures_total counter
+            roomd_auth_failures_total \(metrics.authFailures)
+
+            """
+    }
+}
+
+/// An HTTP error answer: status plus the protocol code and message body.
+struct HTTPFailure: Error {
+    let status: Int
+    let code: ErrorCode
+    let message: String
+    init(_ status: Int, _ code: ErrorCode, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+}

@@ -1,0 +1,297 @@
+import RoomKitLoop
+import RoomKitProtocol
+
+extension RoomServer {
+    /// Runs one request and sends its one reply.
+    func handle(_ request: ClientRequest, id: Int64, room roomID: String?, link: ClientLink, now: Int64) {
+        do {
+            if case .hello = request {
+                guard !link.greeted else {
+                    throw ProtocolError(code: .invalidArgument, message: "hello was already sent")
+                }
+                link.greeted = true
+                let hello = HelloReply(connection: link.id, serverTime: now,
+                                       heartbeatInterval: configuration.heartbeatInterval.milliseconds,
+                                       heartbeatTimeout: configuration.heartbeatTimeout.milliseconds,
+                                       sessionRetention: configuration.sessionRetention.milliseconds,
+                                       maxMessageBytes: Int64(configuration.maxMessageBytes))
+                return link.send(ServerMessage.reply(id: id, hello: hello))
+            }
+            guard let roomID else { throw ProtocolError.malformed("room is required") }
+            switch request {
+            case .login(let login):
+                try self.login(login, id: id, roomID: roomID, link: link, now: now)
+                return
+            case .logout:
+                guard let session = link.sessions[roomID] else {
+                    throw ProtocolError(code: .logoutNotLoggedIn, message: "not logged in to \(roomID)")
+                }
+                link.sessions.removeValue(forKey: roomID)
+                session.link = nil
+                removeMember(session, now: now)
+                session.room.sessions.removeValue(forKey: session.id)
+                try? store.deleteSession(session.id)
+                return link.send(ServerMessage.reply(id: id, ["seq": .int(session.room.seq)]))
+            default:
+                break
+            }
+            guard let session = link.sessions[roomID] else {
+                throw ProtocolError(code: .roomNotLoggedIn, message: "not logged in to \(roomID)")
+            }
+            if request.op.requiresWritable && !session.writable {
+                throw ProtocolError(code: .notPermitted, message: "this session is read-only")
+            }
+            let reply = try perform(request, session: session, now: now)
+            link.send(ServerMessage.reply(id: id, reply))
+            if case .renewToken = request {
+                afterLogin(session, now: now)  // a short-lived new token is announced at once
+            }
+        } catch let error as ProtocolError {
+            link.send(ServerMessage.replyError(id: id, error))
+        } catch {
+            link.send(ServerMessage.replyError(id: id, ProtocolError(code: .internalError, message: "\(error)")))
+        }
+    }
+
+    /// Room requests of a logged-in session; returns the reply's fields.
+    private func perform(_ request: ClientRequest, session: ServerSession, now: Int64) throws(ProtocolError) -> [String: JSON] {
+        let room = session.room
+        let me = session.memberId
+        switch request {
+        case .setState(let patch):
+            _ = try room.model.snapshot.state.applying(patch: patch)
+            let seq = try append(to: room, origin: session, now: now) { seq in
+                ServerMessage.state(room: room.id, seq: seq, from: me, patch: patch)
+            }
+            return ["seq": .int(seq)]
+
+        case .setMemberState(let patch):
+            let old = room.model.snapshot.members.first { $0.memberId == me }?.memberState ?? [:]
+            let merged = RoomState.mergeMemberState(old, patch)
+            let seq = try append(to: room, origin: session, now: now) { seq in
+                ServerMessage.memberState(room: room.id, seq: seq, memberId: me, memberState: merged)
+            }
+            return ["seq": .int(seq)]
+
+        case .magix(let event, let payload, let to):
+            let seq = try append(to: room, origin: session, recipients: to, now: now) { seq in
+                var push = ServerMessage.magix(room: room.id, seq: seq, from: me, event: event, payload: payload)
+                if let to, case .object(var fields) = push {
+                    fields["to"] = .array(to.map(JSON.string))
+                    push = .object(fields)
+                }
+                return push
+            }
+            return ["seq": .int(seq)]
+
+        case .putScenes(let dir, let scenes, let index):
+            var mutation: [String: JSON] = ["op": "putScenes", "dir": .string(dir), "scenes": .array(scenes.map(\.json))]
+            if let index { mutation["index"] = .int(Int64(index)) }
+            return try sceneChange(room, session, mutation: .object(mutation), now: now) { tree throws(ProtocolError) in
+                try tree.putScenes(dir: dir, scenes: scenes, index: index)
+            }
+        case .setScenePath(let path):
+            return try sceneChange(room, session, mutation: ["op": "setScenePath", "path": .string(path)], now: now) { tree throws(ProtocolError) in
+                try tree.setScenePath(path)
+            }
+        case .removeScenes(let path):
+            return try sceneChange(room, session, mutation: ["op": "removeScenes", "path": .string(path)], now: now) { tree throws(ProtocolError) in
+                try tree.removeScenes(path: path)
+            }
+        case .insertImage(let image):
+            return try sceneChange(room, session, mutation: ["op": "insertImage", "image": image.json], now: now) { tree throws(ProtocolError) in
+                try tree.insertImage(image)
+            }
+
+        case .setViewMode(let mode):
+            let current = room.model.snapshot.state.broadcastState
+            var next = current
+            switch mode {
+            case .broadcaster:
+                next = BroadcastState(mode: .broadcaster, broadcasterId: me)
+            case .freedom, .follower:
+                if current.broadcasterId == me {
+                    next = BroadcastState(mode: .freedom, broadcasterId: nil)
+                }
+            }
+            let patch: [String: JSON] = ["broadcastState": next.json]
+            let seq = try append(to: room, origin: session, now: now) { seq in
+                ServerMessage.state(room: room.id, seq: seq, from: me, patch: patch)
+            }
+            // The caller never receives its own push: the reply carries the result.
+            return ["seq": .int(seq), "patch": .object(patch)]
+
+        case .publishStream(let streamID, let extraInfo):
+            if let existing = room.model.snapshot.streams.first(where: { $0.id == streamID }), existing.userId != session.userId {
+                throw ProtocolError.invalidArgument("stream \(streamID) belongs to another user")
+            }
+            let stream = Stream(id: streamID, userId: session.userId, extraInfo: extraInfo)
+            let seq = try append(to: room, origin: session, now: now) { seq in
+                ServerMessage.streamUpdate(room: room.id, seq: seq, type: .add, streams: [stream])
+            }
+            return ["seq": .int(seq)]
+
+        case .unpublishStream(let streamID):
+            guard let stream = room.model.snapshot.streams.first(where: { $0.id == streamID }),
+                  stream.userId == session.userId else {
+                throw ProtocolError.invalidArgument("you do not publish stream \(streamID)")
+            }
+            let seq = try append(to: room, origin: session, now: now) { seq in
+                ServerMessage.streamUpdate(room: room.id, seq: seq, type: .delete, streams: [stream])
+            }
+            return ["seq": .int(seq)]
+
+        case .setExtraInfo(let key, let value):
+            let seq = try append(to: room, origin: session, now: now) { seq in
+                ServerMessage.extraInfo(room: room.id, seq: seq, from: me, key: key, value: value)
+            }
+            return ["seq": .int(seq)]
+
+        case .renewToken(let token):
+            let claims = try verify(token, room: room.id, user: session.userId, now: now)
+            session.role = claims.role
+            session.tokenExpiresAt = claims.exp * 1000
+            session.warnedOfExpiry = false
+            persist(session)
+            return ["expiresAt": .int(session.tokenExpiresAt), "writable": .bool(session.writable)]
+
+        case .setWritable(let writable):
+            if writable && !session.role.canWrite {
+                throw ProtocolError(code: .notPermitted, message: "a reader token cannot write")
+            }
+            session.wantsWritable = writable
+            persist(session)
+            return ["writable": .bool(session.writable)]
+
+        case .hello, .ping, .login, .logout:
+            throw ProtocolError.invalidArgument("unexpected \(request.op.rawValue)")
+        }
+    }
+
+    /// A scene operation: validated on a copy of the tree, logged with its
+    /// mutation, pushed as a `state` event carrying the new `sceneState`.
+    private func sceneChange(_ room: ServerRoom, _ session: ServerSession, mutation: JSON, now: Int64,
+                             _ change: (inout SceneTree) throws(ProtocolError) -> Void) throws(ProtocolError) -> [String: JSON] {
+        var tree = room.model.scenes
+        try change(&tree)
+        let patch: [String: JSON] = ["sceneState": tree.sceneState.json]
+        let me = session.memberId
+        let seq = try append(to: room, origin: session, mutation: mutation, now: now) { seq in
+            ServerMessage.state(room: room.id, seq: seq, from: me, patch: patch)
+        }
+        // The caller never receives its own push: the reply carries the result.
+        return ["seq": .int(seq), "patch": .object(patch)]
+    }
+
+    /// Verifies a token for `room` and `user`; 1002033 otherwise.
+    func verify(_ token: String, room: String, user: String, now: Int64) throws(ProtocolError) -> TokenClaims {
+        let claims: TokenClaims
+        do {
+            claims = try signer.verify(token, now: now / 1000)
+        } catch {
+            metrics.authFailures += 1
+            throw ProtocolError(code: .tokenInvalid, message: "token rejected: \(error.reason)")
+        }
+        guard claims.allows(room: room), claims.sub == user else {
+            metrics.authFailures += 1
+            throw ProtocolError(code: .tokenInvalid, message: "token is not for this room and user")
+        }
+        return claims
+    }
+
+    private func login(_ login: LoginRequest, id: Int64, roomID: String, link: ClientLink, now: Int64) throws(ProtocolError) {
+        if link.sessions[roomID] != nil {
+            throw ProtocolError(code: .alreadyLoggedIn, message: "already logged in to \(roomID) on this connection")
+        }
+        let claims = try verify(login.token, room: roomID, user: login.user.id, now: now)
+        let room = try openRoom(roomID, now: now)
+
+        // Resume of a session we still retain for this room and user.
+        if let resume = login.resume, let session = room.sessions[resume.session], session.userId == login.user.id {
+            if let code = session.endedCode {
+                throw ProtocolError(code: code, message: "the session was ended (kicked)")
+            }
+            if let other = session.link, other !== link {
+                other.sessions.removeValue(forKey: roomID)
+            }
+            session.link = link
+            session.detachedAt = nil
+            session.lastSeen = now
+            session.role = claims.role
+            session.wantsWritable = login.writable
+            session.tokenExpiresAt = claims.exp * 1000
+            session.warnedOfExpiry = false
+            link.sessions[roomID] = session
+            if !session.visible {
+                session.visible = true
+                let member = Member(memberId: session.memberId, userId: session.userId, name: login.user.name,
+                                    payload: login.user.payload, memberState: [:])
+                try append(to: room, origin: session, now: now) { seq in
+                    ServerMessage.userUpdate(room: room.id, seq: seq, type: .add, users: [member])
+                }
+            }
+            persist(session)
+            let recovered = resume.seq >= room.recoverableAfter && resume.seq <= room.seq
+            let reply = LoginReply(session: session.id, memberId: session.memberId, seq: room.seq, recovered: recovered,
+                                   writable: session.writable, expiresAt: session.tokenExpiresAt,
+                                   snapshot: recovered ? nil : room.model.snapshot)
+            link.send(ServerMessage.reply(id: id, login: reply))
+            if recovered {
+                for entry in room.recoveryEntries(after: resume.seq) {
+                    if let recipients = entry.recipients, !recipients.contains(session.userId) { continue }
+                    link.send(entry.frame)
+                }
+            }
+            afterLogin(session, now: now)
+            return
+        }
+
+        // Fresh login: newest wins over every other session of this user here.
+        for other in room.sessions.values where other.userId == login.user.id && other.endedCode == nil {
+            end(other, code: .kickedDuplicateLogin, reason: "logged in elsewhere", now: now)
+        }
+        let memberId = room.model.nextMemberId
+        let session = ServerSession(id: randomIdentifier("s-"), room: room, userId: login.user.id, memberId: memberId,
+                                    role: claims.role, wantsWritable: login.writable,
+                                    tokenExpiresAt: claims.exp * 1000, now: now, visible: true)
+        let member = Member(memberId: memberId, userId: login.user.id, name: login.user.name,
+                            payload: login.user.payload, memberState: [:])
+        room.sessions[session.id] = session
+        do {
+            try append(to: room, origin: session, now: now) { seq in
+                ServerMessage.userUpdate(room: room.id, seq: seq, type: .add, users: [member])
+            }
+        } catch {
+            room.sessions.removeValue(forKey: session.id)
+            throw error
+        }
+        session.link = link
+        link.sessions[roomID] = session
+        persist(session)
+        let reply = LoginReply(session: session.id, memberId: memberId, seq: room.seq, recovered: false,
+                               writable: session.writable, expiresAt: session.tokenExpiresAt,
+                               snapshot: room.model.snapshot)
+        link.send(ServerMessage.reply(id: id, login: reply))
+        afterLogin(session, now: now)
+    }
+
+    private func afterLogin(_ session: ServerSession, now: Int64) {
+        if session.tokenExpiresAt - now <= configuration.tokenExpiryNotice.milliseconds {
+            warnOfExpiry(session, now: now)
+        }
+    }
+
+    /// The room, created (durably) on first use.
+    func openRoom(_ roomID: String, now: Int64) throws(ProtocolError) -> ServerRoom {
+        if let room = rooms[roomID] { return room }
+        let room = ServerRoom(id: roomID, created: now, seq: 0, model: RoomModel())
+        do {
+            try store.createRoom(roomID, created: now, snapshotBody: room.model.json)
+        } catch {
+            logger.error("room not created", metadata: ["room": "\(roomID)", "error": "\(error)"])
+            throw ProtocolError(code: .internalError, message: "storage failed")
+        }
+        rooms[roomID] = room
+        return room
+    }
+}

@@ -1,0 +1,390 @@
+import Foundation
+import Logging
+import RoomKitLoop
+import RoomKitProtocol
+
+/// Counters behind `/metrics`. Loop thread only.
+struct ServerMetrics {
+    var eventsTotal = 0
+    var bytesOut = 0
+    var kicks = 0
+    var authFailures = 0
+    var eventsPerSecond = 0.0
+    var lastRateSample: (at: Int64, events: Int) = (0, 0)
+}
+
+/// The reference room server (`roomd`): PROTOCOL.md over one WebSocket/HTTP
+/// listener, with rooms, sessions and the event log in SQLite.
+///
+/// Create and use it on the loop thread. `stop()` closes every connection
+/// with 1001 (members stay: to clients a restart is a blip), then stops
+/// listening and closes storage.
+public final class RoomServer: WebServerDelegate, @unchecked Sendable {
+    // @unchecked Sendable: loop thread only (asserted at entry points).
+
+    public let configuration: ServerConfiguration
+    let loop: EventLoop
+    let logger: Logger
+    let store: RoomStore
+    let signer: TokenSigner
+    var rooms: [String: ServerRoom] = [:]
+    var links: [ObjectIdentifier: ClientLink] = [:]
+    var metrics = ServerMetrics()
+    private var web: WebServer?
+    private var sweeper: LoopTimer?
+    /// Set once `stop()` began closing connections.
+    private var stopping = false
+    private var stopTimer: LoopTimer?
+    private var stopCompletions: [() -> Void] = []
+    let startedAt: Int64
+
+    /// The port actually bound.
+    public var port: Int { web?.port ?? 0 }
+
+    /// Opens storage (restoring rooms and sessions), binds the listener and
+    /// starts the timers. Loop thread only.
+    public init(loop: EventLoop, configuration: ServerConfiguration, logger: Logger) throws {
+        loop.preconditionInEventLoop()
+        self.loop = loop
+        self.configuration = configuration
+        self.logger = logger
+        signer = TokenSigner(secret: configuration.secret)
+        startedAt = wallMilliseconds()
+        store = try RoomStore(directory: configuration.dataDirectory,
+                              synchronous: configuration.synchronousFull ? .full : .normal)
+        try restore()
+        var web = WebServerConfiguration()
+        web.host = configuration.host
+        web.port = configuration.port
+        web.tlsCertificateFile = configuration.tlsCertificateFile
+        web.tlsKeyFile = configuration.tlsKeyFile
+        web.webSocketPath = "/v1/rooms"
+        web.subprotocol = "room.v1"
+        web.maxMessageBytes = configuration.maxMessageBytes
+        self.web = try WebServer(loop: loop, configuration: web, delegate: self, logger: logger)
+        let tick = Duration.milliseconds(max(20, min(1000, min(configuration.heartbeatTimeout.milliseconds,
+                                                                configuration.tokenExpiryNotice.milliseconds) / 10)))
+        sweeper = try loop.scheduleTimer(after: tick, repeating: tick) { [unowned self] _ in sweep() }
+        loop.addShutdownHook { [weak self] in
+            // The loop is going away: no time left for close handshakes.
+            self?.beginStop()
+            self?.finishStop()
+        }
+    }
+
+    /// Closes every connection with 1001; once their close frames are out
+    /// (or after `gracePeriod`), stops listening, closes storage and calls
+    /// `completion`. Idempotent: a later call only adds its completion. The
+    /// loop's shutdown finishes a pending stop at once. Loop thread only.
+    public func stop(gracePeriod: Duration = .seconds(1), completion: (() -> Void)? = nil) {
+        loop.preconditionInEventLoop()
+        guard web != nil else {
+            completion?()
+            return
+        }
+        if let completion { stopCompletions.append(completion) }
+        guard !stopping else { return }
+        beginStop()
+        if links.isEmpty { return finishStop() }
+        do {
+            stopTimer = try loop.scheduleTimer(after: gracePeriod) { [weak self] _ in self?.finishStop() }
+        } catch {
+            finishStop()
+        }
+    }
+
+    /// Stops the timers, detaches every session durably and starts closing
+    /// every connection with 1001. Idempotent.
+    private func beginStop() {
+        guard !stopping else { return }
+        stopping = true
+        sweeper?.cancel()
+        sweeper = nil
+        // Sessions stay retained: detach them durably so a restart resumes them.
+        let now = wallMilliseconds()
+        for room in rooms.values {
+            for session in room.sessions.values where session.link != nil {
+                session.link = nil
+                session.detachedAt = now
+                try? store.save(session.stored)
+            }
+        }
+        for link in links.values {
+            link.connection.close(code: 1001, reason: "server shutting down")
+        }
+    }
+
+    /// Stops listening, closes storage and runs the stop completions. Idempotent.
+    private func finishStop() {
+        guard let web else { return }
+        self.web = nil
+        stopTimer?.cancel()
+        stopTimer = nil
+        web.stop()
+        store.close()
+        let completions = stopCompletions
+        stopCompletions = []
+        for completion in completions { completion() }
+    }
+
+    // MARK: Restore after restart
+
+    private func restore() throws {
+        let now = startedAt
+        for stored in try store.loadRooms() {
+            var model = RoomModel()
+            if let snapshot = stored.snapshot {
+                model = try RoomModel(json: snapshot.body)
+            }
+            var seq = stored.snapshot?.seq ?? 0
+            for event in stored.eventsAfterSnapshot {
+                try model.apply(push: JSON.parse(event.push), mutation: event.mutation)
+                seq = event.seq
+            }
+            let room = ServerRoom(id: stored.room, created: stored.created, seq: max(seq, stored.seq), model: model)
+            for event in try store.lastEvents(room: stored.room, count: Int64(configuration.recoveryEvents)) {
+                room.remember(RecoveryEntry(seq: event.seq, ts: event.ts, frame: WebSocketFrame(bytes: event.push),
+                                            recipients: event.recipients),
+                              keepAtLeast: configuration.recoveryEvents, window: configuration.recoveryWindow.milliseconds, now: now)
+            }
+            rooms[stored.room] = room
+        }
+        for stored in try store.loadSessions() {
+            guard let room = rooms[stored.room] else { continue }
+            let session = ServerSession(id: stored.id, room: room, userId: stored.userId, memberId: stored.memberId,
+                                        role: stored.role, wantsWritable: stored.wantsWritable,
+                                        tokenExpiresAt: stored.tokenExpiresAt, now: now, visible: stored.visible)
+            // Each retained session counts its heartbeat timeout from our start.
+            session.detachedAt = stored.detachedAt ?? now
+            session.lastSeen = now
+            session.endedCode = stored.endedCode.map(ErrorCode.init(rawValue:))
+            room.sessions[session.id] = session
+        }
+        logger.info("restored", metadata: ["rooms": "\(rooms.count)",
+                                           "sessions": "\(rooms.values.reduce(0) { $0 + $1.sessions.count })"])
+    }
+
+    // MARK: Connections
+
+    public func webServer(_ server: WebServer, didAccept connection: WebSocketConnection) {
+        if stopping {
+            return connection.close(code: 1001, reason: "server shutting down")
+        }
+        let link = ClientLink(connection: connection, server: self, now: wallMilliseconds())
+        connection.delegate = link
+        links[ObjectIdentifier(link)] = link
+        logger.debug("connection", metadata: ["connection": "\(link.id)", "peer": "\(connection.remoteAddress)"])
+    }
+
+    func closed(_ link: ClientLink, _ event: WebSocketCloseEvent) {
+        links.removeValue(forKey: ObjectIdentifier(link))
+        let now = wallMilliseconds()
+        for session in link.sessions.values where session.link === link {
+            session.link = nil
+            session.detachedAt = now
+            session.lastSeen = link.lastMessageAt
+            persist(session)
+        }
+        link.sessions.removeAll()
+        logger.debug("connection closed", metadata: ["connection": "\(link.id)", "code": "\(event.code)"])
+        if stopping && links.isEmpty {
+            finishStop()
+        }
+    }
+
+    func received(_ message: WebSocketMessage, on link: ClientLink) {
+        let now = wallMilliseconds()
+        link.lastMessageAt = now
+        for session in link.sessions.values { session.lastSeen = now }
+        let json: JSON
+        do {
+            json = try JSON.parse(message.bytes)
+        } catch {
+            guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
+            return link.send(ServerMessage.error(ProtocolError(code: .malformed, message: "not JSON: \(error)")))
+        }
+        let envelope: ClientEnvelope
+        switch ClientEnvelope.decode(json) {
+        case .success(let decoded):
+            envelope = decoded
+        case .failure(let failure):
+            guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
+            if let id = failure.id, !admitRequest(link, id: id, now: now) { return }
+            return link.send(failure.response)
+        }
+        guard link.greeted || envelope.request.op == .hello else {
+            return link.connection.close(code: 1002, reason: "hello first")
+        }
+        if let id = envelope.id {
+            guard admitRequest(link, id: id, now: now) else { return }
+            handle(envelope.request, id: id, room: envelope.room, link: link, now: now)
+        } else if case .ping(let t) = envelope.request {
+            link.send(ServerMessage.pong(t: t, serverTime: now))
+        }
+    }
+
+    /// Token bucket: false when request `id` must not run, after replying
+    /// 1009004, or closing 1008 once the connection has been over its limit
+    /// for the grace period.
+    ///
+    /// "Continuously over" is an episode of refusals, each less than
+    /// `refusalEpisodeGap` after the previous one. Admitted requests do not end
+    /// it: a flood keeps getting the odd request through as the bucket
+    /// trickles back, and is still over its limit.
+    private func admitRequest(_ link: ClientLink, id: Int64, now: Int64) -> Bool {
+        let elapsed = Double(now - link.lastRefill) / 1000
+        link.lastRefill = now
+        link.tokens = min(configuration.rateLimitBurst, link.tokens + elapsed * configuration.rateLimitPerSecond)
+        if link.tokens >= 1 {
+            link.tokens -= 1
+            return true
+        }
+        let sameEpisode = link.lastRefusalAt.map { now - $0 < Self.refusalEpisodeGap } ?? false
+        let since = sameEpisode ? link.overLimitSince ?? now : now
+        link.overLimitSince = since
+        link.lastRefusalAt = now
+        if now - since >= configuration.rateLimitGrace.milliseconds {
+            link.connection.close(code: 1008, reason: "rate limit exceeded", discardQueued: true)
+        } else {
+            link.send(ServerMessage.replyError(id: id, ProtocolError(code: .rateLimited, message: "rate limited")))
+        }
+        return false
+    }
+
+    /// A refusal this long (ms) after the previous one starts a new over-limit episode.
+    static let refusalEpisodeGap: Int64 = 1000
+
+    // MARK: Events
+
+    /// Appends an event to `room`: durable first, then applied, remembered for
+    /// resume, and fanned out (encoded once) to every attached session except
+    /// `origin`, and only to `recipients` (user IDs) when given.
+    @discardableResult
+    func append(to room: ServerRoom, origin: ServerSession?, mutation: JSON? = nil, recipients: [String]? = nil,
+                now: Int64, _ build: (Int64) -> JSON) throws(ProtocolError) -> Int64 {
+        let seq = room.seq + 1
+        let push = build(seq)
+        let bytes = push.serialized()
+        var next = room.model
+        do {
+            try next.apply(push: push, mutation: mutation)
+        } catch {
+            throw error
+        }
+        room.eventsSinceSnapshot += 1
+        let snapshotDue = room.eventsSinceSnapshot >= configuration.snapshotEvery
+        do {
+            try store.append(StoredEvent(room: room.id, seq: seq, ts: now, push: bytes, mutation: mutation,
+                                         recipients: recipients),
+                             // Spelled out: JSON is ExpressibleByNilLiteral, so a bare
+                             // `cond ? json : nil` would store JSON.null, not "no snapshot".
+                             snapshotAfter: snapshotDue ? Optional(next.json) : Optional<JSON>.none)
+        } catch {
+            logger.error("event not stored", metadata: ["room": "\(room.id)", "error": "\(error)"])
+            throw ProtocolError(code: .internalError, message: "storage failed")
+        }
+        if snapshotDue { room.eventsSinceSnapshot = 0 }
+        room.model = next
+        room.seq = seq
+        metrics.eventsTotal += 1
+        let frame = WebSocketFrame(bytes: bytes)
+        room.remember(RecoveryEntry(seq: seq, ts: now, frame: frame, recipients: recipients),
+                      keepAtLeast: configuration.recoveryEvents, window: configuration.recoveryWindow.milliseconds, now: now)
+        let allowed = recipients.map(Set.init)
+        for session in room.sessions.values {
+            guard let link = session.link, session !== origin else { continue }
+            if let allowed, !allowed.contains(session.userId) { continue }
+            link.send(frame)
+        }
+        return seq
+    }
+
+    func persist(_ session: ServerSession) {
+        do {
+            try store.save(session.stored)
+        } catch {
+            logger.error("session not stored", metadata: ["session": "\(session.id)", "error": "\(error)"])
+        }
+    }
+
+    /// Takes a member out of the room (others get `userUpdate` delete), and
+    /// its user's streams when it was that user's last visible session.
+    func removeMember(_ session: ServerSession, now: Int64) {
+        guard session.visible else { return }
+        let room = session.room
+        session.visible = false
+        guard let member = room.model.snapshot.members.first(where: { $0.memberId == session.memberId }) else { return }
+        _ = try? append(to: room, origin: session, now: now) { seq in
+            ServerMessage.userUpdate(room: room.id, seq: seq, type: .delete, users: [member])
+        }
+        let stillThere = room.sessions.values.contains { $0 !== session && $0.userId == session.userId && $0.visible }
+        let streams = room.model.snapshot.streams.filter { $0.userId == session.userId }
+        if !stillThere && !streams.isEmpty {
+            _ = try? append(to: room, origin: session, now: now) { seq in
+                ServerMessage.streamUpdate(room: room.id, seq: seq, type: .delete, streams: streams)
+            }
+        }
+        persist(session)
+    }
+
+    /// Ends a session with a kick code: the attached client gets `kicked`,
+    /// the member leaves, and a later resume is refused with `code`.
+    func end(_ session: ServerSession, code: ErrorCode, reason: String, now: Int64) {
+        guard session.endedCode == nil else { return }
+        session.endedCode = code
+        metrics.kicks += 1
+        if let link = session.link {
+            link.send(ServerMessage.kicked(room: session.room.id, code: code, reason: reason))
+            link.sessions.removeValue(forKey: session.room.id)
+            session.link = nil
+            session.detachedAt = now
+        }
+        removeMember(session, now: now)
+        persist(session)
+        logger.info("kicked", metadata: ["room": "\(session.room.id)", "user": "\(session.userId)", "code": "\(code.rawValue)"])
+    }
+
+    // MARK: Timers
+
+    /// Liveness, membership, retention and token expiry, checked periodically.
+    func sweep() {
+        let now = wallMilliseconds()
+        let heartbeat = configuration.heartbeatTimeout.milliseconds
+        for link in links.values where now - link.lastMessageAt >= heartbeat {
+            link.connection.close(code: 1001, reason: "heartbeat timeout", discardQueued: true)
+        }
+        let retention = configuration.sessionRetention.milliseconds
+        let notice = configuration.tokenExpiryNotice.milliseconds
+        for room in rooms.values {
+            for session in Array(room.sessions.values) {
+                if let detachedAt = session.detachedAt {
+                    if session.visible && now - session.lastSeen >= heartbeat {
+                        removeMember(session, now: now)
+                    }
+                    if now - detachedAt >= retention {
+                        room.sessions.removeValue(forKey: session.id)
+                        try? store.deleteSession(session.id)
+                    }
+                } else if session.link != nil {
+                    if !session.warnedOfExpiry && session.tokenExpiresAt - now <= notice {
+                        warnOfExpiry(session, now: now)
+                    }
+                    if now >= session.tokenExpiresAt {
+                        end(session, code: .kickedTokenExpired, reason: "token expired", now: now)
+                    }
+                }
+            }
+        }
+        if now - metrics.lastRateSample.at >= 1000 {
+            let elapsed = Double(now - metrics.lastRateSample.at) / 1000
+            metrics.eventsPerSecond = Double(metrics.eventsTotal - metrics.lastRateSample.events) / max(elapsed, 0.001)
+            metrics.lastRateSample = (now, metrics.eventsTotal)
+        }
+    }
+
+    func warnOfExpiry(_ session: ServerSession, now: Int64) {
+        session.warnedOfExpiry = true
+        let remaining = max(0, (session.tokenExpiresAt - now) / 1000)
+        session.link?.send(ServerMessage.tokenWillExpire(room: session.room.id, remaining: remaining))
+    }
+}

@@ -1,0 +1,260 @@
+import Foundation
+import RoomKitProtocol
+
+/// One room event as stored: the push exactly as members saw it, the
+/// internal mutation needed to replay it (scene operations), and the magix
+/// recipients when the event was addressed.
+struct StoredEvent: Sendable {
+    var room: String
+    var seq: Int64
+    /// Server time in ms since the epoch when the event was appended.
+    var ts: Int64
+    /// The push's JSON text (op, room, seq and the op's fields).
+    var push: [UInt8]
+    /// What replay must apply beyond the push (scene tree changes), if anything.
+    var mutation: JSON?
+    /// `to` of an addressed magix event.
+    var recipients: [String]?
+}
+
+/// A resumable session as stored.
+struct StoredSession: Sendable {
+    var id: String
+    var room: String
+    var userId: String
+    var memberId: Int64
+    var role: TokenRole
+    var wantsWritable: Bool
+    var tokenExpiresAt: Int64
+    /// When its connection was lost (ms); nil while attached.
+    var detachedAt: Int64?
+    /// Whether the member is currently in the room (seen by the others).
+    var visible: Bool
+    /// The kick code that ended it (a later resume is refused with it).
+    var endedCode: Int?
+}
+
+/// A room as loaded at start: its row, latest snapshot and later events.
+struct StoredRoom: Sendable {
+    var room: String
+    var created: Int64
+    var seq: Int64
+    var snapshot: (seq: Int64, ts: Int64, body: JSON)?
+    var eventsAfterSnapshot: [StoredEvent]
+}
+
+/// Durable storage of rooms, events, snapshots and sessions in one SQLite
+/// database in WAL mode. Every write is committed before it returns, so an
+/// event is durable before any member is told about it.
+///
+/// `synchronous`: `NORMAL` (default) survives a process crash (`kill -9`)
+/// without losing a committed transaction; `FULL` also survives power loss,
+/// at the cost of an fsync per commit. See docs/DURABILITY.md.
+///
+/// Loop thread only.
+final class RoomStore {
+    enum Synchronous: String, Sendable {
+        case normal = "NORMAL"
+        case full = "FULL"
+    }
+
+    private let db: SQLiteDatabase
+    let directory: String
+
+    init(directory: String, synchronous: Synchronous = .normal) throws(StorageError) {
+        self.directory = directory
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw StorageError(code: -1, context: "create \(directory)", message: "\(error.localizedDescription)")
+        }
+        db = try SQLiteDatabase(path: (directory as NSString).appendingPathComponent("rooms.sqlite"))
+        let mode = try db.scalarText("PRAGMA journal_mode=WAL")
+        guard mode?.lowercased() == "wal" else {
+            throw StorageError(code: -1, context: "PRAGMA journal_mode=WAL", message: "database refused WAL (got \(mode ?? "nil"))")
+        }
+        try db.execute("PRAGMA synchronous=\(synchronous.rawValue)")
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS rooms(
+                room TEXT PRIMARY KEY, created INTEGER NOT NULL, seq INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS events(
+                room TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL,
+                push TEXT NOT NULL, mutation TEXT, recipients TEXT,
+                PRIMARY KEY(room, seq)) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS events_by_time ON events(room, ts);
+            CREATE TABLE IF NOT EXISTS snapshots(
+                room TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL, body TEXT NOT NULL,
+                PRIMARY KEY(room, seq)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS sessions(
+                session TEXT PRIMARY KEY, room TEXT NOT NULL, user TEXT NOT NULL,
+                member INTEGER NOT NULL, role TEXT NOT NULL, wants_writable INTEGER NOT NULL,
+                token_exp INTEGER NOT NULL, detached_at INTEGER, visible INTEGER NOT NULL,
+                ended_code INTEGER);
+            """)
+    }
+
+    func close() {
+        db.close()
+    }
+
+    // MARK: Rooms and events
+
+    func createRoom(_ room: String, created: Int64, snapshotBody: JSON) throws(StorageError) {
+        try db.transaction { () throws(StorageError) in
+            try db.statement("INSERT INTO rooms(room, created, seq) VALUES(?, ?, 0)")
+                .bind(1, room).bind(2, created).run()
+            try db.statement("INSERT INTO snapshots(room, seq, ts, body) VALUES(?, 0, ?, ?)")
+                .bind(1, room).bind(2, created).bind(3, bytes: snapshotBody.serialized()).run()
+        }
+    }
+
+    /// Appends one event (and optionally a snapshot taken after it) atomically.
+    func append(_ event: StoredEvent, snapshotAfter: JSON? = nil) throws(StorageError) {
+        try db.transaction { () throws(StorageError) in
+            try db.statement("INSERT INTO events(room, seq, ts, push, mutation, recipients) VALUES(?, ?, ?, ?, ?, ?)")
+                .bind(1, event.room).bind(2, event.seq).bind(3, event.ts)
+                .bind(4, bytes: event.push)
+                .bind(5, bytes: event.mutation?.serialized())
+                .bind(6, bytes: event.recipients.map { JSON.array($0.map(JSON.string)).serialized() })
+                .run()
+            try db.statement("UPDATE rooms SET seq = ? WHERE room = ?").bind(1, event.seq).bind(2, event.room).run()
+            if let snapshotAfter {
+                try db.statement("INSERT OR REPLACE INTO snapshots(room, seq, ts, body) VALUES(?, ?, ?, ?)")
+                    .bind(1, event.room).bind(2, event.seq).bind(3, event.ts)
+                    .bind(4, bytes: snapshotAfter.serialized()).run()
+            }
+        }
+    }
+
+    func loadRooms() throws(StorageError) -> [StoredRoom] {
+        var rooms: [StoredRoom] = []
+        let list = try db.statement("SELECT room, created, seq FROM rooms")
+        while try list.step() {
+            rooms.append(StoredRoom(room: list.text(0) ?? "", created: list.int64(1), seq: list.int64(2),
+                                    snapshot: nil, eventsAfterSnapshot: []))
+        }
+        list.reset()
+        for index in rooms.indices {
+            let room = rooms[index].room
+            rooms[index].snapshot = try snapshot(room: room, atOrBeforeSeq: Int64.max)
+            let from = rooms[index].snapshot?.seq ?? 0
+            rooms[index].eventsAfterSnapshot = try events(room: room, afterSeq: from, throughSeq: Int64.max)
+        }
+        return rooms
+    }
+
+    /// The newest snapshot whose seq is at most `seq`.
+    func snapshot(room: String, atOrBeforeSeq seq: Int64) throws(StorageError) -> (seq: Int64, ts: Int64, body: JSON)? {
+        let statement = try db.statement(
+            "SELECT seq, ts, body FROM snapshots WHERE room = ? AND seq <= ? ORDER BY seq DESC LIMIT 1")
+            .bind(1, room).bind(2, seq)
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        return try decodeSnapshot(statement)
+    }
+
+    /// The newest snapshot taken strictly before time `ts`: it holds only
+    /// events older than `ts` (a snapshot is stamped with its last event's time,
+    /// so one stamped `ts` would hide an event a recording from `ts` must show).
+    func snapshot(room: String, beforeTime ts: Int64) throws(StorageError) -> (seq: Int64, ts: Int64, body: JSON)? {
+        let statement = try db.statement(
+            "SELECT seq, ts, body FROM snapshots WHERE room = ? AND ts < ? ORDER BY seq DESC LIMIT 1")
+            .bind(1, room).bind(2, ts)
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        return try decodeSnapshot(statement)
+    }
+
+    private func decodeSnapshot(_ statement: Statement) throws(StorageError) -> (seq: Int64, ts: Int64, body: JSON) {
+        let body: JSON
+        do {
+            body = try JSON.parse(statement.bytes(2) ?? [])
+        } catch {
+            throw StorageError(code: -1, context: "snapshot body", message: "\(error)")
+        }
+        return (statement.int64(0), statement.int64(1), body)
+    }
+
+    /// Events with `afterSeq < seq <= throughSeq`, in order.
+    func events(room: String, afterSeq: Int64, throughSeq: Int64, limit: Int64 = Int64.max) throws(StorageError) -> [StoredEvent] {
+        let statement = try db.statement(
+            "SELECT seq, ts, push, mutation, recipients FROM events WHERE room = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
+            .bind(1, room).bind(2, afterSeq).bind(3, throughSeq).bind(4, limit)
+        defer { statement.reset() }
+        var result: [StoredEvent] = []
+        while try statement.step() {
+            result.append(try decodeEvent(room: room, statement))
+        }
+        return result
+    }
+
+    /// The oldest events still needed for recovery: the last `count` of the room.
+    func lastEvents(room: String, count: Int64) throws(StorageError) -> [StoredEvent] {
+        let statement = try db.statement(
+            "SELECT seq, ts, push, mutation, recipients FROM events WHERE room = ? ORDER BY seq DESC LIMIT ?")
+            .bind(1, room).bind(2, count)
+        defer { statement.reset() }
+        var result: [StoredEvent] = []
+        while try statement.step() {
+            result.append(try decodeEvent(room: room, statement))
+        }
+        return result.reversed()
+    }
+
+    private func decodeEvent(room: String, _ statement: Statement) throws(StorageError) -> StoredEvent {
+        var mutation: JSON?
+        var recipients: [String]?
+        do {
+            if let bytes = statement.bytes(3) { mutation = try JSON.parse(bytes) }
+            if let bytes = statement.bytes(4) {
+                recipients = try JSON.parse(bytes).arrayValue?.compactMap(\.stringValue)
+            }
+        } catch {
+            throw StorageError(code: -1, context: "event \(room)#\(statement.int64(0))", message: "\(error)")
+        }
+        return StoredEvent(room: room, seq: statement.int64(0), ts: statement.int64(1),
+                           push: statement.bytes(2) ?? [], mutation: mutation, recipients: recipients)
+    }
+
+    // MARK: Sessions
+
+    func save(_ session: StoredSession) throws(StorageError) {
+        try db.statement("""
+            INSERT OR REPLACE INTO sessions(session, room, user, member, role, wants_writable,
+                token_exp, detached_at, visible, ended_code) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+            .bind(1, session.id).bind(2, session.room).bind(3, session.userId).bind(4, session.memberId)
+            .bind(5, session.role.rawValue).bind(6, session.wantsWritable ? 1 : 0)
+            .bind(7, session.tokenExpiresAt).bind(8, session.detachedAt)
+            .bind(9, session.visible ? 1 : 0).bind(10, session.endedCode.map(Int64.init))
+            .run()
+    }
+
+    func deleteSession(_ id: String) throws(StorageError) {
+        try db.statement("DELETE FROM sessions WHERE session = ?").bind(1, id).run()
+    }
+
+    func loadSessions() throws(StorageError) -> [StoredSession] {
+        let statement = try db.statement("""
+            SELECT session, room, user, member, role, wants_writable, token_exp, detached_at, visible, ended_code
+            FROM sessions
+            """)
+        defer { statement.reset() }
+        var result: [StoredSession] = []
+        while try statement.step() {
+            result.append(StoredSession(
+                id: statement.text(0) ?? "", room: statement.text(1) ?? "", userId: statement.text(2) ?? "",
+                memberId: statement.int64(3), role: TokenRole(rawValue: statement.text(4) ?? "") ?? .reader,
+                wantsWritable: statement.int64(5) != 0, tokenExpiresAt: statement.int64(6),
+                detachedAt: statement.isNull(7) ? nil : statement.int64(7),
+                visible: statement.int64(8) != 0,
+                endedCode: statement.isNull(9) ? nil : Int(statement.int64(9))))
+        }
+        return result
+    }
+
+    /// SQLite's own consistency check ("ok" when healthy).
+    func integrityCheck() throws(StorageError) -> String {
+        try db.scalarText("PRAGMA integrity_check") ?? "no answer"
+    }
+}

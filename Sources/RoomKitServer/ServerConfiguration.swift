@@ -1,0 +1,67 @@
+import Foundation
+
+/// Everything `roomd` can be told. Times are `Duration`s so tests can shrink
+/// the seed's 90 s heartbeat timeout and 20 min retention.
+public struct ServerConfiguration: Sendable {
+    /// Address and port to listen on (port 0 picks a free one).
+    public var host = "127.0.0.1"
+    public var port = 7700
+    /// HS256 secret shared with the app's backend.
+    public var secret: String
+    /// Directory of the SQLite database (created if missing).
+    public var dataDirectory: String
+    /// How often clients should ping (`hello.heartbeatInterval`).
+    public var heartbeatInterval: Duration = .seconds(10)
+    /// Silence after which a connection is dead and, once its connection is
+    /// gone, after which a member leaves its rooms.
+    public var heartbeatTimeout: Duration = .seconds(90)
+    /// How long a lost session stays resumable.
+    public var sessionRetention: Duration = .seconds(1200)
+    /// TLS certificate and key (PEM); both set means `wss://`.
+    public var tlsCertificateFile: String?
+    public var tlsKeyFile: String?
+    /// Largest message accepted (larger: close 1009).
+    public var maxMessageBytes = 1 << 20
+    /// Requests per connection: bucket size and refill per second.
+    public var rateLimitBurst = 200.0
+    public var rateLimitPerSecond = 200.0
+    /// Continuous time over the limit after which the connection is closed 1008.
+    public var rateLimitGrace: Duration = .seconds(2)
+    /// Outbound bytes queued per connection before it is closed 1013.
+    public var maxOutboundBytes = 8 << 20
+    /// Events kept in memory per room for resume (at least this many...).
+    public var recoveryEvents = 1000
+    /// ...or at least this much time, whichever keeps more.
+    public var recoveryWindow: Duration = .seconds(300)
+    /// Notice before a token expires (`tokenWillExpire`).
+    public var tokenExpiryNotice: Duration = .seconds(30)
+    /// A snapshot is stored every this many events per room (bounds restart
+    /// and recording-seek cost).
+    public var snapshotEvery = 200
+    /// SQLite `synchronous`: normal survives process crashes, full also power loss.
+    public var synchronousFull = false
+
+    public init(secret: String, dataDirectory: String) {
+        self.secret = secret
+        self.dataDirectory = dataDirectory
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds (rounded down, never negative).
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+}
+
+/// Wall-clock milliseconds since the epoch.
+func wallMilliseconds() -> Int64 {
+    Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+}
+
+/// A random identifier like `s-3f9a…` (16 hex digits).
+func randomIdentifier(_ prefix: String) -> String {
+    var generator = SystemRandomNumberGenerator()
+    return prefix + String(UInt64.random(in: 0...UInt64.max, using: &generator), radix: 16)
+}

@@ -1,0 +1,162 @@
+import RoomKitLoop
+import RoomKitProtocol
+
+/// One member's session in one room: survives its connection for
+/// `sessionRetention`, and stays visible to the others until
+/// `heartbeatTimeout` after its connection's last message. Loop thread only.
+final class ServerSession {
+    let id: String
+    unowned let room: ServerRoom
+    let userId: String
+    let memberId: Int64
+    var role: TokenRole
+    /// What the client asked for (login `writable`, later `setWritable`).
+    var wantsWritable: Bool
+    /// Token expiry, ms since the epoch.
+    var tokenExpiresAt: Int64
+    var warnedOfExpiry = false
+    /// The connection it is attached to; nil while detached.
+    weak var link: ClientLink?
+    /// When it lost its connection (ms); nil while attached.
+    var detachedAt: Int64?
+    /// The last sign of life of its connection (for the heartbeat rule).
+    var lastSeen: Int64
+    /// Whether the others see it as a member.
+    var visible: Bool
+    /// The kick code that ended it; a resume is then refused with this code.
+    var endedCode: ErrorCode?
+
+    init(id: String, room: ServerRoom, userId: String, memberId: Int64, role: TokenRole,
+         wantsWritable: Bool, tokenExpiresAt: Int64, now: Int64, visible: Bool) {
+        self.id = id
+        self.room = room
+        self.userId = userId
+        self.memberId = memberId
+        self.role = role
+        self.wantsWritable = wantsWritable
+        self.tokenExpiresAt = tokenExpiresAt
+        self.lastSeen = now
+        self.visible = visible
+    }
+
+    /// Whether the session may change the room (role and the client's wish).
+    var writable: Bool { role.canWrite && wantsWritable }
+
+    var stored: StoredSession {
+        StoredSession(id: id, room: room.id, userId: userId, memberId: memberId, role: role,
+                      wantsWritable: wantsWritable, tokenExpiresAt: tokenExpiresAt,
+                      detachedAt: detachedAt, visible: visible, endedCode: endedCode?.rawValue)
+    }
+}
+
+/// One client connection: greeting, liveness, rate limit, and its sessions
+/// (at most one per room). Loop thread only.
+final class ClientLink: WebSocketDelegate {
+    let id: String
+    let connection: WebSocketConnection
+    unowned let server: RoomServer
+    var greeted = false
+    var lastMessageAt: Int64
+    /// Room ID → session attached through this connection.
+    var sessions: [String: ServerSession] = [:]
+    var tokens: Double
+    var lastRefill: Int64
+    /// When the current episode of refused requests began (see `admitRequest`).
+    var overLimitSince: Int64?
+    /// When a request last found the bucket empty.
+    var lastRefusalAt: Int64?
+
+    init(connection: WebSocketConnection, server: RoomServer, now: Int64) {
+        id = randomIdentifier("c-")
+        self.connection = connection
+        self.server = server
+        lastMessageAt = now
+        tokens = server.configuration.rateLimitBurst
+        lastRefill = now
+    }
+
+    func webSocket(_ connection: WebSocketConnection, didReceive message: WebSocketMessage) {
+        server.received(message, on: self)
+    }
+
+    func webSocket(_ connection: WebSocketConnection, didCloseWith event: WebSocketCloseEvent) {
+        server.closed(self, event)
+    }
+
+    /// Sends a JSON message (encoded for this connection only).
+    func send(_ json: JSON) {
+        send(WebSocketFrame(bytes: json.serialized()))
+    }
+
+    /// Sends a shared frame; enforces the outbound cap (close 1013).
+    func send(_ frame: WebSocketFrame) {
+        guard connection.send(frame) else { return }
+        server.metrics.bytesOut += frame.count
+        if connection.bufferedAmount > server.configuration.maxOutboundBytes {
+            server.logger.warning("closing slow connection", metadata: ["connection": "\(id)", "queued": "\(connection.bufferedAmount)"])
+            connection.close(code: 1013, reason: "outbound queue over limit", discardQueued: true)
+        }
+    }
+}
+
+/// A room event kept in memory for resume: its encoded push, shared by all.
+struct RecoveryEntry {
+    let seq: Int64
+    let ts: Int64
+    let frame: WebSocketFrame
+    let recipients: [String]?
+}
+
+/// A room on the server: its model, sequence, sessions and recovery buffer.
+/// Loop thread only.
+final class ServerRoom {
+    let id: String
+    let created: Int64
+    var seq: Int64
+    var model: RoomModel
+    /// Retained sessions by session ID (attached, detached or ended).
+    var sessions: [String: ServerSession] = [:]
+    var recovery: [RecoveryEntry] = []
+    var recoveryHead = 0
+    var eventsSinceSnapshot = 0
+
+    init(id: String, created: Int64, seq: Int64, model: RoomModel) {
+        self.id = id
+        self.created = created
+        self.seq = seq
+        self.model = model
+    }
+
+    /// Sessions currently attached to a connection.
+    var attached: some Sequence<ServerSession> {
+        sessions.values.lazy.filter { $0.link != nil }
+    }
+
+    var visibleCount: Int { model.snapshot.members.count }
+
+    /// The oldest seq the buffer can replay from (events after it are all held).
+    var recoverableAfter: Int64 {
+        recoveryHead < recovery.count ? recovery[recoveryHead].seq - 1 : seq
+    }
+
+    func remember(_ entry: RecoveryEntry, keepAtLeast count: Int, window: Int64, now: Int64) {
+        recovery.append(entry)
+        // Drop the oldest only while more than `count` are held AND it is older than `window`.
+        while recovery.count - recoveryHead > count, recovery[recoveryHead].ts < now - window {
+            recoveryHead += 1
+        }
+        if recoveryHead > 4096 && recoveryHead * 2 > recovery.count {
+            recovery.removeFirst(recoveryHead)
+            recoveryHead = 0
+        }
+    }
+
+    func recoveryEntries(after seq: Int64) -> ArraySlice<RecoveryEntry> {
+        var low = recoveryHead, high = recovery.count
+        while low < high {
+            let mid = (low + high) / 2
+            if recovery[mid].seq <= seq { low = mid + 1 } else { high = mid }
+        }
+        return recovery[low...]
+    }
+}

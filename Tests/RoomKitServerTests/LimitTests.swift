@@ -1,0 +1,94 @@
+import Foundation
+import RoomKitProtocol
+import XCTest
+
+/// PROTOCOL.md §1 server limits: request rate (1009004, close 1008) and the
+/// outbound queue (close 1013). Message size and pre-hello rules are in
+/// ConnectionTests.
+final class LimitTests: ServerTestCase {
+    /// Sends `count` cheap requests back to back; returns their ids.
+    private func burst(_ client: RawClient, _ count: Int) throws -> [Int64] {
+        try (0..<count).map { _ in try client.sendRequest("logout", room: "nowhere") }
+    }
+
+    func testRequestsBeyondTheBucket_reply1009004() throws {
+        let server = try startServer {
+            $0.rateLimitBurst = 5
+            $0.rateLimitPerSecond = 1
+        }
+        let client = try server.connect()  // hello took one token
+        let ids = try burst(client, 10)
+        let codes = try ids.map { try client.reply(to: $0).code }
+        XCTAssertEqual(codes.prefix(4).map { $0 }, Array(repeating: 1_002_002, count: 4), "admitted requests run")
+        XCTAssertEqual(codes.suffix(5).map { $0 }, Array(repeating: 1_009_004, count: 5), "then the bucket is empty")
+        XCTAssertTrue(try client.isOpen())
+        // Pings are not requests: still answered.
+        try client.send(["op": "ping", "t": 5])
+        XCTAssertEqual(try client.waitFor("pong").int("t"), 5)
+    }
+
+    func testBriefBurstThenCalm_isNotClosed() throws {
+        let server = try startServer {
+            $0.rateLimitBurst = 5
+            $0.rateLimitPerSecond = 20
+        }
+        let client = try server.connect()
+        let ids = try burst(client, 12)
+        let codes = try ids.map { try client.reply(to: $0).code }
+        XCTAssertTrue(codes.contains(1_009_004))
+        // Then well under the rate for longer than the grace period.
+        let calmUntil = Date().addingTimeInterval(2.5)
+        while Date() < calmUntil {
+            Thread.sleep(forTimeInterval: 0.1)
+            XCTAssertEqual(try client.failure("logout", room: "nowhere"), 1_002_002)
+        }
+        XCTAssertTrue(try client.isOpen())
+    }
+
+    func testContinuousFlood_repliesRateLimitedThenCloses1008AfterTwoSeconds() throws {
+        let server = try startServer {
+            $0.rateLimitBurst = 5
+            $0.rateLimitPerSecond = 5
+        }
+        let client = try server.connect()
+        let start = Date()
+        var firstRejection: Date?
+        var ids: [Int64] = []
+        while try client.isOpen(), Date().timeIntervalSince(start) < 4 {
+            ids.append(try client.sendRequest("logout", room: "nowhere"))
+            usleep(2_000)
+            if firstRejection == nil,
+               try client.history().contains(where: { $0.op == "reply" && $0.code == 1_009_004 }) {
+                firstRejection = Date()
+            }
+        }
+        XCTAssertEqual(try client.waitForClose(timeout: 1), 1008)
+        let rejectedAt = try XCTUnwrap(firstRejection)
+        let overFor = Date().timeIntervalSince(rejectedAt)
+        XCTAssertGreaterThanOrEqual(overFor, 1.9, "closed before 2 s over the limit")
+        XCTAssertLessThan(overFor, 3.0, "not closed within about 2 s over the limit")
+        let codes = try client.history().filter { $0.op == "reply" }.compactMap(\.code)
+        XCTAssertTrue(codes.contains(1_002_002))
+        XCTAssertGreaterThan(codes.filter { $0 == 1_009_004 }.count, 100)
+    }
+
+    func testSlowConsumer_overTheOutboundLimit_isClosed1013_andStaysAMember() throws {
+        let server = try startServer { $0.maxOutboundBytes = 4096 }
+        // Read off the wire: the loop's lws 4.1 client would report 1013 as 1002.
+        let slow = try WireSocket(port: server.port)
+        slow.sendText(#"{"op":"hello","id":1}"#)
+        XCTAssertTrue(slow.readText()?.contains(#""ok":true"#) ?? false)
+        slow.sendText(#"{"op":"login","id":2,"room":"r1","token":"\#(makeToken(user: "u1"))","user":{"id":"u1"}}"#)
+        XCTAssertTrue(slow.readText()?.contains(#""session""#) ?? false)
+        let (writer, _) = try server.join("r1", user: "u2")
+        let big = String(repeating: "z", count: 6000)
+        try writer.ok("setState", room: "r1", ["patch": ["globalState": ["big": .string(big)]]])
+        let (code, texts, _) = slow.readUntilClose()
+        XCTAssertEqual(code, 1013)
+        XCTAssertFalse(texts.contains { $0.contains("zzzz") }, "the oversized push was dropped, not sent")
+        // Closed, not logged out: membership outlives the socket.
+        try writer.expectNothing(for: 0.2)
+        let rooms = try server.http("GET", "/v1/admin/rooms", token: makeToken(user: "ops", role: .admin))
+        XCTAssertEqual(rooms.json, [["room": "r1", "members": 2, "seq": 3]])
+    }
+}
