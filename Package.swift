@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "RoomKitLoop", targets: ["RoomKitLoop"]),
         .library(name: "RoomKitProtocol", targets: ["RoomKitProtocol"]),
         .library(name: "RoomKitServer", targets: ["RoomKitServer"]),
+        .library(name: "RoomKit", targets: ["RoomKit"]),
         .executable(name: "roomd", targets: ["roomd"]),
     ],
     dependencies: [
@@ -72,10 +73,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        // MARK: The client engine a bot host embeds
+        .target(
+            name: "RoomKit",
+            dependencies: [
+                "RoomKitLoop", "RoomKitProtocol",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+
         // MARK: Tests
         .testTarget(
             name: "RoomKitLoopTests",
             dependencies: ["RoomKitLoop"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RoomKitTests",
+            dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitServerTests",

@@ -1,0 +1,174 @@
+import Dispatch
+import Foundation
+import RoomKitProtocol
+import Synchronization
+
+/// A custom event (magix) as received.
+public struct MagixEvent: Sendable, Hashable {
+    public let room: String
+    public let seq: Int64
+    /// The sender's member ID.
+    public let from: Int64
+    public let event: String
+    public let payload: JSON
+}
+
+/// The changed parts of the room state (`fireRoomStateChanged`): only the
+/// top-level keys that changed are set.
+public struct RoomStateDiff: Sendable, Hashable {
+    public var globalState: [String: JSON]?
+    public var sceneState: SceneState?
+    public var broadcastState: BroadcastState?
+    public var roomMembers: [Member]?
+    public var memberState: [String: JSON]?
+
+    public init() {}
+
+    /// The changed top-level keys, in a fixed order.
+    public var keys: [String] {
+        var keys: [String] = []
+        if globalState != nil { keys.append("globalState") }
+        if memberState != nil { keys.append("memberState") }
+        if sceneState != nil { keys.append("sceneState") }
+        if broadcastState != nil { keys.append("broadcastState") }
+        if roomMembers != nil { keys.append("roomMembers") }
+        return keys
+    }
+
+    public var isEmpty: Bool { keys.isEmpty }
+}
+
+/// Everything the engine reports, as one value (the `AsyncSequence` form).
+public enum RoomEvent: Sendable, Hashable {
+    case roomStateChanged(room: String, reason: RoomReason, errorCode: ErrorCode)
+    case phaseChanged(room: String, phase: RoomPhase)
+    /// Another member changed the room state (`from` nil for server-side changes).
+    case roomStateModified(room: String, from: Int64?, diff: RoomStateDiff)
+    case beingAbleToCommitChange(room: String, writable: Bool)
+    case disconnectWithError(room: String, error: String)
+    case kickedWithReason(room: String, code: ErrorCode, reason: String)
+    case catchErrorWhenAppendFrame(room: String, memberId: Int64, error: String)
+    case magix(MagixEvent)
+    case userUpdate(room: String, type: UpdateType, users: [Member])
+    case streamUpdate(room: String, type: UpdateType, streams: [RoomKitProtocol.Stream])
+    case extraInfoUpdate(room: String, key: String, value: String)
+    case tokenWillExpire(room: String, remaining: Int64)
+    case throwError(domain: String, code: ErrorCode, message: String)
+
+    /// The room the event concerns (nil for `throwError`).
+    public var room: String? {
+        switch self {
+        case .roomStateChanged(let room, _, _), .phaseChanged(let room, _), .roomStateModified(let room, _, _),
+             .beingAbleToCommitChange(let room, _), .disconnectWithError(let room, _), .kickedWithReason(let room, _, _),
+             .catchErrorWhenAppendFrame(let room, _, _), .userUpdate(let room, _, _), .streamUpdate(let room, _, _),
+             .extraInfoUpdate(let room, _, _), .tokenWillExpire(let room, _):
+            return room
+        case .magix(let event):
+            return event.room
+        case .throwError:
+            return nil
+        }
+    }
+}
+
+/// Room callbacks (the whiteboard seed's `WhiteRoomCallbackDelegate`). All
+/// optional; delivered on the host's callback queue (default: the loop).
+public protocol RoomDelegate: AnyObject, Sendable {
+    func firePhaseChanged(_ room: Room, phase: RoomPhase)
+    /// Another member changed the room state; `diff` holds only what changed.
+    /// The room's synchronous properties already show the new state.
+    func fireRoomStateChanged(_ room: Room, diff: RoomStateDiff)
+    func fireBeingAbleToCommitChange(_ room: Room, writable: Bool)
+    func fireDisconnectWithError(_ room: Room, error: String)
+    func fireKickedWithReason(_ room: Room, code: ErrorCode, reason: String)
+    func fireCatchErrorWhenAppendFrame(_ room: Room, memberId: Int64, error: String)
+    func fireMagixEvent(_ room: Room, event: MagixEvent)
+}
+
+extension RoomDelegate {
+    public func firePhaseChanged(_ room: Room, phase: RoomPhase) {}
+    public func fireRoomStateChanged(_ room: Room, diff: RoomStateDiff) {}
+    public func fireBeingAbleToCommitChange(_ room: Room, writable: Bool) {}
+    public func fireDisconnectWithError(_ room: Room, error: String) {}
+    public func fireKickedWithReason(_ room: Room, code: ErrorCode, reason: String) {}
+    public func fireCatchErrorWhenAppendFrame(_ room: Room, memberId: Int64, error: String) {}
+    public func fireMagixEvent(_ room: Room, event: MagixEvent) {}
+}
+
+/// Host-wide callbacks (the RTC seed's event handler). All optional.
+public protocol RoomHostDelegate: AnyObject, Sendable {
+    func onRoomStateChanged(reason: RoomReason, errorCode: ErrorCode, extendedData: [String: JSON], roomID: String)
+    func onRoomUserUpdate(roomID: String, type: UpdateType, users: [Member])
+    func onRoomStreamUpdate(roomID: String, type: UpdateType, streams: [RoomKitProtocol.Stream])
+    func onRoomExtraInfoUpdate(roomID: String, key: String, value: String)
+    func onRoomTokenWillExpire(roomID: String, remainingSeconds: Int64)
+}
+
+extension RoomHostDelegate {
+    public func onRoomStateChanged(reason: RoomReason, errorCode: ErrorCode, extendedData: [String: JSON], roomID: String) {}
+    public func onRoomUserUpdate(roomID: String, type: UpdateType, users: [Member]) {}
+    public func onRoomStreamUpdate(roomID: String, type: UpdateType, streams: [RoomKitProtocol.Stream]) {}
+    public func onRoomExtraInfoUpdate(roomID: String, key: String, value: String) {}
+    public func onRoomTokenWillExpire(roomID: String, remainingSeconds: Int64) {}
+}
+
+/// The common callbacks (the whiteboard seed's `WhiteCommonCallbackDelegate`).
+public protocol CommonCallbacks: AnyObject, Sendable {
+    /// An error no request was waiting for (server `error` pushes, failed renewals).
+    func throwError(domain: String, code: ErrorCode, message: String)
+    /// Rewrites every URL the engine sends (image `url`, scene ppt `src`)
+    /// before it goes out. Runs off the loop.
+    func urlInterrupter(_ url: String) async -> String
+}
+
+extension CommonCallbacks {
+    public func throwError(domain: String, code: ErrorCode, message: String) {}
+    public func urlInterrupter(_ url: String) async -> String { url }
+}
+
+/// Fans events out to `AsyncStream` subscribers. Thread-safe.
+final class EventBroadcaster: Sendable {
+    private let subscribers = Mutex<[UUID: AsyncStream<RoomEvent>.Continuation]>([:])
+
+    func stream(bufferingNewest limit: Int) -> AsyncStream<RoomEvent> {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream<RoomEvent>.makeStream(bufferingPolicy: .bufferingNewest(limit))
+        continuation.onTermination = { [weak self] _ in
+            self?.subscribers.withLock { _ = $0.removeValue(forKey: id) }
+        }
+        subscribers.withLock { $0[id] = continuation }
+        return stream
+    }
+
+    var isEmpty: Bool { subscribers.withLock { $0.isEmpty } }
+
+    func yield(_ event: RoomEvent) {
+        let targets = subscribers.withLock { Array($0.values) }
+        for continuation in targets { continuation.yield(event) }
+    }
+
+    func finish() {
+        let targets = subscribers.withLock { all -> [AsyncStream<RoomEvent>.Continuation] in
+            defer { all.removeAll() }
+            return Array(all.values)
+        }
+        for continuation in targets { continuation.finish() }
+    }
+}
+
+/// Supplies tokens so the host can log in, resume and renew by itself.
+public protocol TokenProvider: Sendable {
+    /// A valid token for `user` in `room`.
+    func token(room: String, user: String) async throws -> String
+}
+
+/// A token provider from a closure.
+public struct ClosureTokenProvider: TokenProvider {
+    let body: @Sendable (String, String) async throws -> String
+    public init(_ body: @escaping @Sendable (_ room: String, _ user: String) async throws -> String) {
+        self.body = body
+    }
+    public func token(room: String, user: String) async throws -> String {
+        try await body(room, user)
+    }
+}

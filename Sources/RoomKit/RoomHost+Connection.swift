@@ -1,0 +1,230 @@
+import Foundation
+import RoomKitLoop
+import RoomKitProtocol
+
+/// Forwards the shared connection's events to the host (the host keeps no
+/// strong reference cycle through its connection). Loop thread only.
+final class HostConnectionDelegate: WebSocketDelegate {
+    /// Weak: a host dropped without `shutdown()` must not be kept alive (or
+    /// read after free) by its connection.
+    weak var host: RoomHost?
+    init(host: RoomHost) { self.host = host }
+
+    func webSocketDidOpen(_ connection: WebSocketConnection) {
+        guard let host, connection === host.connection else { return connection.abort() }
+        host.drive(.opened)
+    }
+
+    func webSocket(_ connection: WebSocketConnection, didReceive message: WebSocketMessage) {
+        guard let host, connection === host.connection else { return }
+        host.received(message)
+    }
+
+    func webSocket(_ connection: WebSocketConnection, didCloseWith event: WebSocketCloseEvent) {
+        guard let host, connection === host.connection else { return }
+        host.connection = nil
+        host.drive(.closed("\(event)"))
+    }
+}
+
+extension RoomHost {
+    // MARK: Connection machine
+
+    func updateConnectionWanted() {
+        let wanted = drivers.values.contains { $0.machine.isLoggedIn }
+        if wanted != link.wanted { drive(wanted ? .wanted : .unwanted) }
+    }
+
+    func drive(_ input: ConnectionMachine.Input) {
+        let actions = link.handle(input, now: nowMonotonic, random: Double.random(in: 0..<1, using: &random))
+        for action in actions {
+            switch action {
+            case .connect:
+                connect()
+            case .sendHello:
+                sendHello()
+            case .sendPing:
+                connection?.send(WebSocketFrame(bytes: JSON.object(["op": "ping", "t": .int(wallMilliseconds())]).serialized()))
+            case .abort(let why):
+                logger.info("dropping connection", metadata: ["why": "\(why)"])
+                let dropped = connection
+                connection = nil
+                dropped?.abort()
+            case .becameReady:
+                logger.debug("connection ready", metadata: ["server": "\(url)"])
+                flushOutbox()
+                for driver in Array(drivers.values) { run(.connectionReady, on: driver) }
+            case .lost(let why):
+                logger.info("connection lost", metadata: ["why": "\(why)"])
+                failPending(RoomError.interrupted("a request"))
+                for driver in Array(drivers.values) { run(.connectionLost(why), on: driver) }
+            }
+        }
+    }
+
+    private func connect() {
+        do {
+            if client == nil {
+                client = try WebSocketClient(loop: loop, configuration: configuration.transport, logger: logger)
+            }
+        } catch {
+            logger.error("cannot create the WebSocket client", metadata: ["error": "\(error)"])
+            return drive(.closed("\(error)"))
+        }
+        connection = client!.connect(to: url, subprotocol: "room.v1", delegate: HostConnectionDelegate(host: self))
+    }
+
+    private func sendHello() {
+        // The hello bypasses pacing and the outbox: nothing else may go first.
+        let id = nextRequestID
+        nextRequestID += 1
+        pending[id] = PendingRequest(room: nil, deadline: nil) { [self] result in
+            switch result {
+            case .success(let fields):
+                let interval = fields["heartbeatInterval"]?.int64Value ?? 10_000
+                let timeout = fields["heartbeatTimeout"]?.int64Value ?? 90_000
+                drive(.helloAnswered(interval: interval, timeout: timeout))
+            case .failure(let error):
+                if error.code != .connectionInterrupted {
+                    drive(.closed("hello refused: \(error)"))
+                    connection?.abort()
+                }
+            }
+        }
+        let hello = JSON.object(["op": "hello", "id": .int(id), "client": .string(configuration.clientName)])
+        // A new connection gets a fresh server-side bucket; the hello uses one token of it.
+        bucket = configuration.requestBurst - 1
+        lastRefill = loop.nowMilliseconds
+        connection?.send(WebSocketFrame(bytes: hello.serialized()))
+    }
+
+    // MARK: Requests
+
+    /// Queues a request; `completion` runs on the loop with the reply's fields
+    /// or a `RoomError` (the server's code, a timeout, or an interruption).
+    func send(_ request: ClientRequest, room: String?, timeout: Bool,
+              completion: @escaping (Result<[String: JSON], RoomError>) -> Void) {
+        let id = nextRequestID
+        nextRequestID += 1
+        let envelope = ClientEnvelope(id: id, room: room, request: request)
+        let deadline = timeout ? UInt64(nowMonotonic + configuration.requestTimeout.ms) : nil
+        pending[id] = PendingRequest(room: room, deadline: deadline, completion: completion)
+        outbox.append((id, WebSocketFrame(bytes: envelope.json.serialized())))
+        flushOutbox()
+    }
+
+    /// Sends queued requests as the pacing bucket allows.
+    func flushOutbox() {
+        guard link.isReady, let connection else { return }
+        let now = loop.nowMilliseconds
+        if lastRefill == 0 { lastRefill = now }
+        bucket = min(configuration.requestBurst, bucket + Double(now - lastRefill) / 1000 * configuration.requestsPerSecond)
+        lastRefill = now
+        while outboxHead < outbox.count && bucket >= 1 {
+            let (id, frame) = outbox[outboxHead]
+            outboxHead += 1
+            guard pending[id] != nil else { continue }
+            bucket -= 1
+            connection.send(frame)
+        }
+        if outboxHead == outbox.count {
+            outbox.removeAll(keepingCapacity: true)
+            outboxHead = 0
+        }
+    }
+
+    func failPending(_ error: RoomError) {
+        let all = pending
+        pending.removeAll()
+        outbox.removeAll()
+        outboxHead = 0
+        for request in all.values { request.completion(.failure(error)) }
+    }
+
+    // MARK: Ticks
+
+    func ensureTicker() {
+        guard ticker == nil, !isShutDown else { return }
+        do {
+            ticker = try loop.scheduleTimer(after: configuration.tick, repeating: configuration.tick) { [weak self] timer in
+                // A host dropped without shutdown() stops its timer here.
+                guard let self else { return timer.cancel() }
+                tick()
+            }
+        } catch {
+            logger.error("cannot start the engine timer", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func tick() {
+        let now = nowMonotonic
+        drive(.tick)
+        for (roomID, generation) in deadlines.popDue(now) {
+            guard let driver = drivers[roomID], driver.generation == generation else { continue }
+            run(.deadlinePassed, on: driver)
+        }
+        if !pending.isEmpty {
+            let expired = pending.filter { $0.value.deadline.map { $0 <= UInt64(now) } ?? false }
+            for (id, request) in expired {
+                pending.removeValue(forKey: id)
+                request.completion(.failure(RoomError(code: .timedOut, message: "no reply within \(configuration.requestTimeout)")))
+            }
+        }
+        flushOutbox()
+    }
+
+    // MARK: Inbound
+
+    func received(_ message: WebSocketMessage) {
+        drive(.messageReceived)
+        guard let json = try? JSON.parse(message.bytes), let op = json["op"]?.stringValue else {
+            emit(.throwError(domain: "protocol", code: .malformed, message: "unreadable message from the server"), room: nil)
+            return
+        }
+        switch op {
+        case "reply":
+            guard let id = json["id"]?.int64Value, let request = pending.removeValue(forKey: id) else { return }
+            let fields = json.objectValue ?? [:]
+            if fields["ok"]?.boolValue == true {
+                request.completion(.success(fields))
+            } else {
+                let code = ErrorCode(rawValue: Int(fields["code"]?.int64Value ?? 1009500))
+                request.completion(.failure(RoomError(code: code, message: fields["message"]?.stringValue ?? "")))
+            }
+        case "pong":
+            break
+        case "error":
+            let code = ErrorCode(rawValue: Int(json["code"]?.int64Value ?? 1009500))
+            emit(.throwError(domain: "server", code: code, message: json["message"]?.stringValue ?? ""), room: nil)
+        case "kicked":
+            guard let roomID = json["room"]?.stringValue, let driver = drivers[roomID] else { return }
+            let code = ErrorCode(rawValue: Int(json["code"]?.int64Value ?? 1002055))
+            run(.kicked(code, json["reason"]?.stringValue ?? ""), on: driver)
+        case "tokenWillExpire":
+            guard let roomID = json["room"]?.stringValue, let driver = drivers[roomID] else { return }
+            let remaining = json["remaining"]?.int64Value ?? 0
+            emit(.tokenWillExpire(room: roomID, remaining: remaining), room: driver.room)
+            renewAutomatically(driver)
+        default:
+            guard let roomID = json["room"]?.stringValue, let driver = drivers[roomID] else { return }
+            apply(push: json, op: op, driver: driver)
+        }
+    }
+
+    private func renewAutomatically(_ driver: SessionDriver) {
+        guard let provider = tokenProvider else { return }
+        let roomID = driver.room.id
+        let user = driver.user.id
+        Task { [self] in
+            do {
+                let token = try await provider.token(room: roomID, user: user)
+                try await renewToken(roomID, token: token)
+            } catch {
+                loop.execute { [self] in
+                    emit(.throwError(domain: "token", code: (error as? RoomError)?.code ?? .tokenInvalid,
+                                     message: "could not renew the token of \(roomID): \(error)"), room: nil)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,300 @@
+import Dispatch
+import Foundation
+import Logging
+import RoomKitLoop
+import RoomKitProtocol
+import Synchronization
+
+/// How a `RoomHost` connects and how patient it is. Durations are
+/// configuration so tests can shrink the seed's values.
+public struct RoomHostConfiguration: Sendable {
+    /// `ws://` or `wss://` URL of the server's `/v1/rooms` endpoint.
+    public var serverURL: String
+    /// How long `loginRoom` waits for `LOGINED` before `LOGIN_FAILED` 1002053.
+    public var loginTimeout: Duration = .seconds(30)
+    /// How long a lost session keeps trying to resume before `RECONNECT_FAILED` 1002053.
+    public var reconnectWindow: Duration = .seconds(1200)
+    /// Reconnect backoff: full jitter, the first retry within `first`, capped at `cap`.
+    public var backoffFirst: Duration = .seconds(1)
+    public var backoffCap: Duration = .seconds(30)
+    /// Silence after which the connection counts as dead. Default (nil):
+    /// two and a half of the server's ping intervals, at most its heartbeat timeout.
+    public var livenessTimeout: Duration?
+    /// How long an action (setGlobalState, ...) waits for its reply.
+    public var requestTimeout: Duration = .seconds(15)
+    /// Client-side pacing, a little under the server's per-connection limit
+    /// (200 burst, 200/s), so a burst of logins or of resumes after a restart
+    /// is admitted at a bounded rate and never trips 1009004.
+    public var requestsPerSecond = 190.0
+    public var requestBurst = 150.0
+    /// Timer granularity of the engine (deadlines, pings, pacing).
+    public var tick: Duration = .milliseconds(20)
+    /// Sent in `hello`.
+    public var clientName = "roomkit-swift/0.1"
+    /// TLS and message-size settings of the WebSocket client.
+    public var transport = WebSocketClientConfiguration()
+
+    public init(serverURL: String) {
+        self.serverURL = serverURL
+    }
+}
+
+/// The engine a bot host embeds: many room sessions on one event loop, over
+/// one connection per server that is re-established transparently.
+///
+/// Every method is safe from any thread; the engine itself runs on `loop`.
+/// Callbacks are delivered on the loop thread unless `callbackQueue` is
+/// given, in which case they are delivered on it, in order.
+public final class RoomHost: @unchecked Sendable {
+    // @unchecked Sendable: the mutable engine state below is touched on the
+    // loop thread only; public methods hop there. `handles` has its own lock.
+
+    public let loop: EventLoop
+    public let configuration: RoomHostConfiguration
+    let logger: Logger
+    let url: WebSocketURL
+    let tokenProvider: (any TokenProvider)?
+    let callbackQueue: DispatchQueue?
+    let broadcaster = EventBroadcaster()
+    private let delegates = Mutex<(host: (any RoomHostDelegate)?, common: (any CommonCallbacks)?)>((nil, nil))
+    private let handles = Mutex<[String: Room]>([:])
+    /// Checks that a globalState decodes as the registered type (name, check).
+    private let customGlobalState = Mutex<(name: String, check: @Sendable (JSON) throws -> Void)?>(nil)
+
+    // Loop thread only:
+    var client: WebSocketClient?
+    var connection: WebSocketConnection?
+    var link: ConnectionMachine
+    var drivers: [String: SessionDriver] = [:]
+    var pending: [Int64: PendingRequest] = [:]
+    var outbox: [(id: Int64, frame: WebSocketFrame)] = []
+    var outboxHead = 0
+    var nextRequestID: Int64 = 1
+    var bucket: Double
+    var lastRefill: UInt64 = 0
+    var deadlines = DeadlineQueue<String>()
+    var ticker: LoopTimer?
+    var observers: [(RoomEvent) -> Void] = []
+    var isShutDown = false
+    var random = SystemRandomNumberGenerator()
+
+    /// Creates a host. Nothing connects until the first `loginRoom`.
+    public init(loop: EventLoop, configuration: RoomHostConfiguration, logger: Logger = Logger(label: "roomkit.host"),
+                tokenProvider: (any TokenProvider)? = nil, callbackQueue: DispatchQueue? = nil) throws {
+        self.loop = loop
+        self.configuration = configuration
+        self.logger = logger
+        self.tokenProvider = tokenProvider
+        self.callbackQueue = callbackQueue
+        url = try WebSocketURL(configuration.serverURL)
+        link = ConnectionMachine(
+            backoff: .init(first: configuration.backoffFirst.ms, cap: configuration.backoffCap.ms),
+            livenessOverride: configuration.livenessTimeout?.ms)
+        bucket = configuration.requestBurst
+    }
+
+    /// Host-wide callbacks (`onRoomStateChanged`, user/stream/extra-info updates, token expiry).
+    public var delegate: (any RoomHostDelegate)? {
+        get { delegates.withLock { $0.host } }
+        set { delegates.withLock { $0.host = newValue } }
+    }
+
+    /// Common callbacks (`throwError`, `urlInterrupter`).
+    public var commonCallbacks: (any CommonCallbacks)? {
+        get { delegates.withLock { $0.common } }
+        set { delegates.withLock { $0.common = newValue } }
+    }
+
+    /// Registers the custom global state type (the seed's
+    /// `setCustomGlobalStateClass`): another member's change whose
+    /// `globalState` does not decode as `type` raises
+    /// `fireCatchErrorWhenAppendFrame`, and the session goes on.
+    public func registerGlobalStateType<T: Decodable & SendableMetatype>(_ type: T.Type) {
+        let check: @Sendable (JSON) throws -> Void = { json in _ = try json.decode(T.self) }
+        customGlobalState.withLock { $0 = ("\(type)", check) }
+    }
+
+    var globalStateType: (name: String, check: @Sendable (JSON) throws -> Void)? { customGlobalState.withLock { $0 } }
+
+    /// Every event, in the order the engine raised it, as an `AsyncSequence`.
+    /// Each call makes a new subscription that keeps the newest `limit` events.
+    public func events(bufferingNewest limit: Int = 100_000) -> AsyncStream<RoomEvent> {
+        broadcaster.stream(bufferingNewest: limit)
+    }
+
+    /// Calls `observer` on the loop thread for every event, synchronously and
+    /// in order (for event logs and plugin dispatch).
+    public func addObserver(_ observer: @escaping @Sendable (RoomEvent) -> Void) {
+        loop.execute { [self] in observers.append(observer) }
+    }
+
+    /// The handle of a room this host has seen, if any.
+    public func room(_ id: String) -> Room? {
+        handles.withLock { $0[id] }
+    }
+
+    /// Every room handle this host has seen.
+    public var allRooms: [Room] {
+        handles.withLock { Array($0.values) }
+    }
+
+    func handle(for id: String) -> Room {
+        handles.withLock { rooms in
+            if let room = rooms[id] { return room }
+            let room = Room(id: id, host: self)
+            rooms[id] = room
+            return room
+        }
+    }
+
+    func interruptURL(_ url: String) async -> String {
+        guard let common = commonCallbacks else { return url }
+        return await common.urlInterrupter(url)
+    }
+
+    // MARK: Room lifecycle
+
+    /// Logs in to `roomID` and returns once `LOGINED`. Reports `LOGINING`
+    /// first; throws a `RoomError` with reason `LOGIN_FAILED` (1002033 bad
+    /// token, 1002053 timeout, or the server's code). With no `token`, the
+    /// token provider supplies one.
+    @discardableResult
+    public func loginRoom(_ roomID: String, user: LoginUser, token: String? = nil, writable: Bool = true,
+                          delegate: (any RoomDelegate)? = nil) async throws -> Room {
+        guard RoomID.isValid(roomID) else {
+            throw RoomError(code: .invalidArgument, message: "invalid room ID '\(roomID)'", reason: .loginFailed)
+        }
+        let token = try await resolveToken(token, room: roomID, user: user.id)
+        let room = handle(for: roomID)
+        if let delegate { room.delegate = delegate }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let accepted = loop.execute { [self] in
+                startLogin(roomID, user: user, token: token, writable: writable, continuation: continuation)
+            }
+            if !accepted { continuation.resume(throwing: RoomError(code: .internalError, message: "host is shut down")) }
+        }
+        return room
+    }
+
+    /// Logs out of `roomID`: `LOGOUT` (phase `disconnecting`, then
+    /// `disconnected`), or `LOGOUT_FAILED` 1002002 (thrown) when not logged in.
+    public func logoutRoom(_ roomID: String) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let accepted = loop.execute { [self] in startLogout(roomID, continuation: continuation) }
+            if !accepted { continuation.resume(throwing: RoomError(code: .internalError, message: "host is shut down")) }
+        }
+    }
+
+    /// Logs out of every room; each reaches `LOGOUT`. Returns their IDs.
+    @discardableResult
+    public func logoutRoom() async -> [String] {
+        let rooms = (try? await loop.submit { [self] in
+            drivers.values.filter { $0.machine.isLoggedIn }.map(\.room.id)
+        }) ?? []
+        await withTaskGroup(of: Void.self) { group in
+            for room in rooms {
+                group.addTask { try? await self.logoutRoom(room) }
+            }
+        }
+        return rooms.sorted()
+    }
+
+    /// Leaves `from` (`LOGOUT`, or `LOGOUT_FAILED` when not logged in) and
+    /// logs in to `to` as the same user (`LOGINING`, then `LOGINED` or
+    /// `LOGIN_FAILED`).
+    @discardableResult
+    public func switchRoom(from: String, to: String, token: String? = nil, delegate: (any RoomDelegate)? = nil) async throws -> Room {
+        let user = try await loop.submit { [self] in drivers[from]?.user }
+        try? await logoutRoom(from)
+        guard let user else {
+            throw RoomError(code: .logoutNotLoggedIn, message: "switchRoom: not logged in to \(from)", reason: .logoutFailed)
+        }
+        return try await loginRoom(to, user: user, token: token, delegate: delegate ?? room(from)?.delegate)
+    }
+
+    /// Replaces the room's token. The new token's role applies (a reader
+    /// role makes the session read-only). A rejected token throws 1002033 and
+    /// the old one stays.
+    public func renewToken(_ roomID: String, token: String) async throws {
+        let fields = try await requestFields(.renewToken(token: token), room: roomID)
+        try await loop.submit { [self] in
+            guard let driver = drivers[roomID] else { return }
+            driver.token = token
+            if let expiresAt = fields["expiresAt"]?.int64Value { driver.tokenExpiresAt = expiresAt }
+            if let writable = fields["writable"]?.boolValue { setWritable(writable, driver: driver) }
+        }
+    }
+
+    /// Logs out of every room, closes the connection, and ends every event stream.
+    public func shutdown() async {
+        await logoutRoom()
+        _ = try? await loop.submit { [self] in
+            isShutDown = true
+            ticker?.cancel()
+            ticker = nil
+            connection?.close(code: 1000, reason: "host shutting down")
+            client?.shutdown()
+            client = nil
+        }
+        broadcaster.finish()
+    }
+
+    private func resolveToken(_ token: String?, room: String, user: String) async throws -> String {
+        if let token { return token }
+        guard let tokenProvider else {
+            throw RoomError(code: .tokenInvalid, message: "no token given and no token provider", reason: .loginFailed)
+        }
+        do {
+            return try await tokenProvider.token(room: room, user: user)
+        } catch {
+            throw RoomError(code: .tokenInvalid, message: "token provider failed: \(error)", reason: .loginFailed)
+        }
+    }
+
+    // MARK: Requests
+
+    /// Sends an action for a logged-in room; returns the event's seq.
+    func request(_ request: ClientRequest, room: String) async throws -> Int64 {
+        let fields = try await requestFields(request, room: room)
+        return fields["seq"]?.int64Value ?? 0
+    }
+
+    /// Sends an action for a logged-in room; returns the reply's fields.
+    func requestFields(_ request: ClientRequest, room: String) async throws -> [String: JSON] {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[String: JSON], any Error>) in
+            let accepted = loop.execute { [self] in
+                guard let driver = drivers[room], driver.machine.state == .active else {
+                    return continuation.resume(throwing: RoomError(code: .roomNotLoggedIn, message: "not logged in to \(room)"))
+                }
+                guard link.isReady else {
+                    return continuation.resume(throwing: RoomError(code: .connectionInterrupted, message: "\(room) is reconnecting"))
+                }
+                send(request, room: room, timeout: true) { [self] result in
+                    switch result {
+                    case .success(let fields):
+                        applyOwn(request, reply: fields, driver: driver)
+                        continuation.resume(returning: fields)
+                    case .failure(let error):
+                        continuation.resume(throwing: error)
+                    }
+                }
+            }
+            if !accepted { continuation.resume(throwing: RoomError(code: .internalError, message: "host is shut down")) }
+        }
+    }
+}
+
+/// One in-flight request. Loop thread only.
+struct PendingRequest {
+    let room: String?
+    let deadline: UInt64?
+    let completion: (Result<[String: JSON], RoomError>) -> Void
+}
+
+extension Duration {
+    /// Whole milliseconds.
+    var ms: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

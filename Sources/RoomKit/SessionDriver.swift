@@ -1,0 +1,266 @@
+import RoomKitLoop
+import RoomKitProtocol
+
+/// The engine's record of one room session. Loop thread only.
+final class SessionDriver {
+    let room: Room
+    var machine: RoomSessionMachine
+    var user: LoginUser
+    var token: String
+    var wantsWritable: Bool
+    /// Token expiry, ms since the epoch (from the login reply).
+    var tokenExpiresAt: Int64 = .max
+    /// The server's session ID, for resume.
+    var session: String?
+    /// The newest room seq seen (pushes and own replies): the resume point.
+    var lastSeq: Int64 = 0
+    /// Current deadline's generation (older heap entries are stale).
+    var generation: UInt64 = 0
+    var loginWaiters: [CheckedContinuation<Void, any Error>] = []
+    var logoutWaiters: [CheckedContinuation<Void, any Error>] = []
+    /// Whether this login is a resume (RECONNECTED) rather than a first login.
+    var resuming = false
+
+    init(room: Room, machine: RoomSessionMachine, user: LoginUser, token: String, wantsWritable: Bool) {
+        self.room = room
+        self.machine = machine
+        self.user = user
+        self.token = token
+        self.wantsWritable = wantsWritable
+    }
+}
+
+extension RoomHost {
+    var nowMonotonic: Int64 { Int64(loop.nowMilliseconds) }
+
+    func startLogin(_ roomID: String, user: LoginUser, token: String, writable: Bool,
+                    continuation: CheckedContinuation<Void, any Error>) {
+        let room = handle(for: roomID)
+        let driver: SessionDriver
+        if let existing = drivers[roomID] {
+            guard !existing.machine.isLoggedIn else {
+                return continuation.resume(throwing: RoomError(
+                    code: .alreadyLoggedIn, message: "already logged in to \(roomID)", reason: .loginFailed))
+            }
+            driver = existing
+            driver.user = user
+            driver.token = token
+            driver.wantsWritable = writable
+        } else {
+            driver = SessionDriver(room: room,
+                                   machine: RoomSessionMachine(loginTimeout: configuration.loginTimeout.ms,
+                                                               reconnectWindow: configuration.reconnectWindow.ms),
+                                   user: user, token: token, wantsWritable: writable)
+            drivers[roomID] = driver
+        }
+        driver.loginWaiters.append(continuation)
+        driver.resuming = false
+        ensureTicker()
+        run(.loginRequested, on: driver)
+        updateConnectionWanted()
+    }
+
+    func startLogout(_ roomID: String, continuation: CheckedContinuation<Void, any Error>) {
+        guard let driver = drivers[roomID], driver.machine.isLoggedIn else {
+            let room = handle(for: roomID)
+            room.update { $0.reason = .logoutFailed; $0.errorCode = .logoutNotLoggedIn }
+            emit(.roomStateChanged(room: roomID, reason: .logoutFailed, errorCode: .logoutNotLoggedIn), room: room)
+            return continuation.resume(throwing: RoomError(
+                code: .logoutNotLoggedIn, message: "not logged in to \(roomID)", reason: .logoutFailed))
+        }
+        driver.logoutWaiters.append(continuation)
+        run(.logoutRequested, on: driver)
+    }
+
+    /// Feeds the session machine and performs what it asks.
+    func run(_ input: RoomSessionMachine.Input, on driver: SessionDriver) {
+        let actions = driver.machine.handle(input, now: nowMonotonic, connectionReady: link.isReady)
+        for action in actions { perform(action, driver) }
+    }
+
+    private func perform(_ action: RoomSessionMachine.Action, _ driver: SessionDriver) {
+        let room = driver.room
+        switch action {
+        case .sendLogin(let resume):
+            sendLogin(driver, resume: resume)
+        case .sendLogout:
+            send(.logout, room: room.id, timeout: false) { [self] _ in
+                // Whatever the answer (even 1002002), the server no longer has us.
+                run(.logoutAnswered, on: driver)
+            }
+        case .report(let reason, let code):
+            room.update { $0.reason = reason; $0.errorCode = code }
+            emit(.roomStateChanged(room: room.id, reason: reason, errorCode: code), room: room)
+        case .phase(let phase):
+            room.update { $0.phase = phase }
+            emit(.phaseChanged(room: room.id, phase: phase), room: room)
+        case .setDeadline(let at):
+            driver.generation &+= 1
+            deadlines.insert(at, room.id, generation: driver.generation)
+        case .cancelDeadline:
+            driver.generation &+= 1
+        case .disconnected(let why):
+            emit(.disconnectWithError(room: room.id, error: why), room: room)
+        case .kickedWithReason(let code, let reason):
+            emit(.kickedWithReason(room: room.id, code: code, reason: reason), room: room)
+        case .finishLogin(let error):
+            let waiters = driver.loginWaiters
+            driver.loginWaiters.removeAll()
+            for waiter in waiters {
+                if let error { waiter.resume(throwing: error) } else { waiter.resume() }
+            }
+        case .finishLogout:
+            let waiters = driver.logoutWaiters
+            driver.logoutWaiters.removeAll()
+            for waiter in waiters { waiter.resume() }
+        case .forgetSession:
+            driver.session = nil
+            driver.resuming = false
+            updateConnectionWanted()
+        }
+    }
+
+    private func sendLogin(_ driver: SessionDriver, resume: Bool) {
+        let roomID = driver.room.id
+        // A resume after a long outage may need a fresh token.
+        if resume, let provider = tokenProvider, driver.tokenExpiresAt - wallMilliseconds() < 5_000 {
+            let user = driver.user.id
+            Task { [self] in
+                let token = try? await provider.token(room: roomID, user: user)
+                loop.execute { [self] in
+                    guard let driver = drivers[roomID] else { return }
+                    if let token { driver.token = token }
+                    transmitLogin(driver, resume: resume)
+                }
+            }
+            return
+        }
+        transmitLogin(driver, resume: resume)
+    }
+
+    func transmitLogin(_ driver: SessionDriver, resume: Bool) {
+        guard link.isReady else { return }  // the machine resends on the next connectionReady
+        let point = resume ? driver.session.map { ResumePoint(session: $0, seq: driver.lastSeq) } : nil
+        driver.resuming = resume
+        let request = LoginRequest(token: driver.token, user: driver.user, writable: driver.wantsWritable, resume: point)
+        send(.login(request), room: driver.room.id, timeout: false) { [self] result in
+            loginAnswered(driver, result)
+        }
+    }
+
+    private func loginAnswered(_ driver: SessionDriver, _ result: Result<[String: JSON], RoomError>) {
+        let room = driver.room
+        switch result {
+        case .success(let fields):
+            let reply: LoginReply
+            do {
+                reply = try LoginReply(fields: fields)
+            } catch {
+                emit(.throwError(domain: "protocol", code: .malformed, message: "bad login reply: \(error)"), room: nil)
+                return run(.loginFailed(.malformed, "bad login reply"), on: driver)
+            }
+            let firstLogin = !driver.resuming
+            driver.session = reply.session
+            driver.tokenExpiresAt = reply.expiresAt
+            if let snapshot = reply.snapshot {
+                // A snapshot is the state at `reply.seq`. When recovered, the
+                // missed events follow as pushes and advance lastSeq themselves;
+                // moving it to `reply.seq` here would drop them as duplicates.
+                driver.lastSeq = reply.seq
+                room.update { content in
+                    content.state = snapshot.state
+                    content.members = snapshot.members
+                    content.streams = snapshot.streams
+                    content.extraInfo = snapshot.extraInfo
+                }
+            }
+            room.update { $0.memberId = reply.memberId; $0.seq = driver.lastSeq; $0.writable = reply.writable }
+            run(.loginSucceeded, on: driver)
+            emit(.beingAbleToCommitChange(room: room.id, writable: reply.writable), room: room)
+            if !firstLogin, let snapshot = reply.snapshot {
+                // Not recovered: the snapshot replaces everything; report it whole.
+                var diff = RoomStateDiff()
+                diff.globalState = snapshot.state.globalState
+                diff.sceneState = snapshot.state.sceneState
+                diff.broadcastState = snapshot.state.broadcastState
+                diff.roomMembers = snapshot.members
+                emit(.roomStateModified(room: room.id, from: nil, diff: diff), room: room)
+            }
+        case .failure(let error):
+            if error.code == .connectionInterrupted { return }  // the connection machine reports the loss
+            if error.code == .rateLimited {
+                // Not an answer about the login: try again shortly (the deadline still applies).
+                let roomID = room.id
+                let resume = driver.resuming
+                loop.schedule(after: .milliseconds(100)) { [weak self] in
+                    guard let self, let driver = drivers[roomID] else { return }
+                    switch driver.machine.state {
+                    case .logining(true, _), .reconnecting(true, _): transmitLogin(driver, resume: resume)
+                    default: break
+                    }
+                }
+                return
+            }
+            run(.loginFailed(error.code, error.message), on: driver)
+        }
+    }
+
+    func setWritable(_ writable: Bool, driver: SessionDriver) {
+        let room = driver.room
+        let old = room.writable
+        room.update { $0.writable = writable }
+        if old != writable {
+            emit(.beingAbleToCommitChange(room: room.id, writable: writable), room: room)
+        }
+    }
+
+    /// Keeps the cache exact after an own change (its push is not sent to us).
+    func applyOwn(_ request: ClientRequest, reply: [String: JSON], driver: SessionDriver) {
+        let room = driver.room
+        if let seq = reply["seq"]?.int64Value {
+            driver.lastSeq = max(driver.lastSeq, seq)
+            room.update { $0.seq = max($0.seq, seq) }
+        }
+        let me = room.memberId ?? -1
+        switch request {
+        case .setState(let patch):
+            let effective = reply["patch"]?.objectValue ?? patch
+            room.update { content in
+                if let next = try? content.state.applying(patch: effective).0 { content.state = next }
+            }
+        case .putScenes, .setScenePath, .removeScenes, .insertImage, .setViewMode:
+            if let patch = reply["patch"]?.objectValue {
+                room.update { content in
+                    if let next = try? content.state.applying(patch: patch).0 { content.state = next }
+                }
+            }
+        case .setMemberState(let patch):
+            room.update { content in
+                if let index = content.members.firstIndex(where: { $0.memberId == me }) {
+                    content.members[index].memberState = RoomState.mergeMemberState(content.members[index].memberState, patch)
+                }
+            }
+        case .publishStream(let id, let extraInfo):
+            let stream = Stream(id: id, userId: driver.user.id, extraInfo: extraInfo)
+            room.update { $0.streams.removeAll { $0.id == id }; $0.streams.append(stream) }
+        case .unpublishStream(let id):
+            room.update { $0.streams.removeAll { $0.id == id } }
+        case .setExtraInfo(let key, let value):
+            room.update { $0.extraInfo[key] = value }
+        case .setWritable:
+            if let writable = reply["writable"]?.boolValue {
+                driver.wantsWritable = writable
+                setWritable(writable, driver: driver)
+            }
+        default:
+            break
+        }
+    }
+}
+
+/// Wall-clock milliseconds since the epoch (token expiry is wall time).
+func wallMilliseconds() -> Int64 {
+    Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+}
+
+import Foundation

@@ -1,0 +1,152 @@
+import Foundation
+import Logging
+import RoomKit
+import RoomKitLoop
+import RoomKitProtocol
+import RoomKitServer
+import XCTest
+
+/// Records every event a host raises, in order (observer on the loop).
+final class EventRecorder: @unchecked Sendable {
+    // @unchecked Sendable: guarded by lock.
+    private let lock = NSLock()
+    private var events: [RoomEvent] = []
+
+    var all: [RoomEvent] {
+        lock.lock(); defer { lock.unlock() }
+        return events
+    }
+
+    func record(_ event: RoomEvent) {
+        lock.lock(); events.append(event); lock.unlock()
+    }
+
+    /// "REASON code" strings for one room, in order.
+    func reasons(_ room: String) -> [String] {
+        all.compactMap {
+            if case .roomStateChanged(room, let reason, let code) = $0 { return "\(reason) \(code.rawValue)" }
+            return nil
+        }
+    }
+
+    func phases(_ room: String) -> [RoomPhase] {
+        all.compactMap {
+            if case .phaseChanged(room, let phase) = $0 { return phase }
+            return nil
+        }
+    }
+
+    func count(where predicate: (RoomEvent) -> Bool) -> Int { all.filter(predicate).count }
+}
+
+/// An in-process roomd (own loop), an optional fault proxy in front of it,
+/// and hosts on a separate client loop. Timeouts are shortened.
+final class EngineHarness {
+    let serverLoop: EventLoop
+    let clientLoop: EventLoop
+    let server: RoomServer
+    let proxy: FaultProxy
+    let secret = "test-secret"
+    let dataDirectory: String
+    private var hosts: [RoomHost] = []
+    private(set) var closed = false
+
+    struct Timing {
+        var heartbeatInterval: Duration = .milliseconds(200)
+        var heartbeatTimeout: Duration = .milliseconds(1500)
+        var retention: Duration = .seconds(20)
+    }
+
+    init(timing: Timing = Timing()) throws {
+        dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("roomkit-engine-\(UUID().uuidString)").path
+        var logger = Logger(label: "test.roomd")
+        logger.logLevel = .warning
+        serverLoop = try EventLoop(name: "test-server", logger: logger)
+        clientLoop = try EventLoop(name: "test-client", logger: logger)
+        var configuration = ServerConfiguration(secret: secret, dataDirectory: dataDirectory)
+        configuration.port = 0
+        configuration.heartbeatInterval = timing.heartbeatInterval
+        configuration.heartbeatTimeout = timing.heartbeatTimeout
+        configuration.sessionRetention = timing.retention
+        configuration.tokenExpiryNotice = .seconds(1)
+        let config = configuration
+        let loop = serverLoop
+        server = try serverLoop.runAndWait { try RoomServer(loop: loop, configuration: config, logger: logger) }
+        proxy = FaultProxy(targetPort: server.port)
+    }
+
+    func token(_ user: String, room: String = "*", role: TokenRole = .writer, ttl: Int64 = 3600) -> String {
+        let now = Int64(Date().timeIntervalSince1970)
+        return TokenSigner(secret: secret).sign(TokenClaims(sub: user, room: room, role: role, exp: now + ttl, iat: now))
+    }
+
+    /// A host through the proxy (`viaProxy`) or straight to the server.
+    func host(viaProxy: Bool = true, recorder: EventRecorder? = nil, tokenProvider: (any TokenProvider)? = nil,
+              configure: (inout RoomHostConfiguration) -> Void = { _ in }) throws -> RoomHost {
+        let port = viaProxy ? proxy.port : server.port
+        var configuration = RoomHostConfiguration(serverURL: "ws://127.0.0.1:\(port)/v1/rooms")
+        configuration.loginTimeout = .seconds(3)
+        configuration.reconnectWindow = .seconds(10)
+        configuration.backoffFirst = .milliseconds(100)
+        configuration.backoffCap = .milliseconds(300)
+        configure(&configuration)
+        var logger = Logger(label: "test.host")
+        logger.logLevel = .warning
+        let host = try RoomHost(loop: clientLoop, configuration: configuration, logger: logger, tokenProvider: tokenProvider)
+        if let recorder { host.addObserver { recorder.record($0) } }
+        hosts.append(host)
+        return host
+    }
+
+    func user(_ id: String) -> LoginUser { LoginUser(id: id, name: id.uppercased()) }
+
+    /// Shuts everything down; the loops must close cleanly.
+    func close() async throws {
+        guard !closed else { return }
+        closed = true
+        for host in hosts { await host.shutdown() }
+        proxy.stop()
+        let server = self.server
+        try serverLoop.runAndWait { server.stop() }
+        try clientLoop.shutdown()
+        try serverLoop.shutdown()
+        try? FileManager.default.removeItem(atPath: dataDirectory)
+    }
+}
+
+/// Polls `condition` until true or the deadline.
+func eventually(_ timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line,
+                _ what: String = "condition", _ condition: () -> Bool) async {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    XCTFail("\(what) not met within \(timeout) s", file: file, line: line)
+}
+
+/// One HTTP/1.1 request over a raw socket to 127.0.0.1 (test probe only).
+func httpRequest(port: Int, _ method: String, _ path: String, token: String? = nil, body: String = "") -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return "" }
+    var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+    if let token { request += "Authorization: Bearer \(token)\r\n" }
+    request += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+    _ = request.withCString { send(fd, $0, strlen($0), 0) }
+    var response = [UInt8]()
+    var buffer = [UInt8](repeating: 0, count: 16384)
+    while true {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n <= 0 { break }
+        response.append(contentsOf: buffer[0..<n])
+    }
+    return String(decoding: response, as: UTF8.self)
+}

@@ -1,0 +1,215 @@
+import Foundation
+import RoomKit
+import RoomKitProtocol
+import XCTest
+
+/// PROTOCOL.md §11 rows against a real roomd on 127.0.0.1.
+final class LifecycleTests: XCTestCase {
+    func testLoginThenLogout_reportsEachReasonAndPhaseInOrder() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        let host = try harness.host(recorder: events)
+        let room = try await host.loginRoom("lobby", user: harness.user("a"), token: harness.token("a"))
+        XCTAssertEqual(room.phase, .connected)
+        XCTAssertEqual(room.reason, .logined)
+        XCTAssertNotNil(room.memberId)
+        XCTAssertEqual(room.roomMembers.map(\.userId), ["a"])
+        try await host.logoutRoom("lobby")
+        XCTAssertEqual(events.reasons("lobby"), ["LOGINING 0", "LOGINED 0", "LOGOUT 0"])
+        XCTAssertEqual(events.phases("lobby"), [.connecting, .connected, .disconnecting, .disconnected])
+        XCTAssertEqual(room.phase, .disconnected)
+        try await harness.close()
+    }
+
+    func testLogin_withABadToken_failsWith1002033() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        let host = try harness.host(recorder: events)
+        do {
+            try await host.loginRoom("lobby", user: harness.user("a"), token: harness.token("someone-else"))
+            XCTFail("login must fail")
+        } catch let error as RoomError {
+            XCTAssertEqual(error.code, .tokenInvalid)
+            XCTAssertEqual(error.reason, .loginFailed)
+        }
+        XCTAssertEqual(events.reasons("lobby"), ["LOGINING 0", "LOGIN_FAILED 1002033"])
+        try await harness.close()
+    }
+
+    func testLogin_whenTheServerNeverAnswers_failsWith1002053() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        harness.proxy.setMode(.blackhole)
+        let host = try harness.host(recorder: events) { $0.loginTimeout = .milliseconds(800) }
+        let started = Date()
+        do {
+            try await host.loginRoom("lobby", user: harness.user("a"), token: harness.token("a"))
+            XCTFail("login must time out")
+        } catch let error as RoomError {
+            XCTAssertEqual(error.code, .timedOut)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 3)
+        XCTAssertEqual(events.reasons("lobby"), ["LOGINING 0", "LOGIN_FAILED 1002053"])
+        harness.proxy.setMode(.pass)
+        try await harness.close()
+    }
+
+    func testLogout_ofARoomNotLoggedIn_reportsLogoutFailed1002002() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        let host = try harness.host(recorder: events)
+        do {
+            try await host.logoutRoom("nowhere")
+            XCTFail("logout must fail")
+        } catch let error as RoomError {
+            XCTAssertEqual(error.code, .logoutNotLoggedIn)
+            XCTAssertEqual(error.reason, .logoutFailed)
+        }
+        XCTAssertEqual(events.reasons("nowhere"), ["LOGOUT_FAILED 1002002"])
+        try await harness.close()
+    }
+
+    func testLogoutOfAllRooms_givesEveryRoomLogoutAndOthersSeeTheDeletesAtOnce() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        let watcherEvents = EventRecorder()
+        let host = try harness.host(recorder: events)
+        let watcher = try harness.host(viaProxy: false, recorder: watcherEvents)
+        let rooms = ["r1", "r2", "r3"]
+        for room in rooms {
+            try await watcher.loginRoom(room, user: harness.user("w"), token: harness.token("w"))
+            try await host.loginRoom(room, user: harness.user("a"), token: harness.token("a"))
+        }
+        let left = await host.logoutRoom()
+        XCTAssertEqual(left, rooms)
+        for room in rooms {
+            XCTAssertEqual(events.reasons(room).last, "LOGOUT 0")
+        }
+        // Well inside the 1.5 s heartbeat timeout: the deletes come from the logout itself.
+        await eventually(1, "watcher sees three deletes") {
+            watcherEvents.count { if case .userUpdate(_, .delete, let users) = $0 { return users.map(\.userId) == ["a"] }; return false } == 3
+        }
+        try await harness.close()
+    }
+
+    func testSwitchRoom_reportsLogoutForTheOldRoomThenLoginingAndLogined() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        let host = try harness.host(recorder: events)
+        try await host.loginRoom("from", user: harness.user("a"), token: harness.token("a"))
+        let target = try await host.switchRoom(from: "from", to: "to", token: harness.token("a"))
+        XCTAssertEqual(target.id, "to")
+        let sequence = events.all.compactMap { event -> String? in
+            if case .roomStateChanged(let room, let reason, _) = event { return "\(room):\(reason)" }
+            return nil
+        }
+        XCTAssertEqual(sequence, ["from:LOGINING", "from:LOGINED", "from:LOGOUT", "to:LOGINING", "to:LOGINED"])
+        try await harness.close()
+    }
+
+    func testDuplicateLogin_kicksTheOlderSessionWith1002050AndItDoesNotReconnect() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        final class Kicks: RoomDelegate, @unchecked Sendable { // guarded by lock
+            let lock = NSLock(); var reasons: [String] = []
+            func fireKickedWithReason(_ room: Room, code: ErrorCode, reason: String) {
+                lock.withLock { reasons.append("\(code.rawValue)") }
+            }
+            var all: [String] { lock.withLock { reasons } }
+        }
+        let kicks = Kicks()
+        let first = try harness.host(recorder: events)
+        let second = try harness.host(viaProxy: false)
+        try await first.loginRoom("lobby", user: harness.user("a"), token: harness.token("a"), delegate: kicks)
+        try await second.loginRoom("lobby", user: harness.user("a"), token: harness.token("a"))
+        await eventually(3, "KICK_OUT") { events.reasons("lobby").last == "KICK_OUT 1002050" }
+        XCTAssertEqual(kicks.all, ["1002050"])
+        try await Task.sleep(for: .milliseconds(500))
+        XCTAssertEqual(events.reasons("lobby").last, "KICK_OUT 1002050", "no reconnect after a kick")
+        XCTAssertEqual(first.room("lobby")?.phase, .disconnected)
+        try await harness.close()
+    }
+
+    func testAdminKick_reportsKickOut1002055WithTheReason() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        let host = try harness.host(recorder: events)
+        try await host.loginRoom("lobby", user: harness.user("a"), token: harness.token("a"))
+        let answer = httpRequest(port: harness.server.port, "POST", "/v1/admin/rooms/lobby/kick",
+                                 token: harness.token("ops", room: "lobby", role: .admin),
+                                 body: #"{"user":"a","reason":"spam"}"#)
+        XCTAssertTrue(answer.hasSuffix(#"{"kicked":1}"#), answer)
+        await eventually(3, "KICK_OUT 1002055") { events.reasons("lobby").last == "KICK_OUT 1002055" }
+        XCTAssertTrue(events.all.contains(.kickedWithReason(room: "lobby", code: .kickedByAdmin, reason: "spam")))
+        try await harness.close()
+    }
+
+    func testUnrenewedToken_isKickedWith1002056AfterTokenWillExpire() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        let host = try harness.host(recorder: events)
+        try await host.loginRoom("lobby", user: harness.user("a"), token: harness.token("a", ttl: 2))
+        await eventually(6, "KICK_OUT 1002056") { events.reasons("lobby").last == "KICK_OUT 1002056" }
+        XCTAssertEqual(events.count { if case .tokenWillExpire("lobby", _) = $0 { return true }; return false }, 1)
+        try await harness.close()
+    }
+
+    func testTokenProvider_renewsOnTokenWillExpireAndTheSessionStays() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        let secret = harness.secret
+        let provider = ClosureTokenProvider { room, user in
+            let now = Int64(Date().timeIntervalSince1970)
+            return TokenSigner(secret: secret).sign(TokenClaims(sub: user, room: room, role: .writer, exp: now + 3600, iat: now))
+        }
+        let host = try harness.host(recorder: events, tokenProvider: provider)
+        try await host.loginRoom("lobby", user: harness.user("a"), token: harness.token("a", ttl: 2))
+        await eventually(3, "tokenWillExpire") {
+            events.count { if case .tokenWillExpire = $0 { return true }; return false } == 1
+        }
+        try await Task.sleep(for: .seconds(2.5))
+        XCTAssertEqual(events.reasons("lobby").last, "LOGINED 0", "renewed in time: no kick")
+        try await harness.close()
+    }
+
+    func testRenewToken_withAReaderToken_makesTheSessionReadOnly_andABadTokenIsRejected() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        let host = try harness.host(recorder: events)
+        let room = try await host.loginRoom("lobby", user: harness.user("a"), token: harness.token("a"))
+        XCTAssertTrue(room.writable)
+        do {
+            try await host.renewToken("lobby", token: harness.token("mallory"))
+            XCTFail("a token for another user must be rejected")
+        } catch let error as RoomError {
+            XCTAssertEqual(error.code, .tokenInvalid)
+        }
+        XCTAssertTrue(room.writable, "the old token stays")
+        try await host.renewToken("lobby", token: harness.token("a", role: .reader))
+        XCTAssertFalse(room.writable)
+        XCTAssertEqual(events.all.last, .beingAbleToCommitChange(room: "lobby", writable: false))
+        do {
+            try await room.setGlobalState(["x": 1])
+            XCTFail("a reader must not write")
+        } catch let error as RoomError {
+            XCTAssertEqual(error.code, .notPermitted)
+        }
+        try await harness.close()
+    }
+
+    func testReaderToken_reportsNotWritableThroughBeingAbleToCommitChange() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        let host = try harness.host(recorder: events)
+        let room = try await host.loginRoom("lobby", user: harness.user("r"), token: harness.token("r", role: .reader))
+        XCTAssertFalse(room.writable)
+        XCTAssertTrue(events.all.contains(.beingAbleToCommitChange(room: "lobby", writable: false)))
+        do {
+            try await room.setWritable(true)
+            XCTFail("a reader token cannot ask to write")
+        } catch let error as RoomError {
+            XCTAssertEqual(error.code, .notPermitted)
+        }
+        try await harness.close()
+    }
+}

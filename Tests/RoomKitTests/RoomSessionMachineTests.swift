@@ -1,0 +1,192 @@
+import RoomKit
+import RoomKitProtocol
+import XCTest
+
+/// The seed's lifecycle rules, with an injected clock (ms).
+final class RoomSessionMachineTests: XCTestCase {
+    private func machine() -> RoomSessionMachine {
+        RoomSessionMachine(loginTimeout: 30_000, reconnectWindow: 1_200_000)
+    }
+
+    private func reports(_ actions: [RoomSessionMachine.Action]) -> [String] {
+        actions.compactMap {
+            switch $0 {
+            case .report(let reason, let code): return "\(reason) \(code.rawValue)"
+            case .phase(let phase): return "phase \(phase)"
+            default: return nil
+            }
+        }
+    }
+
+    func testLogin_whenConnectionIsReady_reportsLoginingAndSendsLogin() {
+        var m = machine()
+        let actions = m.handle(.loginRequested, now: 0, connectionReady: true)
+        XCTAssertEqual(reports(actions), ["phase connecting", "LOGINING 0"])
+        XCTAssertTrue(actions.contains(.sendLogin(resume: false)))
+        XCTAssertTrue(actions.contains(.setDeadline(30_000)))
+    }
+
+    func testLogin_whenConnectionIsNotReady_waitsThenSendsOnReady() {
+        var m = machine()
+        XCTAssertFalse(m.handle(.loginRequested, now: 0, connectionReady: false).contains(.sendLogin(resume: false)))
+        XCTAssertEqual(m.handle(.connectionReady, now: 10, connectionReady: true), [.sendLogin(resume: false)])
+    }
+
+    func testLogin_whenNoReplyWithinTheLoginTimeout_failsWith1002053() {
+        var m = machine()
+        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+        let actions = m.handle(.deadlinePassed, now: 30_000, connectionReady: true)
+        XCTAssertEqual(reports(actions), ["phase disconnected", "LOGIN_FAILED 1002053"])
+        XCTAssertTrue(actions.contains { if case .finishLogin(let e?) = $0 { return e.code == .timedOut }; return false })
+        XCTAssertEqual(m.state, .idle)
+    }
+
+    func testLogin_whenTokenIsRejected_failsWith1002033AndDoesNotRetry() {
+        var m = machine()
+        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+        let actions = m.handle(.loginFailed(.tokenInvalid, "bad token"), now: 5, connectionReady: true)
+        XCTAssertEqual(reports(actions), ["phase disconnected", "LOGIN_FAILED 1002033"])
+        XCTAssertEqual(m.handle(.connectionReady, now: 6, connectionReady: true), [], "no retry after LOGIN_FAILED")
+    }
+
+    func testLogin_whenConnectionDropsMidLogin_resendsOnTheNextConnection() {
+        var m = machine()
+        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+        XCTAssertEqual(m.handle(.connectionLost("cut"), now: 5, connectionReady: false), [])
+        XCTAssertEqual(m.handle(.connectionReady, now: 900, connectionReady: true), [.sendLogin(resume: false)])
+    }
+
+    func testConnectionLoss_whenLoggedIn_reportsReconnecting1002051ThenReconnected() {
+        var m = machine()
+        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+        _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
+        let lost = m.handle(.connectionLost("reset"), now: 1_000, connectionReady: false)
+        XCTAssertEqual(reports(lost), ["phase reconnecting", "RECONNECTING 1002051"])
+        XCTAssertTrue(lost.contains(.disconnected("reset")))
+        XCTAssertTrue(lost.contains(.setDeadline(1_201_000)), "the window counts from the loss")
+        XCTAssertEqual(m.handle(.connectionReady, now: 1_500, connectionReady: true), [.sendLogin(resume: true)])
+        let back = m.handle(.loginSucceeded, now: 1_600, connectionReady: true)
+        XCTAssertEqual(reports(back), ["phase connected", "RECONNECTED 0"])
+    }
+
+    func testReconnect_whenTheWindowPasses_failsWith1002053AndStops() {
+        var m = machine()
+        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+        _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
+        _ = m.handle(.connectionLost("reset"), now: 1_000, connectionReady: false)
+        let failed = m.handle(.deadlinePassed, now: 1_201_000, connectionReady: false)
+        XCTAssertEqual(reports(failed), ["phase disconnected", "RECONNECT_FAILED 1002053"])
+        XCTAssertTrue(failed.contains(.forgetSession))
+        XCTAssertEqual(m.handle(.connectionReady, now: 1_300_000, connectionReady: true), [], "no tries after the window")
+    }
+
+    func testReconnect_whenResumeIsRefusedWithAKickCode_reportsKickOut() {
+        var m = machine()
+        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+        _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
+        _ = m.handle(.connectionLost("reset"), now: 20, connectionReady: false)
+        _ = m.handle(.connectionReady, now: 30, connectionReady: true)
+        let kicked = m.handle(.loginFailed(.kickedDuplicateLogin, "elsewhere"), now: 40, connectionReady: true)
+        XCTAssertEqual(reports(kicked), ["phase disconnected", "KICK_OUT 1002050"])
+        XCTAssertTrue(kicked.contains(.kickedWithReason(.kickedDuplicateLogin, "elsewhere")))
+    }
+
+    func testReconnect_whenResumeHitsATransientError_retriesOnTheNextConnection() {
+        var m = machine()
+        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+        _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
+        _ = m.handle(.connectionLost("reset"), now: 20, connectionReady: false)
+        _ = m.handle(.connectionReady, now: 30, connectionReady: true)
+        XCTAssertEqual(m.handle(.loginFailed(.rateLimited, "slow down"), now: 40, connectionReady: true), [])
+        XCTAssertEqual(m.handle(.connectionReady, now: 50, connectionReady: true), [.sendLogin(resume: true)])
+    }
+
+    func testKick_whileLoggedIn_reportsKickOutWithTheServersCode() {
+        for code in [ErrorCode.kickedDuplicateLogin, .kickedByAdmin, .kickedTokenExpired] {
+            var m = machine()
+            _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+            _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
+            let actions = m.handle(.kicked(code, "why"), now: 20, connectionReady: true)
+            XCTAssertEqual(reports(actions), ["phase disconnected", "KICK_OUT \(code.rawValue)"])
+            XCTAssertEqual(m.handle(.connectionLost("x"), now: 30, connectionReady: false), [], "no reconnect after a kick")
+        }
+    }
+
+    func testLogout_whenLoggedIn_goesDisconnectingThenLogout() {
+        var m = machine()
+        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+        _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
+        let request = m.handle(.logoutRequested, now: 20, connectionReady: true)
+        XCTAssertEqual(reports(request), ["phase disconnecting"])
+        XCTAssertTrue(request.contains(.sendLogout))
+        let done = m.handle(.logoutAnswered, now: 30, connectionReady: true)
+        XCTAssertEqual(reports(done), ["phase disconnected", "LOGOUT 0"])
+        XCTAssertTrue(done.contains(.finishLogout))
+        XCTAssertFalse(m.isLoggedIn)
+    }
+
+    func testLogout_duringReconnectBackoff_stopsTheRetriesAtOnce() {
+        var m = machine()
+        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+        _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
+        _ = m.handle(.connectionLost("reset"), now: 20, connectionReady: false)
+        let actions = m.handle(.logoutRequested, now: 25, connectionReady: false)
+        XCTAssertEqual(reports(actions), ["phase disconnected", "LOGOUT 0"])
+        XCTAssertTrue(actions.contains(.cancelDeadline))
+        XCTAssertEqual(m.handle(.connectionReady, now: 30, connectionReady: true), [], "no resume after logout")
+    }
+
+    func testLogout_whileLoginIsInFlight_logsOutRightAfterTheLogin() {
+        var m = machine()
+        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+        XCTAssertEqual(m.handle(.logoutRequested, now: 1, connectionReady: true), [])
+        let actions = m.handle(.loginSucceeded, now: 2, connectionReady: true)
+        XCTAssertEqual(reports(actions), ["phase connected", "LOGINED 0", "phase disconnecting"])
+        XCTAssertTrue(actions.contains(.sendLogout))
+    }
+
+    func testNineReasons_mapToTheSeedPhases() {
+        XCTAssertEqual(RoomReason.allCases.count, 9)
+        XCTAssertEqual(RoomReason.logining.phase, .connecting)
+        XCTAssertEqual(RoomReason.reconnected.phase, .connected)
+        XCTAssertEqual(RoomReason.reconnecting.phase, .reconnecting)
+        XCTAssertEqual(RoomReason.kickOut.phase, .disconnected)
+        XCTAssertNil(RoomReason.logoutFailed.phase)
+    }
+}
+
+final class ConnectionMachineTests: XCTestCase {
+    func testBackoff_isFullJitterWithTheFirstRetryWithinOneSecondAndACap() {
+        let backoff = ConnectionMachine.Backoff(first: 1000, cap: 30_000)
+        XCTAssertEqual(backoff.delay(attempt: 0, random: 0.999), 999)
+        XCTAssertEqual(backoff.delay(attempt: 0, random: 0), 0)
+        XCTAssertEqual(backoff.delay(attempt: 3, random: 0.5), 4000)
+        XCTAssertEqual(backoff.delay(attempt: 20, random: 1.0), 30_000, "capped")
+    }
+
+    func testReadyConnection_pingsEveryIntervalAndDropsWhenSilent() {
+        var m = ConnectionMachine()
+        XCTAssertEqual(m.handle(.wanted, now: 0, random: 0), [.connect])
+        XCTAssertEqual(m.handle(.opened, now: 10, random: 0), [.sendHello])
+        XCTAssertEqual(m.handle(.helloAnswered(interval: 10_000, timeout: 90_000), now: 20, random: 0), [.becameReady])
+        XCTAssertEqual(m.deadAfter, 25_000, "2.5 ping intervals, under the server's 90 s")
+        XCTAssertEqual(m.handle(.tick, now: 10_020, random: 0), [.sendPing])
+        _ = m.handle(.messageReceived, now: 10_030, random: 0)
+        XCTAssertEqual(m.handle(.tick, now: 20_020, random: 0), [.sendPing])
+        let dead = m.handle(.tick, now: 35_030, random: 0.5)
+        XCTAssertEqual(dead.count, 2)
+        XCTAssertEqual(dead.last, .lost("no message from the server for 25000 ms"))
+        XCTAssertEqual(m.state, .backingOff(until: 35_530), "full jitter: half of the first 1 s ceiling")
+        XCTAssertEqual(m.handle(.tick, now: 35_530, random: 0), [.connect])
+    }
+
+    func testUnwantedConnection_isClosedAndNotRetried() {
+        var m = ConnectionMachine()
+        _ = m.handle(.wanted, now: 0, random: 0)
+        _ = m.handle(.opened, now: 1, random: 0)
+        _ = m.handle(.helloAnswered(interval: 1000, timeout: 5000), now: 2, random: 0)
+        XCTAssertEqual(m.handle(.unwanted, now: 3, random: 0).first, .abort("no room needs the connection"))
+        XCTAssertEqual(m.handle(.closed("bye"), now: 4, random: 0), [])
+        XCTAssertEqual(m.state, .idle)
+    }
+}
