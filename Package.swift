@@ -18,7 +18,13 @@ let package = Package(
         .library(name: "RoomKitProtocol", targets: ["RoomKitProtocol"]),
         .library(name: "RoomKitServer", targets: ["RoomKitServer"]),
         .library(name: "RoomKit", targets: ["RoomKit"]),
+        .library(name: "RoomKitPlugins", targets: ["RoomKitPlugins"]),
+        .library(name: "RoomKitPluginSDK", targets: ["RoomKitPluginSDK"]),
         .executable(name: "roomd", targets: ["roomd"]),
+        // The plugins we ship, each a dynamic library loaded at run time.
+        .library(name: "url-rewrite", type: .dynamic, targets: ["URLRewritePlugin"]),
+        .library(name: "error-log", type: .dynamic, targets: ["ErrorLogPlugin"]),
+        .library(name: "echo-commands", type: .dynamic, targets: ["EchoCommandsPlugin"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
@@ -82,6 +88,27 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        // MARK: Plugins: the C ABI, the Swift SDK, the host, and the plugins we ship
+        .target(name: "CRoomKitPluginABI"),
+        .target(
+            name: "RoomKitPluginSDK",
+            dependencies: ["CRoomKitPluginABI", "RoomKitProtocol"],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "RoomKitPlugins",
+            dependencies: [
+                "CRoomKitPluginABI", "RoomKit", "RoomKitProtocol",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "URLRewritePlugin", dependencies: ["RoomKitPluginSDK"], path: "Plugins/URLRewrite",
+            swiftSettings: swiftSettings),
+        .target(
+            name: "ErrorLogPlugin", dependencies: ["RoomKitPluginSDK"], path: "Plugins/ErrorLog",
+            swiftSettings: swiftSettings),
+        .target(name: "EchoCommandsPlugin", dependencies: ["CRoomKitPluginABI"], path: "Plugins/EchoCommands"),
+
         // MARK: Tests
         .testTarget(
             name: "RoomKitLoopTests",
@@ -90,6 +117,10 @@ let package = Package(
         .testTarget(
             name: "RoomKitTests",
             dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RoomKitPluginTests",
+            dependencies: ["RoomKitPlugins", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitServerTests",

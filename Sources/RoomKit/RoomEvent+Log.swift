@@ -1,0 +1,55 @@
+import RoomKitProtocol
+
+extension RoomEvent {
+    /// The event's name in the event log (CLI.md).
+    public var logName: String {
+        switch self {
+        case .roomStateChanged: return "roomStateChanged"
+        case .phaseChanged: return "phaseChanged"
+        case .roomStateModified: return "roomStateModified"
+        case .beingAbleToCommitChange: return "beingAbleToCommitChange"
+        case .disconnectWithError: return "disconnectWithError"
+        case .kickedWithReason: return "kickedWithReason"
+        case .catchErrorWhenAppendFrame: return "catchErrorWhenAppendFrame"
+        case .magix: return "magix"
+        case .userUpdate: return "userUpdate"
+        case .streamUpdate: return "streamUpdate"
+        case .extraInfoUpdate: return "extraInfoUpdate"
+        case .tokenWillExpire: return "tokenWillExpire"
+        case .throwError: return "throwError"
+        }
+    }
+
+    /// The event's fields in the event log (CLI.md), without `ts` and `event`.
+    /// Plugins receive the same object as their room-event payload.
+    public var logFields: [String: JSON] {
+        switch self {
+        case .roomStateChanged(let room, let reason, let code):
+            return ["room": .string(room), "reason": .string(reason.rawValue), "errorCode": .int(Int64(code.rawValue))]
+        case .phaseChanged(let room, let phase):
+            return ["room": .string(room), "phase": .string(phase.rawValue)]
+        case .roomStateModified(let room, let from, let diff):
+            return ["room": .string(room), "from": from.map(JSON.int) ?? .null, "keys": .array(diff.keys.map(JSON.string))]
+        case .beingAbleToCommitChange(let room, let writable):
+            return ["room": .string(room), "writable": .bool(writable)]
+        case .disconnectWithError(let room, let error):
+            return ["room": .string(room), "error": .string(error)]
+        case .kickedWithReason(let room, let code, let reason):
+            return ["room": .string(room), "code": .int(Int64(code.rawValue)), "reason": .string(reason)]
+        case .catchErrorWhenAppendFrame(let room, let memberId, let error):
+            return ["room": .string(room), "memberId": .int(memberId), "error": .string(error)]
+        case .magix(let magix):
+            return ["room": .string(magix.room), "from": .int(magix.from), "event": .string(magix.event), "payload": magix.payload]
+        case .userUpdate(let room, let type, let users):
+            return ["room": .string(room), "type": .string(type.rawValue), "users": .array(users.map { .string($0.userId) })]
+        case .streamUpdate(let room, let type, let streams):
+            return ["room": .string(room), "type": .string(type.rawValue), "streams": .array(streams.map { .string($0.id) })]
+        case .extraInfoUpdate(let room, let key, let value):
+            return ["room": .string(room), "key": .string(key), "value": .string(value)]
+        case .tokenWillExpire(let room, let remaining):
+            return ["room": .string(room), "remaining": .int(remaining)]
+        case .throwError(let domain, let code, let message):
+            return ["domain": .string(domain), "code": .int(Int64(code.rawValue)), "message": .string(message)]
+        }
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import RoomKitProtocol
+
+/// A hook a plugin may declare in the manifest.
+public enum PluginHook: String, Sendable, Hashable, CaseIterable {
+    case urlInterrupter, throwError, room, magix, player
+}
+
+/// One validated manifest entry (CLI.md "Plugin manifest").
+public struct PluginSpec: Sendable, Hashable {
+    public var name: String
+    /// Absolute path of the library (relative paths resolved against the manifest).
+    public var library: String
+    public var entry: String
+    public var abi: Int
+    public var hooks: Set<PluginHook>
+    public var rooms: [String]
+    public var order: Int
+    public var enabled: Bool
+    public var timeout: Duration
+    public var config: JSON
+    /// The entry's index in the manifest (for messages).
+    public var index: Int
+}
+
+/// One problem in a manifest: `file: plugins[1].library: no such file`.
+public struct ManifestError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let file: String
+    public let field: String
+    public let problem: String
+    public var description: String { field.isEmpty ? "\(file): \(problem)" : "\(file): \(field): \(problem)" }
+}
+
+/// Every problem found in a manifest (at least one).
+public struct ManifestErrors: Error, Sendable, CustomStringConvertible {
+    public let errors: [ManifestError]
+    public var description: String { errors.map(\.description).joined(separator: "\n") }
+}
+
+/// The plugin manifest (`plugins.json`), fully validated before anything is loaded.
+public struct PluginManifest: Sendable {
+    /// The ABI major version this host speaks.
+    public static let hostABIMajor = 1
+    public static let hostABIMinor = 0
+
+    public let path: String
+    public let plugins: [PluginSpec]
+
+    /// Reads and validates `path`; throws `ManifestErrors` listing every problem.
+    public init(path: String) throws(ManifestErrors) {
+        let file = (path as NSString).lastPathComponent
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ManifestErrors(errors: [ManifestError(file: file, field: "", problem: "cannot read \(path)")])
+        }
+        let json: JSON
+        do {
+            json = try JSON.parse(Array(data))
+        } catch {
+            throw ManifestErrors(errors: [ManifestError(file: file, field: "", problem: "not valid JSON: \(error)")])
+        }
+        try self.init(json: json, path: path)
+    }
+
+    /// Validates an already-parsed manifest whose file is `path`.
+    public init(json: JSON, path: String) throws(ManifestErrors) {
+        let file = (path as NSString).lastPathComponent
+        let directory = ((path as NSString).deletingLastPathComponent as NSString).standardizingPath
+        var errors: [ManifestError] = []
+        func fail(_ field: String, _ problem: String) { errors.append(ManifestError(file: file, field: field, problem: problem)) }
+
+        guard let root = json.objectValue else {
+            throw ManifestErrors(errors: [ManifestError(file: file, field: "", problem: "must be a JSON object")])
+        }
+        for key in root.keys where !["manifestVersion", "plugins"].contains(key) { fail(key, "unknown field") }
+        switch root["manifestVersion"] {
+        case .int(1)?: break
+        case nil: fail("manifestVersion", "missing (expected 1)")
+        default: fail("manifestVersion", "must be 1")
+        }
+        var specs: [PluginSpec] = []
+        guard let list = root["plugins"]?.arrayValue else {
+            fail("plugins", root["plugins"] == nil ? "missing" : "must be an array")
+            throw ManifestErrors(errors: errors)
+        }
+        var seen: [String: Int] = [:]
+        let known: Set<String> = ["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config"]
+        for (index, item) in list.enumerated() {
+            let at = "plugins[\(index)]"
+            guard let object = item.objectValue else {
+                fail(at, "must be an object")
+                continue
+            }
+            let before = errors.count
+            for key in object.keys.sorted() where !known.contains(key) { fail("\(at).\(key)", "unknown field") }
+
+            let name = object["name"]?.stringValue ?? ""
+            if object["name"] == nil { fail("\(at).name", "missing") }
+            else if !Self.isValidName(name) { fail("\(at).name", "must match [a-z0-9-]{1,64}, got '\(name)'") }
+            else if let first = seen[name] { fail("\(at).name", "duplicate '\(name)' (also plugins[\(first)])") }
+            else { seen[name] = index }
+
+            var library = ""
+            if let raw = object["library"]?.stringValue, !raw.isEmpty {
+                library = raw.hasPrefix("/") ? raw : (directory as NSString).appendingPathComponent(raw)
+                library = (library as NSString).standardizingPath
+                var isDirectory: ObjCBool = false
+                if !FileManager.default.fileExists(atPath: library, isDirectory: &isDirectory) || isDirectory.boolValue {
+                    fail("\(at).library", "no such file: \(library)")
+                }
+            } else {
+                fail("\(at).library", object["library"] == nil ? "missing" : "must be a non-empty string")
+            }
+
+            let entry = object["entry"]?.stringValue ?? "roomkit_plugin_entry"
+            if object["entry"] != nil && (object["entry"]?.stringValue == nil || !Self.isCIdentifier(entry)) {
+                fail("\(at).entry", "must be a C identifier")
+            }
+
+            var abi = 0
+            if let value = object["abi"]?.int64Value {
+                abi = Int(value)
+                if abi != Self.hostABIMajor { fail("\(at).abi", "\(abi) does not match the host's ABI \(Self.hostABIMajor)") }
+            } else {
+                fail("\(at).abi", object["abi"] == nil ? "missing" : "must be an integer")
+            }
+
+            var hooks: Set<PluginHook> = []
+            if let list = object["hooks"]?.arrayValue {
+                for (h, value) in list.enumerated() {
+                    if let hook = value.stringValue.flatMap(PluginHook.init(rawValue:)) { hooks.insert(hook) }
+                    else {
+                        fail("\(at).hooks[\(h)]", "unknown hook \(value.jsonString) (known: \(PluginHook.allCases.map(\.rawValue).joined(separator: ", ")))")
+                    }
+                }
+                if list.isEmpty { fail("\(at).hooks", "must name at least one hook") }
+            } else {
+                fail("\(at).hooks", object["hooks"] == nil ? "missing" : "must be an array of strings")
+            }
+
+            var rooms = ["*"]
+            if let value = object["rooms"] {
+                if let list = value.arrayValue, list.allSatisfy({ $0.stringValue?.isEmpty == false }), !list.isEmpty {
+                    rooms = list.compactMap(\.stringValue)
+                } else {
+                    fail("\(at).rooms", "must be a non-empty array of glob patterns")
+                }
+            }
+            var order = 0
+            if let value = object["order"] {
+                if let number = value.int64Value { order = Int(number) } else { fail("\(at).order", "must be an integer") }
+            }
+            var enabled = true
+            if let value = object["enabled"] {
+                if let flag = value.boolValue { enabled = flag } else { fail("\(at).enabled", "must be true or false") }
+            }
+            var timeout = Duration.milliseconds(50)
+            if let value = object["timeoutMs"] {
+                if let ms = value.int64Value, ms > 0 { timeout = .milliseconds(ms) } else { fail("\(at).timeoutMs", "must be a positive integer") }
+            }
+            if errors.count == before {
+                specs.append(PluginSpec(name: name, library: library, entry: entry, abi: abi, hooks: hooks, rooms: rooms,
+                                        order: order, enabled: enabled, timeout: timeout, config: object["config"] ?? .null,
+                                        index: index))
+            }
+        }
+        if !errors.isEmpty { throw ManifestErrors(errors: errors) }
+        self.path = path
+        plugins = specs.sorted { ($0.order, $0.index) < ($1.order, $1.index) }
+    }
+
+    static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 64 && name.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 }
+    }
+
+    static func isCIdentifier(_ name: String) -> Bool {
+        guard let first = name.utf8.first, !(first >= 48 && first <= 57) else { return false }
+        return name.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 65 && $0 <= 90) || ($0 >= 48 && $0 <= 57) || $0 == 95 }
+    }
+}

@@ -1,0 +1,289 @@
+import CRoomKitPluginABI
+import Dispatch
+import Foundation
+import Logging
+import RoomKitProtocol
+import Synchronization
+
+/// A plugin's lifecycle state, as `GET /v1/plugins` and the event log show it.
+public enum PluginStatus: String, Sendable, Hashable {
+    case loaded, failed, quarantined, unloaded
+}
+
+/// What the host does for a plugin's function-table calls.
+protocol PluginHostActions: AnyObject, Sendable {
+    func pluginLog(_ plugin: String, level: Int32, _ message: String)
+    func pluginDispatchMagix(_ plugin: String, room: String, event: String, payload: JSON, to: [String]?) -> Bool
+    func pluginSetGlobalState(_ plugin: String, room: String, patch: [String: JSON]) -> Bool
+    func pluginInsertImage(_ plugin: String, room: String, image: Image) -> Bool
+    func pluginPutScenes(_ plugin: String, room: String, dir: String, scenes: [Scene], index: Int?) -> Bool
+    func pluginRoomState(_ room: String) -> JSON?
+}
+
+/// One started plugin: its serial queue, its function table, its counters.
+///
+/// Isolation: every hook runs on `queue`, never on the loop. Each call has a
+/// watchdog; a call that overruns `timeoutMs`, or returns NULL or invalid
+/// UTF-8, is a failure, and `quarantineAfter` failures in a row quarantine
+/// the plugin: it gets no more calls and the rooms go on without it.
+final class PluginRuntime: @unchecked Sendable {
+    // @unchecked Sendable: `descriptor` and `table` are immutable after init;
+    // mutable state is in `state` (a Mutex) or touched only on `queue`.
+
+    struct Counters {
+        var status: PluginStatus = .loaded
+        var calls = 0
+        var failures = 0
+        var consecutiveFailures = 0
+        var totalNanoseconds: UInt64 = 0
+        var reason: String?
+    }
+
+    let spec: PluginSpec
+    let descriptor: UnsafePointer<roomkit_plugin>
+    let queue: DispatchQueue
+    let state = Mutex(Counters())
+    private let table: UnsafeMutablePointer<roomkit_host_api>
+    weak var actions: (any PluginHostActions)?
+    let onQuarantine: @Sendable (PluginRuntime, String) -> Void
+    static let quarantineAfter = 3
+    private let timerLock = NSLock()
+    /// Guarded by `timerLock` (DispatchSourceTimer is not Sendable).
+    nonisolated(unsafe) private var timerTable: [UInt64: any DispatchSourceTimer] = [:]
+    private static let nextTimer = Atomic<UInt64>(0)
+
+    init(_ mapped: MappedPlugin, actions: any PluginHostActions, onQuarantine: @escaping @Sendable (PluginRuntime, String) -> Void) {
+        spec = mapped.spec
+        descriptor = mapped.descriptor
+        queue = DispatchQueue(label: "roomkit.plugin.\(mapped.spec.name)")
+        self.actions = actions
+        self.onQuarantine = onQuarantine
+        table = .allocate(capacity: 1)
+        table.initialize(to: Self.makeTable())
+        table.pointee.context = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    var isActive: Bool { state.withLock { $0.status == .loaded } }
+
+    /// Calls on_load with the manifest's config and waits for it (bounded by a
+    /// generous multiple of the timeout: loading may read files).
+    func start() -> String? {
+        guard descriptor.pointee.on_load != nil else { return nil }
+        let config = spec.config.jsonString
+        let result = callAndWait(timeout: max(spec.timeout * 20, .seconds(2))) { [self] () -> Int32? in
+            config.withCString { descriptor.pointee.on_load?(descriptor.pointee.`self`, UnsafePointer(table), $0) }
+        }
+        switch result {
+        case .some(0): return nil
+        case .some(let code?): return "on_load failed (returned \(code))"
+        default: return "on_load did not return within its time limit"
+        }
+    }
+
+    /// Stops calls; on_unload runs after the calls already queued. The library stays mapped.
+    func stop() {
+        let wasActive = state.withLock { counters -> Bool in
+            defer { if counters.status == .loaded { counters.status = .unloaded } }
+            return counters.status == .loaded
+        }
+        let all = timerLock.withLock { () -> [any DispatchSourceTimer] in
+            defer { timerTable.removeAll() }
+            return Array(timerTable.values)
+        }
+        for timer in all { timer.cancel() }
+        guard wasActive, descriptor.pointee.on_unload != nil else { return }
+        queue.async { [self] in descriptor.pointee.on_unload?(descriptor.pointee.`self`) }
+    }
+
+    // MARK: Hooks (each reads the immutable descriptor on the plugin's queue)
+
+    func roomEvent(kind: Int32, room: String, payload: String) {
+        guard descriptor.pointee.on_room_event != nil else { return }
+        post { [self] in
+            room.withCString { r in payload.withCString { descriptor.pointee.on_room_event?(descriptor.pointee.`self`, kind, r, $0) } }
+        }
+    }
+
+    func playerEvent(kind: Int32, room: String, payload: String) {
+        guard descriptor.pointee.on_player_event != nil else { return }
+        post { [self] in
+            room.withCString { r in payload.withCString { descriptor.pointee.on_player_event?(descriptor.pointee.`self`, kind, r, $0) } }
+        }
+    }
+
+    func throwError(domain: String, code: Int64, message: String) {
+        guard descriptor.pointee.throw_error != nil else { return }
+        post { [self] in
+            domain.withCString { d in message.withCString { descriptor.pointee.throw_error?(descriptor.pointee.`self`, d, code, $0) } }
+        }
+    }
+
+    /// One step of the URL chain; nil when the step failed (timeout, NULL, invalid UTF-8).
+    func interrupt(_ url: String) -> String? {
+        guard descriptor.pointee.url_interrupter != nil else { return nil }
+        let result = callAndWait { [self] () -> String? in
+            guard let raw = url.withCString({ descriptor.pointee.url_interrupter?(descriptor.pointee.`self`, $0) }) else { return nil }
+            defer { free(raw) }
+            return String(validatingCString: raw)
+        }
+        return result ?? nil
+    }
+
+    // MARK: Calls
+
+    /// Runs `body` on the plugin's queue and waits at most `timeout` for it.
+    /// nil: the call failed (overran or returned nil); the failure is counted.
+    func callAndWait<T: Sendable>(timeout: Duration? = nil, _ body: @escaping @Sendable () -> T?) -> T?? {
+        guard isActive else { return nil }
+        let result = Mutex<T??>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let started = DispatchTime.now()
+        queue.async {
+            let value = body()
+            result.withLock { $0 = .some(value) }
+            done.signal()
+        }
+        let limit = timeout ?? spec.timeout
+        if done.wait(timeout: .now() + .nanoseconds(Int(limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000))) == .timedOut {
+            record(failure: "a call took longer than \(limit)", started: started)
+            return nil
+        }
+        let value = result.withLock { $0 }
+        if case .some(.some) = value {
+            record(failure: nil, started: started)
+        } else {
+            record(failure: "a call returned no result", started: started)
+        }
+        return value
+    }
+
+    /// Fire-and-forget call with a watchdog (room events, errors, timers).
+    func post(_ body: @escaping @Sendable () -> Void) {
+        guard isActive else { return }
+        let finished = Atomic<Bool>(false)
+        let started = DispatchTime.now()
+        queue.async { [self] in
+            body()
+            if finished.exchange(true, ordering: .acquiringAndReleasing) == false {
+                record(failure: nil, started: started)
+            }
+        }
+        let limit = spec.timeout
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000))) { [self] in
+            if finished.exchange(true, ordering: .acquiringAndReleasing) == false {
+                record(failure: "a call took longer than \(limit)", started: started)
+            }
+        }
+    }
+
+    private func record(failure: String?, started: DispatchTime) {
+        let elapsed = DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds
+        let quarantined = state.withLock { counters -> String? in
+            counters.calls += 1
+            counters.totalNanoseconds &+= elapsed
+            guard let failure else {
+                counters.consecutiveFailures = 0
+                return nil
+            }
+            counters.failures += 1
+            counters.consecutiveFailures += 1
+            guard counters.status == .loaded, counters.consecutiveFailures >= Self.quarantineAfter else { return nil }
+            counters.status = .quarantined
+            let reason = "\(counters.consecutiveFailures) failures in a row; last: \(failure)"
+            counters.reason = reason
+            return reason
+        }
+        if let quarantined { onQuarantine(self, quarantined) }
+    }
+
+    // MARK: Timers (on the plugin's queue)
+
+    func setTimer(delay: UInt64, repeatEvery: UInt64, fire: roomkit_timer_fn, user: UnsafeMutableRawPointer?) -> UInt64 {
+        let id = Self.nextTimer.add(1, ordering: .relaxed).newValue
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let userAddress = UInt(bitPattern: user)
+        timer.schedule(deadline: .now() + .milliseconds(Int(delay)),
+                       repeating: repeatEvery > 0 ? .milliseconds(Int(repeatEvery)) : .never)
+        timer.setEventHandler { [weak self] in
+            guard let self, isActive else { return }
+            fire(UnsafeMutableRawPointer(bitPattern: userAddress), id)
+            if repeatEvery == 0 { _ = timerLock.withLock { timerTable.removeValue(forKey: id) } }
+        }
+        timerLock.withLock { timerTable[id] = timer }
+        timer.resume()
+        return id
+    }
+
+    func cancelTimer(_ id: UInt64) {
+        timerLock.withLock { timerTable.removeValue(forKey: id) }?.cancel()
+    }
+
+    // MARK: The host function table
+
+    private static func makeTable() -> roomkit_host_api {
+        makeHostTable()
+    }
+}
+
+// The C trampolines of the host table: file-scope so they capture nothing.
+
+private func runtime(_ context: UnsafeMutableRawPointer?) -> PluginRuntime? {
+    context.map { Unmanaged<PluginRuntime>.fromOpaque($0).takeUnretainedValue() }
+}
+
+private func string(_ pointer: UnsafePointer<CChar>?) -> String? {
+    pointer.flatMap { String(validatingCString: $0) }
+}
+
+private func json(_ pointer: UnsafePointer<CChar>?) -> JSON? {
+    string(pointer).flatMap { try? JSON.parse($0) }
+}
+
+private func makeHostTable() -> roomkit_host_api {
+    var api = roomkit_host_api()
+    api.struct_size = UInt32(MemoryLayout<roomkit_host_api>.size)
+    api.abi_major = UInt16(ROOMKIT_PLUGIN_ABI_MAJOR)
+    api.abi_minor = UInt16(ROOMKIT_PLUGIN_ABI_MINOR)
+    api.log = { context, level, message in
+        guard let runtime = runtime(context), let message = string(message) else { return }
+        runtime.actions?.pluginLog(runtime.spec.name, level: level, message)
+    }
+    api.dispatch_magix = { context, room, event, payload, to in
+        guard let runtime = runtime(context), let room = string(room), let event = string(event),
+              let payload = json(payload) else { return -1 }
+        let recipients = to.flatMap { json($0)?.arrayValue?.compactMap(\.stringValue) }
+        return runtime.actions?.pluginDispatchMagix(runtime.spec.name, room: room, event: event, payload: payload, to: recipients) == true ? 0 : -1
+    }
+    api.set_global_state = { context, room, patch in
+        guard let runtime = runtime(context), let room = string(room), let patch = json(patch)?.objectValue else { return -1 }
+        return runtime.actions?.pluginSetGlobalState(runtime.spec.name, room: room, patch: patch) == true ? 0 : -1
+    }
+    api.insert_image = { context, room, image in
+        guard let runtime = runtime(context), let room = string(room), let json = json(image),
+              let image = try? Image(json: json) else { return -1 }
+        return runtime.actions?.pluginInsertImage(runtime.spec.name, room: room, image: image) == true ? 0 : -1
+    }
+    api.put_scenes = { context, room, dir, scenes, index in
+        guard let runtime = runtime(context), let room = string(room), let dir = string(dir),
+              let list = json(scenes)?.arrayValue else { return -1 }
+        let parsed = list.compactMap { try? Scene(json: $0) }
+        guard parsed.count == list.count else { return -1 }
+        return runtime.actions?.pluginPutScenes(runtime.spec.name, room: room, dir: dir, scenes: parsed,
+                                                index: index >= 0 ? Int(index) : nil) == true ? 0 : -1
+    }
+    api.room_state_json = { context, room in
+        guard let runtime = runtime(context), let room = string(room),
+              let state = runtime.actions?.pluginRoomState(room) else { return nil }
+        return strdup(state.jsonString)
+    }
+    api.set_timer = { context, delay, repeatEvery, fire, user in
+        guard let runtime = runtime(context), let fire else { return 0 }
+        return runtime.setTimer(delay: delay, repeatEvery: repeatEvery, fire: fire, user: user)
+    }
+    api.cancel_timer = { context, id in
+        runtime(context)?.cancelTimer(id)
+    }
+    api.alloc_string = { _, text in text.map { strdup($0) } ?? nil }
+    api.free_string = { _, text in free(text) }
+    return api
+}

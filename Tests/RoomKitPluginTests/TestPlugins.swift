@@ -1,0 +1,56 @@
+/// C sources of misbehaving test plugins, compiled by the tests with `cc`.
+enum TestPlugins {
+    /// A well-formed prefix: include, host pointer, and an entry returning `descriptor`.
+    static func plugin(hooks: String, body: String = "", major: String = "ROOMKIT_PLUGIN_ABI_MAJOR",
+                       entry: String = "roomkit_plugin_entry", refuse: Bool = false) -> String {
+        """
+        #include "roomkit_plugin.h"
+        #include <stdlib.h>
+        #include <string.h>
+        #include <unistd.h>
+        static const roomkit_host_api *host;
+        static int on_load(void *self, const roomkit_host_api *api, const char *config) { (void)self; (void)config; host = api; return 0; }
+        \(body)
+        static roomkit_plugin descriptor = {
+            .struct_size = sizeof(roomkit_plugin), .abi_major = \(major), .abi_minor = ROOMKIT_PLUGIN_ABI_MINOR,
+            .on_load = on_load, \(hooks)
+        };
+        const roomkit_plugin *\(entry)(uint16_t major, uint16_t minor) { (void)major; (void)minor; return \(refuse ? "NULL" : "&descriptor"); }
+        """
+    }
+
+    /// url_interrupter that never returns in time.
+    static let hanging = plugin(hooks: ".url_interrupter = hang, .on_room_event = hang_event,", body: """
+        static char *hang(void *self, const char *url) { (void)self; sleep(5); return host->alloc_string(host->context, url); }
+        static void hang_event(void *self, int32_t kind, const char *room, const char *payload) { (void)self; (void)kind; (void)room; (void)payload; sleep(5); }
+        """)
+
+    /// url_interrupter that fails: NULL, then invalid UTF-8, alternately.
+    static let failing = plugin(hooks: ".url_interrupter = fail,", body: """
+        static int calls;
+        static char *fail(void *self, const char *url) { (void)self; (void)url; return (calls++ % 2) ? host->alloc_string(host->context, "\\xff\\xfe") : NULL; }
+        """)
+
+    /// Declares nothing for url_interrupter although the manifest says it does.
+    static let missingHook = plugin(hooks: ".on_room_event = NULL,")
+
+    /// Built against a future major version.
+    static let badABI = plugin(hooks: "", major: "2")
+
+    /// Exports its entry under another name.
+    static let wrongEntry = plugin(hooks: "", entry: "some_other_entry")
+
+    /// Refuses the host's ABI.
+    static let refusing = plugin(hooks: "", refuse: true)
+
+    /// Appends a marker to every URL (for chain-order tests): config is the marker.
+    static func marking(_ marker: String) -> String {
+        plugin(hooks: ".url_interrupter = mark,", body: """
+            static char *mark(void *self, const char *url) {
+                (void)self; size_t n = strlen(url);
+                char *buffer = malloc(n + 8); memcpy(buffer, url, n); memcpy(buffer + n, "\(marker)", strlen("\(marker)") + 1);
+                char *out = host->alloc_string(host->context, buffer); free(buffer); return out;
+            }
+            """)
+    }
+}
