@@ -20,7 +20,9 @@ let package = Package(
         .library(name: "RoomKit", targets: ["RoomKit"]),
         .library(name: "RoomKitPlugins", targets: ["RoomKitPlugins"]),
         .library(name: "RoomKitPluginSDK", targets: ["RoomKitPluginSDK"]),
+        .library(name: "RoomKitBot", targets: ["RoomKitBot"]),
         .executable(name: "roomd", targets: ["roomd"]),
+        .executable(name: "roombot", targets: ["roombot"]),
         // The plugins we ship, each a dynamic library loaded at run time.
         .library(name: "url-rewrite", type: .dynamic, targets: ["URLRewritePlugin"]),
         .library(name: "error-log", type: .dynamic, targets: ["ErrorLogPlugin"]),
@@ -29,6 +31,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
     ],
     targets: [
         // MARK: C system libraries (installed with apt; see README)
@@ -109,6 +113,25 @@ let package = Package(
             swiftSettings: swiftSettings),
         .target(name: "EchoCommandsPlugin", dependencies: ["CRoomKitPluginABI"], path: "Plugins/EchoCommands"),
 
+        // MARK: The bot host (roombot) and the example
+        .target(
+            name: "RoomKitBot",
+            dependencies: [
+                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "roombot",
+            dependencies: [
+                "RoomKitBot", "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+
         // MARK: Tests
         .testTarget(
             name: "RoomKitLoopTests",
@@ -121,6 +144,10 @@ let package = Package(
         .testTarget(
             name: "RoomKitPluginTests",
             dependencies: ["RoomKitPlugins", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RoomKitBotTests",
+            dependencies: ["RoomKitBot", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitServerTests",

@@ -298,3 +298,16 @@ extension Duration {
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }
+
+extension RoomHost {
+    /// Drops the shared connection as a network failure would (no close
+    /// handshake). Logged-in rooms go `RECONNECTING` and resume on their own.
+    /// For demos, tours and tests of reconnect handling.
+    public func simulateConnectionLoss() {
+        loop.execute { [self] in
+            guard let connection else { return }
+            logger.info("simulating a connection loss")
+            connection.abort()
+        }
+    }
+}

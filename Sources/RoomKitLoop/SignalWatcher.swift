@@ -1,3 +1,4 @@
+import Foundation
 import CLibUV
 
 /// Watches POSIX signals (SIGINT, SIGTERM, ...) on the event loop, one
@@ -54,5 +55,18 @@ public final class SignalWatcher: LoopOwnedHandle, @unchecked Sendable {
         }
         handles.removeAll()
         loop.unregister(self)
+    }
+}
+
+extension SignalWatcher {
+    /// Unblocks `signals` for the calling thread (and the threads it starts,
+    /// such as an `EventLoop` created afterwards). A process can be started
+    /// with SIGINT/SIGTERM blocked (the mask is inherited, e.g. from a
+    /// dispatch worker thread); call this before creating the loop.
+    public static func unblock(_ signals: [Int32]) {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in signals { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 }

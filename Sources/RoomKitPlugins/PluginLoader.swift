@@ -79,3 +79,19 @@ enum PluginLoader {
         return copy
     }
 }
+
+/// `roombot check`: maps every plugin of a validated manifest and checks its
+/// entry, ABI and declared hooks, without starting it or joining any room.
+public enum PluginChecker {
+    /// One line per problem (empty when all is well).
+    public static func check(_ manifest: PluginManifest) -> [String] {
+        manifest.plugins.compactMap { spec -> String? in
+            do throws(PluginLoadError) {
+                _ = try PluginLoader.map(spec)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+    }
+}

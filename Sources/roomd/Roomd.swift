@@ -73,6 +73,12 @@ struct Serve: ParsableCommand {
     var synchronous = "normal"
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
+    @Option(name: .customLong("rate-limit"), help: "Requests per second per connection (token bucket refill).")
+    var rateLimit = 200.0
+    @Option(name: .customLong("rate-limit-burst"), help: "Requests a connection may send at once (token bucket size).")
+    var rateLimitBurst = 200.0
+    @Option(name: .customLong("max-outbound-bytes"), help: "Bytes queued per connection before it is closed 1013.")
+    var maxOutboundBytes = 8 << 20
 
     func makeConfiguration() throws -> ServerConfiguration {
         let parts = listen.split(separator: ":", omittingEmptySubsequences: false)
@@ -89,6 +95,13 @@ struct Serve: ParsableCommand {
         configuration.heartbeatInterval = try seconds(heartbeatInterval, flag: "--heartbeat-interval")
         configuration.heartbeatTimeout = try seconds(heartbeatTimeout, flag: "--heartbeat-timeout")
         configuration.sessionRetention = try seconds(sessionRetention, flag: "--session-retention")
+        for (flag, value) in [("--rate-limit", rateLimit), ("--rate-limit-burst", rateLimitBurst)] where !(value.isFinite && value >= 1) {
+            throw FlagError(flag: flag, problem: "must be a number of requests >= 1")
+        }
+        configuration.rateLimitPerSecond = rateLimit
+        configuration.rateLimitBurst = rateLimitBurst
+        guard maxOutboundBytes >= 65536 else { throw FlagError(flag: "--max-outbound-bytes", problem: "must be at least 65536") }
+        configuration.maxOutboundBytes = maxOutboundBytes
         switch (tlsCert, tlsKey) {
         case (nil, nil): break
         case (let cert?, let key?):
@@ -134,11 +147,7 @@ struct Serve: ParsableCommand {
         let logger = Logger(label: "roomd")
         // We may be started with SIGINT/SIGTERM blocked (the mask is inherited,
         // e.g. from a dispatch worker thread); the loop thread inherits ours.
-        var stopSignals = sigset_t()
-        sigemptyset(&stopSignals)
-        sigaddset(&stopSignals, SIGINT)
-        sigaddset(&stopSignals, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
+        SignalWatcher.unblock([SIGINT, SIGTERM])
         let loop = try EventLoop(name: "roomd", logger: logger)
         let stopped = DispatchSemaphore(value: 0)
         let started = Result<Int, any Error> {

@@ -1,0 +1,186 @@
+import Foundation
+import RoomKit
+import RoomKitLoop
+import RoomKitProtocol
+
+/// One problem in the bot's configuration: `bot.json: auth.secret: must be a non-empty string`.
+public struct ConfigError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let file: String
+    public let field: String
+    public let problem: String
+    public init(file: String, field: String, problem: String) {
+        self.file = file
+        self.field = field
+        self.problem = problem
+    }
+    public var description: String { field.isEmpty ? "\(file): \(problem)" : "\(file): \(field): \(problem)" }
+}
+
+/// Every problem found (at least one); printed one per line, exit 2.
+public struct ConfigErrors: Error, Sendable, CustomStringConvertible {
+    public let errors: [ConfigError]
+    public var description: String { errors.map(\.description).joined(separator: "\n") }
+}
+
+/// Where the bot's tokens come from.
+public enum BotAuth: Sendable, Hashable {
+    /// Mint tokens with the shared secret (development).
+    case secret(String)
+    /// Fixed tokens per room (`*` for any room).
+    case tokens([String: String])
+    /// A JSON file `{room: token}` re-read whenever a token is needed (renewal).
+    case tokenFile(String)
+}
+
+/// `bot.json` (CLI.md), validated. Relative paths are resolved against the config file.
+public struct BotConfig: Sendable {
+    public var path: String
+    public var server: String
+    public var user: LoginUser
+    public var auth: BotAuth
+    public var rooms: [String]
+    public var manifest: String?
+    public var control: String?
+    public var events: String?
+    public var loginTimeout: Duration
+    public var reconnectWindow: Duration
+    /// Rooms joined at run time through the control API are kept here.
+    public var stateFile: String
+
+    /// Reads and validates `path`; throws `ConfigErrors` listing every problem.
+    public init(path: String) throws(ConfigErrors) {
+        let file = (path as NSString).lastPathComponent
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigErrors(errors: [ConfigError(file: file, field: "", problem: "cannot read \(path)")])
+        }
+        let json: JSON
+        do {
+            json = try JSON.parse(Array(data))
+        } catch {
+            throw ConfigErrors(errors: [ConfigError(file: file, field: "", problem: "not valid JSON: \(error)")])
+        }
+        try self.init(json: json, path: path)
+    }
+
+    public init(json: JSON, path: String) throws(ConfigErrors) {
+        let file = (path as NSString).lastPathComponent
+        let directory = (path as NSString).deletingLastPathComponent
+        var errors: [ConfigError] = []
+        func fail(_ field: String, _ problem: String) { errors.append(ConfigError(file: file, field: field, problem: problem)) }
+        func resolve(_ relative: String) -> String {
+            relative.hasPrefix("/") ? relative : ((directory.isEmpty ? "." : directory) as NSString).appendingPathComponent(relative)
+        }
+        guard let root = json.objectValue else {
+            throw ConfigErrors(errors: [ConfigError(file: file, field: "", problem: "must be a JSON object")])
+        }
+        let known: Set<String> = ["server", "user", "auth", "rooms", "manifest", "control", "events", "loginTimeout",
+                                  "reconnectWindow", "state"]
+        for key in root.keys.sorted() where !known.contains(key) { fail(key, "unknown field") }
+
+        let server = root["server"]?.stringValue ?? ""
+        if root["server"] == nil { fail("server", "missing") }
+        else if (try? WebSocketURL(server)) == nil { fail("server", "must be a ws:// or wss:// URL, got '\(server)'") }
+
+        var user = LoginUser(id: "")
+        if let object = root["user"]?.objectValue {
+            if let id = object["id"]?.stringValue, UserID.isValid(id) { user.id = id }
+            else { fail("user.id", "must be a user ID (1-128 bytes, no control characters)") }
+            if let name = object["name"] {
+                if let text = name.stringValue { user.name = text } else { fail("user.name", "must be a string") }
+            }
+            user.payload = object["payload"]
+        } else {
+            fail("user", root["user"] == nil ? "missing" : "must be an object {id, name?}")
+        }
+
+        var auth = BotAuth.tokens([:])
+        if let object = root["auth"]?.objectValue {
+            let kinds = ["secret", "tokens", "tokenFile"].filter { object[$0] != nil }
+            if kinds.count != 1 {
+                fail("auth", "needs exactly one of secret, tokens, tokenFile")
+            } else if let secret = object["secret"] {
+                if let text = secret.stringValue, !text.isEmpty { auth = .secret(text) } else { fail("auth.secret", "must be a non-empty string") }
+            } else if let tokens = object["tokens"] {
+                if let map = tokens.objectValue, map.values.allSatisfy({ $0.stringValue != nil }) {
+                    auth = .tokens(map.compactMapValues(\.stringValue))
+                } else {
+                    fail("auth.tokens", "must be an object {room: token}")
+                }
+            } else if let tokenFile = object["tokenFile"] {
+                if let text = tokenFile.stringValue, !text.isEmpty {
+                    let resolved = resolve(text)
+                    if FileManager.default.isReadableFile(atPath: resolved) { auth = .tokenFile(resolved) }
+                    else { fail("auth.tokenFile", "no such file: \(resolved)") }
+                } else {
+                    fail("auth.tokenFile", "must be a path")
+                }
+            }
+        } else {
+            fail("auth", root["auth"] == nil ? "missing" : "must be an object")
+        }
+
+        var rooms: [String] = []
+        if let list = root["rooms"] {
+            if let array = list.arrayValue {
+                for (index, value) in array.enumerated() {
+                    if let room = value.stringValue, RoomID.isValid(room) { rooms.append(room) }
+                    else { fail("rooms[\(index)]", "must be a room ID (1-128 of [A-Za-z0-9_.:-])") }
+                }
+            } else {
+                fail("rooms", "must be an array of room IDs")
+            }
+        }
+
+        var manifest: String?
+        if let value = root["manifest"] {
+            if let text = value.stringValue, !text.isEmpty {
+                manifest = resolve(text)
+                if !FileManager.default.isReadableFile(atPath: manifest!) { fail("manifest", "no such file: \(manifest!)") }
+            } else {
+                fail("manifest", "must be a path")
+            }
+        }
+        var control: String?
+        if let value = root["control"] {
+            if let text = value.stringValue, Self.hostPort(text) != nil { control = text } else { fail("control", "must be HOST:PORT") }
+        }
+        var events: String?
+        if let value = root["events"] {
+            if let text = value.stringValue, !text.isEmpty { events = text == "-" ? "-" : resolve(text) } else { fail("events", "must be a path or -") }
+        }
+        func seconds(_ key: String, _ fallback: Double) -> Duration {
+            guard let value = root[key] else { return .milliseconds(Int64(fallback * 1000)) }
+            guard let number = value.doubleValue, number > 0, number.isFinite else {
+                fail(key, "must be a positive number of seconds")
+                return .milliseconds(Int64(fallback * 1000))
+            }
+            return .milliseconds(Int64((number * 1000).rounded()))
+        }
+        let loginTimeout = seconds("loginTimeout", 30)
+        let reconnectWindow = seconds("reconnectWindow", 1200)
+        var stateFile = resolve(((file as NSString).deletingPathExtension) + ".state.json")
+        if let value = root["state"] {
+            if let text = value.stringValue, !text.isEmpty { stateFile = resolve(text) } else { fail("state", "must be a path") }
+        }
+        if !errors.isEmpty { throw ConfigErrors(errors: errors) }
+        self.path = path
+        self.server = server
+        self.user = user
+        self.auth = auth
+        self.rooms = rooms
+        self.manifest = manifest
+        self.control = control
+        self.events = events
+        self.loginTimeout = loginTimeout
+        self.reconnectWindow = reconnectWindow
+        self.stateFile = stateFile
+    }
+
+    /// Splits `HOST:PORT` (port 0..65535).
+    public static func hostPort(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":") else { return nil }
+        let host = String(text[..<colon])
+        guard !host.isEmpty, let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else { return nil }
+        return (host, port)
+    }
+}

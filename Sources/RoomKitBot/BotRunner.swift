@@ -1,0 +1,153 @@
+import Foundation
+import Logging
+import RoomKit
+import RoomKitLoop
+import RoomKitPlugins
+import RoomKitProtocol
+import Synchronization
+
+/// Command-line overrides of `bot.json` (CLI.md `roombot run`).
+public struct BotOverrides: Sendable {
+    public var server: String?
+    public var control: String?
+    public var events: String?
+    public var rooms: [String] = []
+    public var manifest: String?
+    public var stateFile: String?
+    public init() {}
+}
+
+/// The bot host: one loop, one `RoomHost`, the manifest's plugins, the event
+/// log, the control API and the state file, started and stopped in order.
+public final class BotRunner: @unchecked Sendable {
+    // @unchecked Sendable: `joined` has its own lock; the rest is set in
+    // `start()` before any concurrent use and read-only afterwards.
+
+    public let config: BotConfig
+    public let loop: EventLoop
+    public let host: RoomHost
+    public let plugins: PluginManager
+    public let events: EventLog
+    let logger: Logger
+    let tokens: BotTokenProvider
+    let state: BotStateFile
+    let metrics: BotMetrics
+    /// Rooms joined at run time through the control API (the state file's content).
+    let joined = Mutex<Set<String>>([])
+    private var control: ControlAPI?
+    private var manifest: PluginManifest?
+
+    /// Validates everything that can be checked before starting (manifest
+    /// included); throws `ConfigErrors` naming file and field.
+    public init(config: BotConfig, overrides: BotOverrides = BotOverrides(), logger: Logger) throws {
+        var config = config
+        if let server = overrides.server { config.server = server }
+        if let control = overrides.control { config.control = control }
+        if let events = overrides.events { config.events = events }
+        if let manifest = overrides.manifest { config.manifest = manifest }
+        if let stateFile = overrides.stateFile { config.stateFile = stateFile }
+        for room in overrides.rooms where !config.rooms.contains(room) { config.rooms.append(room) }
+        var problems: [ConfigError] = []
+        if (try? WebSocketURL(config.server)) == nil {
+            problems.append(ConfigError(file: "--server", field: "", problem: "must be a ws:// or wss:// URL"))
+        }
+        for room in overrides.rooms where !RoomID.isValid(room) {
+            problems.append(ConfigError(file: "--room", field: "", problem: "invalid room ID '\(room)'"))
+        }
+        if let control = config.control, BotConfig.hostPort(control) == nil {
+            problems.append(ConfigError(file: "--control", field: "", problem: "must be HOST:PORT"))
+        }
+        if !problems.isEmpty { throw ConfigErrors(errors: problems) }
+        if let path = config.manifest {
+            do {
+                manifest = try PluginManifest(path: path)
+            } catch {
+                throw ConfigErrors(errors: error.errors.map { ConfigError(file: $0.file, field: $0.field, problem: $0.problem) })
+            }
+        }
+        self.config = config
+        self.logger = logger
+        tokens = BotTokenProvider(auth: config.auth)
+        state = BotStateFile(path: config.stateFile)
+        events = try EventLog(destination: config.events)
+        loop = try EventLoop(name: "roombot", logger: logger)
+        var hostConfiguration = RoomHostConfiguration(serverURL: config.server)
+        hostConfiguration.loginTimeout = config.loginTimeout
+        hostConfiguration.reconnectWindow = config.reconnectWindow
+        host = try RoomHost(loop: loop, configuration: hostConfiguration, logger: logger,
+                            tokenProvider: tokens.canRenew ? tokens : nil)
+        let events = self.events
+        plugins = PluginManager(host: host, logger: logger) { name, status, message in
+            var fields: [String: JSON] = ["plugin": .string(name), "status": .string(status.rawValue)]
+            if let message { fields["message"] = .string(message) }
+            events.write("plugin", fields)
+        }
+        metrics = BotMetrics()
+        host.addObserver { [events, metrics] event in
+            events.write(event)
+            metrics.count(event)
+        }
+    }
+
+    /// The control API's bound port, once started.
+    public var controlPort: Int? { control?.port }
+
+    /// Loads plugins, serves the control API, and logs in to the configured
+    /// rooms and those the state file remembers. Returns when every login has
+    /// an outcome (failures are in the event log; they do not stop the bot).
+    public func start() async throws {
+        if let manifest {
+            for error in plugins.load(manifest) {
+                logger.error("plugin not loaded", metadata: ["error": "\(error)"])
+            }
+        }
+        if let address = config.control, let (hostName, port) = BotConfig.hostPort(address) {
+            let api = ControlAPI(runner: self)
+            try loop.runAndWait { try api.listen(host: hostName, port: port) }
+            control = api
+        }
+        try metrics.startLagProbe(loop: loop)
+        let remembered = state.load()
+        joined.withLock { $0 = Set(remembered) }
+        var rooms = config.rooms
+        for room in remembered where !rooms.contains(room) { rooms.append(room) }
+        await withTaskGroup(of: Void.self) { group in
+            for room in rooms {
+                group.addTask { [self] in
+                    do {
+                        try await host.loginRoom(room, user: config.user, token: try await tokens.token(room: room, user: config.user.id))
+                    } catch {
+                        logger.warning("login failed", metadata: ["room": "\(room)", "error": "\(error)"])
+                    }
+                }
+            }
+        }
+    }
+
+    /// Graceful stop: every room reaches LOGOUT (others see the user leave at
+    /// once), plugins unload, the control API closes, the event log is flushed.
+    public func stop() async {
+        _ = await host.logoutRoom()
+        await host.shutdown()
+        plugins.unloadAll()
+        if let control {
+            try? loop.runAndWait { control.stop() }
+        }
+        metrics.stopLagProbe(loop: loop)
+        events.close()
+        try? loop.shutdown()
+    }
+
+    /// Records a room joined (or left) through the control API.
+    func remember(_ room: String, joined isJoined: Bool) {
+        let rooms = joined.withLock { set -> [String] in
+            if isJoined { set.insert(room) } else { set.remove(room) }
+            return Array(set)
+        }
+        do {
+            try state.save(rooms)
+        } catch {
+            logger.error("state file not written", metadata: ["path": "\(state.path)", "error": "\(error)"])
+        }
+    }
+}

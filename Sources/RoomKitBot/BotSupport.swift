@@ -1,0 +1,116 @@
+import Foundation
+import RoomKit
+import RoomKitProtocol
+import Synchronization
+
+/// The event log (`--events`): one JSON object per line, `ts` and `event`
+/// first, written with one write(2) per line so a reader (or a crash) never
+/// sees half a line. Safe from any thread.
+public final class EventLog: Sendable {
+    private let handle: Mutex<FileHandle?>
+
+    /// `destination`: a path (appended to, created if missing), `-` for stdout, or nil for none.
+    public init(destination: String?) throws {
+        switch destination {
+        case nil:
+            handle = Mutex(nil)
+        case "-":
+            handle = Mutex(FileHandle.standardOutput)
+        case let path?:
+            if !FileManager.default.fileExists(atPath: path) {
+                guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                    throw ConfigError(file: path, field: "", problem: "cannot create the event log")
+                }
+            }
+            guard let file = FileHandle(forWritingAtPath: path) else {
+                throw ConfigError(file: path, field: "", problem: "cannot open the event log for writing")
+            }
+            file.seekToEndOfFile()
+            handle = Mutex(file)
+        }
+    }
+
+    /// Writes `{"ts":…,"event":name,…fields}` as one line.
+    public func write(_ name: String, _ fields: [String: JSON]) {
+        var line: [UInt8] = []
+        line.reserveCapacity(128)
+        line.append(contentsOf: #"{"ts":"#.utf8)
+        line.append(contentsOf: String(Int64(Date().timeIntervalSince1970 * 1000)).utf8)
+        line.append(contentsOf: #","event":"#.utf8)
+        JSON.string(name).serialize(into: &line)
+        for key in fields.keys.sorted() {
+            line.append(44)  // ,
+            JSON.string(key).serialize(into: &line)
+            line.append(58)  // :
+            fields[key]!.serialize(into: &line)
+        }
+        line.append(contentsOf: "}\n".utf8)
+        handle.withLock { $0?.write(Data(line)) }
+    }
+
+    public func write(_ event: RoomEvent) {
+        write(event.logName, event.logFields)
+    }
+
+    /// Flushes and closes a file destination.
+    public func close() {
+        handle.withLock { file in
+            if let file, file !== FileHandle.standardOutput {
+                try? file.synchronize()
+                try? file.close()
+            }
+            file = nil
+        }
+    }
+}
+
+/// Tokens from the config's `auth`: minted, fixed, or re-read from a file.
+public struct BotTokenProvider: TokenProvider {
+    public let auth: BotAuth
+    public var ttl: Int64 = 3600
+
+    public init(auth: BotAuth) { self.auth = auth }
+
+    public func token(room: String, user: String) async throws -> String {
+        switch auth {
+        case .secret(let secret):
+            let now = Int64(Date().timeIntervalSince1970)
+            return TokenSigner(secret: secret).sign(TokenClaims(sub: user, room: room, role: .writer, exp: now + ttl, iat: now))
+        case .tokens(let tokens):
+            if let token = tokens[room] ?? tokens["*"] { return token }
+            throw RoomError(code: .tokenInvalid, message: "no token for room \(room) in auth.tokens")
+        case .tokenFile(let path):
+            guard let data = FileManager.default.contents(atPath: path),
+                  let map = try? JSON.parse(Array(data)).objectValue,
+                  let token = (map[room] ?? map["*"])?.stringValue else {
+                throw RoomError(code: .tokenInvalid, message: "no token for room \(room) in \(path)")
+            }
+            return token
+        }
+    }
+
+    /// Whether a new token can be had when one is about to expire.
+    public var canRenew: Bool {
+        if case .tokens = auth { return false }
+        return true
+    }
+}
+
+/// Rooms joined at run time through the control API, kept across restarts.
+public struct BotStateFile: Sendable {
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    public func load() -> [String] {
+        guard let data = FileManager.default.contents(atPath: path),
+              let rooms = try? JSON.parse(Array(data))["rooms"]?.arrayValue else { return [] }
+        return rooms.compactMap(\.stringValue).filter(RoomID.isValid)
+    }
+
+    /// Replaces the file atomically (write a temporary file, then rename).
+    public func save(_ rooms: [String]) throws {
+        let body = JSON.object(["rooms": .array(rooms.sorted().map(JSON.string))]).serialized(sortedKeys: true)
+        try Data(body + [10]).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import RoomKit
+import RoomKitLoop
+import RoomKitProtocol
+
+/// The control API (CLI.md): HTTP/1.1 + JSON on `--control`, loopback by
+/// default. Each endpoint answers once the outcome is known (a login answers
+/// at LOGINED or LOGIN_FAILED).
+final class ControlAPI: WebServerDelegate, @unchecked Sendable {
+    // @unchecked Sendable: `server` is touched on the loop thread only.
+    unowned let runner: BotRunner
+    private var server: WebServer?
+
+    init(runner: BotRunner) { self.runner = runner }
+
+    var port: Int? { server?.port }
+
+    /// Binds. Loop thread only.
+    func listen(host: String, port: Int) throws {
+        var configuration = WebServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.webSocketPath = nil
+        server = try WebServer(loop: runner.loop, configuration: configuration, delegate: self, logger: runner.logger)
+    }
+
+    func stop() {
+        server?.stop()
+        server = nil
+    }
+
+    func webServer(_ server: WebServer, didAccept connection: WebSocketConnection) {
+        connection.close(code: 1008, reason: "no WebSocket endpoint here")
+    }
+
+    func webServer(_ server: WebServer, didReceive request: HTTPRequest, responder: HTTPResponder) {
+        let runner = self.runner
+        Task {
+            let (status, body) = await Self.route(request, runner: runner)
+            if status == 200, request.path == "/metrics" || request.path == "/healthz" {
+                responder.respond(status: 200, contentType: "text/plain; version=0.0.4", text: body.stringValue ?? "")
+            } else {
+                responder.respond(status: status, text: body.jsonString)
+            }
+        }
+    }
+
+    private static func route(_ request: HTTPRequest, runner: BotRunner) async -> (Int, JSON) {
+        let parts = request.path.split(separator: "/").map(String.init)
+        let host = runner.host
+        do {
+            switch (request.method, parts) {
+            case ("GET", ["healthz"]):
+                return (200, "ok")
+            case ("GET", ["metrics"]):
+                return (200, .string(runner.metrics.exposition(host: host, plugins: runner.plugins)))
+            case ("GET", ["v1", "rooms"]):
+                let rooms = host.allRooms.sorted { $0.id < $1.id }.map { room -> JSON in
+                    let c = room.content
+                    return ["room": .string(room.id), "reason": .string(c.reason.rawValue), "phase": .string(c.phase.rawValue),
+                            "errorCode": .int(Int64(c.errorCode.rawValue)), "memberId": c.memberId.map(JSON.int) ?? .null,
+                            "members": .int(Int64(c.members.count)), "seq": .int(c.seq), "writable": .bool(c.writable)]
+                }
+                return (200, .array(rooms))
+            case ("GET", ["v1", "plugins"]):
+                return (200, .array(runner.plugins.reports.map {
+                    ["name": .string($0.name), "status": .string($0.status.rawValue), "hooks": .array($0.hooks.map(JSON.string)),
+                     "calls": .int(Int64($0.calls)), "failures": .int(Int64($0.failures))]
+                }))
+            case ("POST", ["v1", "logout"]):
+                let rooms = await host.logoutRoom()
+                return (200, ["rooms": .array(rooms.map(JSON.string))])
+            case ("POST", let p) where p.count == 4 && p[0] == "v1" && p[1] == "rooms":
+                return try await roomAction(p[3], room: p[2], body: request.body, runner: runner)
+            default:
+                return (404, error(.invalidArgument, "no such endpoint: \(request.method) \(request.path)"))
+            }
+        } catch let failure as RoomError {
+            return (status(for: failure.code), error(failure.code, failure.message))
+        } catch let failure as BodyError {
+            return (400, error(.malformed, failure.message))
+        } catch {
+            return (500, Self.error(.internalError, "\(error)"))
+        }
+    }
+
+    private static func roomAction(_ action: String, room: String, body: [UInt8], runner: BotRunner) async throws -> (Int, JSON) {
+        let host = runner.host
+        let fields = try parse(body)
+        switch action {
+        case "login":
+            let token: String
+            if let given = fields["token"]?.stringValue { token = given } else { token = try await runner.tokens.token(room: room, user: runner.config.user.id) }
+            do {
+                let handle = try await host.loginRoom(room, user: runner.config.user, token: token,
+                                                      writable: fields["writable"]?.boolValue ?? true)
+                runner.remember(room, joined: true)
+                return (200, loginAnswer(handle))
+            } catch let failure as RoomError {
+                return (409, ["reason": "LOGIN_FAILED", "errorCode": .int(Int64(failure.code.rawValue)), "message": .string(failure.message)])
+            }
+        case "logout":
+            do {
+                try await host.logoutRoom(room)
+                runner.remember(room, joined: false)
+                return (200, ["reason": "LOGOUT", "room": .string(room)])
+            } catch let failure as RoomError where failure.code == .logoutNotLoggedIn {
+                return (404, ["reason": "LOGOUT_FAILED", "errorCode": .int(Int64(failure.code.rawValue))])
+            }
+        case "switch":
+            guard let target = fields["to"]?.stringValue else { throw BodyError(message: "body.to must be a room ID") }
+            let token: String
+            if let given = fields["token"]?.stringValue { token = given } else { token = try await runner.tokens.token(room: target, user: runner.config.user.id) }
+            do {
+                let handle = try await host.switchRoom(from: room, to: target, token: token)
+                runner.remember(room, joined: false)
+                runner.remember(target, joined: true)
+                return (200, loginAnswer(handle))
+            } catch let failure as RoomError {
+                let reason = failure.reason == .logoutFailed ? "LOGOUT_FAILED" : "LOGIN_FAILED"
+                return (409, ["reason": .string(reason), "errorCode": .int(Int64(failure.code.rawValue)), "message": .string(failure.message)])
+            }
+        case "state":
+            guard let patch = fields["patch"]?.objectValue else { throw BodyError(message: "body.patch must be an object") }
+            return (200, ["seq": .int(try await handle(room, host).setState(patch: patch))])
+        case "magix":
+            guard let event = fields["event"]?.stringValue else { throw BodyError(message: "body.event must be a string") }
+            let to = fields["to"]?.arrayValue?.compactMap(\.stringValue)
+            return (200, ["seq": .int(try await handle(room, host).dispatchMagixEvent(event, payload: fields["payload"] ?? .null, to: to))])
+        case "images":
+            let image: Image
+            do { image = try Image(json: .object(fields)) } catch { throw BodyError(message: "body: \(error)") }
+            let (seq, url) = try await handle(room, host).insertImage(image)
+            return (200, ["seq": .int(seq), "url": .string(url)])
+        case "scenes":
+            guard let dir = fields["dir"]?.stringValue, let list = fields["scenes"]?.arrayValue else {
+                throw BodyError(message: "body needs dir (string) and scenes (array)")
+            }
+            let scenes: [Scene]
+            do { scenes = try list.map { (json) throws(ProtocolError) in try Scene(json: json) } } catch { throw BodyError(message: "body.scenes: \(error)") }
+            return (200, ["seq": .int(try await handle(room, host).putScenes(dir: dir, scenes: scenes, index: fields["index"]?.intValue))])
+        default:
+            return (404, error(.invalidArgument, "no such action: \(action)"))
+        }
+    }
+
+    private static func handle(_ room: String, _ host: RoomHost) throws -> Room {
+        guard let handle = host.room(room) else { throw RoomError(code: .roomNotLoggedIn, message: "not logged in to \(room)") }
+        return handle
+    }
+
+    private static func loginAnswer(_ room: Room) -> JSON {
+        let c = room.content
+        return ["reason": .string(c.reason.rawValue), "room": .string(room.id), "errorCode": .int(Int64(c.errorCode.rawValue)),
+                "memberId": c.memberId.map(JSON.int) ?? .null, "writable": .bool(c.writable), "seq": .int(c.seq)]
+    }
+
+    private struct BodyError: Error { let message: String }
+
+    private static func parse(_ body: [UInt8]) throws -> [String: JSON] {
+        if body.isEmpty { return [:] }
+        guard let object = try? JSON.parse(body).objectValue else { throw BodyError(message: "body must be a JSON object") }
+        return object
+    }
+
+    private static func error(_ code: ErrorCode, _ message: String) -> JSON {
+        ["code": .int(Int64(code.rawValue)), "message": .string(message)]
+    }
+
+    private static func status(for code: ErrorCode) -> Int {
+        switch code {
+        case .roomNotLoggedIn, .logoutNotLoggedIn: return 404
+        case .notPermitted: return 403
+        case .tokenInvalid: return 401
+        case .malformed, .invalidArgument, .unknownOp: return 400
+        case .alreadyLoggedIn: return 409
+        case .rateLimited: return 429
+        case .connectionInterrupted, .timedOut: return 503
+        default: return 500
+        }
+    }
+}

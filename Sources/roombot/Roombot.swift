@@ -1,0 +1,140 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import RoomKit
+import RoomKitBot
+import RoomKitLoop
+import RoomKitPlugins
+
+/// `roombot`: the RoomKit bot host (CLI.md).
+struct Roombot: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "roombot",
+        abstract: "Keeps a bot in many rooms, with plugins, a control API and an event log.",
+        subcommands: [Run.self, Check.self])
+}
+
+/// Problems to print one per line before exiting 2.
+struct UsageProblems: Error {
+    let lines: [String]
+}
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Join the configured rooms and serve until SIGINT/SIGTERM.")
+
+    @Option(help: "The bot's configuration file (bot.json).")
+    var config: String
+    @Option(help: "Server URL (overrides the config's server).")
+    var server: String?
+    @Option(help: "HOST:PORT for the control API (loopback recommended).")
+    var control: String?
+    @Option(help: "Event log: a file path, or - for stdout.")
+    var events: String?
+    @Option(name: .customLong("room"), help: "A room to join in addition to the config's (repeatable).")
+    var rooms: [String] = []
+    @Option(help: "Plugin manifest (overrides the config's manifest).")
+    var manifest: String?
+    @Option(help: "State file for rooms joined through the control API (default: beside the config).")
+    var state: String?
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "info"
+
+    func run() async throws {
+        guard let level = Logger.Level(rawValue: logLevel) else {
+            throw UsageProblems(lines: ["--log-level: unknown level '\(logLevel)'"])
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "roombot")
+        let botConfig: BotConfig
+        do {
+            botConfig = try BotConfig(path: config)
+        } catch {
+            throw UsageProblems(lines: error.errors.map(\.description))
+        }
+        var overrides = BotOverrides()
+        overrides.server = server
+        overrides.control = control
+        overrides.events = events
+        overrides.rooms = rooms
+        overrides.manifest = manifest.map { ($0 as NSString).expandingTildeInPath }
+        overrides.stateFile = state
+        SignalWatcher.unblock([SIGINT, SIGTERM])
+        let runner: BotRunner
+        do {
+            runner = try BotRunner(config: botConfig, overrides: overrides, logger: logger)
+        } catch let errors as ConfigErrors {
+            throw UsageProblems(lines: errors.errors.map(\.description))
+        }
+        let stop = AsyncStream<Int32>.makeStream()
+        try runner.loop.runAndWait {
+            _ = try SignalWatcher(loop: runner.loop, signals: [SIGINT, SIGTERM]) { signal in
+                stop.continuation.yield(signal)
+            }
+        }
+        do {
+            try await runner.start()
+        } catch {
+            await runner.stop()
+            throw UsageProblems(lines: ["--control: cannot serve the control API: \(error)"])
+        }
+        if let port = runner.controlPort {
+            logger.info("control API listening", metadata: ["address": "\(botConfig.control.map { BotConfig.hostPort($0)?.host ?? "" } ?? ""):\(port)"])
+            FileHandle.standardError.write(Data("control on \(port)\n".utf8))
+        }
+        for await signal in stop.stream {
+            logger.info("stopping", metadata: ["signal": "\(signal)"])
+            break
+        }
+        await runner.stop()
+    }
+}
+
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Validate a plugin manifest and each plugin's library and ABI.")
+
+    @Option(help: "The plugin manifest (plugins.json).")
+    var manifest: String
+
+    func run() throws {
+        let parsed: PluginManifest
+        do {
+            parsed = try PluginManifest(path: manifest)
+        } catch {
+            throw UsageProblems(lines: error.errors.map(\.description))
+        }
+        let file = (manifest as NSString).lastPathComponent
+        let problems = PluginChecker.check(parsed).map { "\(file): \($0)" }
+        if !problems.isEmpty { throw UsageProblems(lines: problems) }
+        print("\(file): \(parsed.plugins.count) plugin(s) OK")
+    }
+}
+
+@main
+enum Main {
+    static func main() async {
+        do {
+            var command = try Roombot.parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let problems as UsageProblems {
+            for line in problems.lines { FileHandle.standardError.write(Data("roombot: \(line)\n".utf8)) }
+            exit(2)
+        } catch {
+            if Roombot.exitCode(for: error) == .success {
+                print(Roombot.fullMessage(for: error))
+                exit(0)
+            }
+            let message = Roombot.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            FileHandle.standardError.write(Data("roombot: \(message)\n".utf8))
+            exit(2)
+        }
+    }
+}
