@@ -41,6 +41,9 @@ public struct BotConfig: Sendable {
     public var rooms: [String]
     public var manifest: String?
     public var control: String?
+    /// Bearer secret the control API requires (`Authorization: Bearer …`).
+    /// Mandatory when `control` binds to anything but loopback.
+    public var controlToken: String?
     public var events: String?
     public var loginTimeout: Duration
     public var reconnectWindow: Duration
@@ -73,8 +76,8 @@ public struct BotConfig: Sendable {
         guard let root = json.objectValue else {
             throw ConfigErrors(errors: [ConfigError(file: file, field: "", problem: "must be a JSON object")])
         }
-        let known: Set<String> = ["server", "user", "auth", "rooms", "manifest", "control", "events", "loginTimeout",
-                                  "reconnectWindow", "state"]
+        let known: Set<String> = ["server", "user", "auth", "rooms", "manifest", "control", "controlToken", "events",
+                                  "loginTimeout", "reconnectWindow", "state"]
         for key in root.keys.sorted() where !known.contains(key) { fail(key, "unknown field") }
 
         let server = root["server"]?.stringValue ?? ""
@@ -144,6 +147,14 @@ public struct BotConfig: Sendable {
         if let value = root["control"] {
             if let text = value.stringValue, Self.hostPort(text) != nil { control = text } else { fail("control", "must be HOST:PORT") }
         }
+        var controlToken: String?
+        if let value = root["controlToken"] {
+            if let text = value.stringValue, text.utf8.count >= 16 { controlToken = text }
+            else { fail("controlToken", "must be a string of at least 16 characters") }
+        }
+        if let control, let (host, _) = Self.hostPort(control), !Self.isLoopback(host), controlToken == nil {
+            fail("control", "binds to \(host), which is not loopback: set controlToken to require authentication")
+        }
         var events: String?
         if let value = root["events"] {
             if let text = value.stringValue, !text.isEmpty { events = text == "-" ? "-" : resolve(text) } else { fail("events", "must be a path or -") }
@@ -170,10 +181,16 @@ public struct BotConfig: Sendable {
         self.rooms = rooms
         self.manifest = manifest
         self.control = control
+        self.controlToken = controlToken
         self.events = events
         self.loginTimeout = loginTimeout
         self.reconnectWindow = reconnectWindow
         self.stateFile = stateFile
+    }
+
+    /// Whether `host` names the loopback interface.
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 
     /// Splits `HOST:PORT` (port 0..65535).

@@ -54,8 +54,15 @@ public final class BotRunner: @unchecked Sendable {
         for room in overrides.rooms where !RoomID.isValid(room) {
             problems.append(ConfigError(file: "--room", field: "", problem: "invalid room ID '\(room)'"))
         }
-        if let control = config.control, BotConfig.hostPort(control) == nil {
-            problems.append(ConfigError(file: "--control", field: "", problem: "must be HOST:PORT"))
+        if let control = config.control {
+            if let (host, _) = BotConfig.hostPort(control) {
+                if !BotConfig.isLoopback(host) && config.controlToken == nil {
+                    problems.append(ConfigError(file: "--control", field: "", problem:
+                        "binds to \(host), which is not loopback: set controlToken in the config to require authentication"))
+                }
+            } else {
+                problems.append(ConfigError(file: "--control", field: "", problem: "must be HOST:PORT"))
+            }
         }
         if !problems.isEmpty { throw ConfigErrors(errors: problems) }
         if let path = config.manifest {

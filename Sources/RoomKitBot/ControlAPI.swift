@@ -35,6 +35,11 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
 
     func webServer(_ server: WebServer, didReceive request: HTTPRequest, responder: HTTPResponder) {
         let runner = self.runner
+        if let required = runner.config.controlToken, !Self.constantTimeEqual(request.bearerToken ?? "", required),
+           request.path != "/healthz" {
+            responder.respond(status: 401, text: Self.error(.tokenInvalid, "the control API needs Authorization: Bearer <controlToken>").jsonString)
+            return
+        }
         Task {
             let (status, body) = await Self.route(request, runner: runner)
             if status == 200, request.path == "/metrics" || request.path == "/healthz" {
@@ -161,6 +166,16 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
         if body.isEmpty { return [:] }
         guard let object = try? JSON.parse(body).objectValue else { throw BodyError(message: "body must be a JSON object") }
         return object
+    }
+
+    /// Compares without an early exit, so timing does not reveal the secret.
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var difference = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<max(x.count, y.count) {
+            difference |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0)
+        }
+        return difference == 0
     }
 
     private static func error(_ code: ErrorCode, _ message: String) -> JSON {

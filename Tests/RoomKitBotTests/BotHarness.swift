@@ -137,7 +137,7 @@ func eventually(_ timeout: TimeInterval = 5, file: StaticString = #filePath, lin
 }
 
 /// One HTTP request to 127.0.0.1 over a raw socket (test probe only); returns (status, body).
-func http(_ port: Int, _ method: String, _ path: String, _ body: String = "") -> (Int, String) {
+func http(_ port: Int, _ method: String, _ path: String, _ body: String = "", headers: [String] = []) -> (Int, String) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()
@@ -148,7 +148,8 @@ func http(_ port: Int, _ method: String, _ path: String, _ body: String = "") ->
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
     guard connected == 0 else { return (0, "") }
-    let request = "\(method) \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+    let extra = headers.map { $0 + "\r\n" }.joined()
+    let request = "\(method) \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\(extra)Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
     _ = request.withCString { send(fd, $0, strlen($0), 0) }
     var response = [UInt8]()
     var buffer = [UInt8](repeating: 0, count: 16384)

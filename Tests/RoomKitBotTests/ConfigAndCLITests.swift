@@ -71,3 +71,33 @@ final class ConfigAndCLITests: XCTestCase {
         XCTAssertEqual(hookErrors, "roombot: hook.json: plugins[0] (hook): declares hook 'urlInterrupter' but does not export it\n")
     }
 }
+
+final class ControlSecurityTests: XCTestCase {
+    func testControlAPI_onANonLoopbackAddress_requiresAControlToken() {
+        let base: [String: JSON] = ["server": "ws://127.0.0.1:1/v1/rooms", "user": ["id": "b"], "auth": ["secret": "s"]]
+        var open = base
+        open["control"] = "0.0.0.0:7800"
+        XCTAssertThrowsError(try BotConfig(json: .object(open), path: "/tmp/bot.json")) { error in
+            XCTAssertEqual((error as? ConfigErrors)?.errors.map(\.description),
+                           ["bot.json: control: binds to 0.0.0.0, which is not loopback: set controlToken to require authentication"])
+        }
+        var guarded = open
+        guarded["controlToken"] = "0123456789abcdef-long-enough"
+        XCTAssertNoThrow(try BotConfig(json: .object(guarded), path: "/tmp/bot.json"))
+    }
+
+    func testControlAPI_withAControlToken_refusesRequestsWithoutIt() async throws {
+        let harness = try BotHarness()
+        var json = harness.standardConfig(rooms: [])
+        if case .object(var fields) = json { fields["controlToken"] = "s3cret-s3cret-s3cret"; json = .object(fields) }
+        let path = try harness.writeConfig(json)
+        let runner = try BotRunner(config: try BotConfig(path: path), logger: .init(label: "t"))
+        try await runner.start()
+        let port = try XCTUnwrap(runner.controlPort)
+        XCTAssertEqual(http(port, "GET", "/v1/rooms").0, 401)
+        XCTAssertEqual(http(port, "GET", "/healthz").0, 200, "health stays open for probes")
+        XCTAssertEqual(http(port, "GET", "/v1/rooms", headers: ["Authorization: Bearer s3cret-s3cret-s3cret"]).0, 200)
+        await runner.stop()
+        try harness.close()
+    }
+}
