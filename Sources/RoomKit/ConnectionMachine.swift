@@ -111,9 +111,10 @@ public struct ConnectionMachine: Sendable, Hashable {
             lastPingAt = now
             pingInterval = max(interval, 10)
             // Detect silence well before the server gives up on us, so a blip
-            // stays invisible: two and a half ping intervals, at most the
-            // server's own timeout.
-            deadAfter = livenessOverride ?? min(timeout, pingInterval * 5 / 2)
+            // stays invisible: the server answers every ping at once, so two
+            // ping intervals of silence (one lost pong tolerated) mean dead;
+            // never more than the server's own timeout.
+            deadAfter = livenessOverride ?? min(timeout, pingInterval * 2)
             return [.becameReady]
         case (_, .messageReceived):
             lastMessageAt = now

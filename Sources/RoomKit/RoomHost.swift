@@ -18,7 +18,7 @@ public struct RoomHostConfiguration: Sendable {
     public var backoffFirst: Duration = .seconds(1)
     public var backoffCap: Duration = .seconds(30)
     /// Silence after which the connection counts as dead. Default (nil):
-    /// two and a half of the server's ping intervals, at most its heartbeat timeout.
+    /// two of the server's ping intervals, at most its heartbeat timeout.
     public var livenessTimeout: Duration?
     /// How long an action (setGlobalState, ...) waits for its reply.
     public var requestTimeout: Duration = .seconds(15)

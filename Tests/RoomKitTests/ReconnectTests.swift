@@ -90,9 +90,9 @@ final class ReconnectTests: XCTestCase {
         try await host.loginRoom("lobby", user: harness.user("a"), token: harness.token("a"))
         harness.proxy.setMode(.blackhole)
         let started = Date()
-        // The server pings every 200 ms: 2.5 intervals of silence mean dead.
+        // Pings every 200 ms: two intervals of silence mean dead (plus the 20 ms tick).
         await eventually(3, "RECONNECTING on silence") { events.reasons("lobby").last == "RECONNECTING 1002051" }
-        XCTAssertLessThan(Date().timeIntervalSince(started), 1.5, "detected within a few heartbeat intervals")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 0.6, "detected within about 2 heartbeat intervals")
         harness.proxy.setMode(.pass)
         harness.proxy.cut()
         await eventually(3, "RECONNECTED") { events.reasons("lobby").last == "RECONNECTED 0" }
