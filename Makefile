@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: run test build release bootstrap clean
+.PHONY: run test build release bootstrap clean fuzz
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -23,6 +23,11 @@ run: bootstrap
 test: bootstrap
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-swift-testing
+
+# libFuzzer targets (protocol messages, tokens, manifest, request bodies),
+# each for FUZZ_SECONDS (default 60) from the seed corpus in Fuzz/corpus.
+fuzz: bootstrap
+	@scripts/fuzz.sh
 
 clean:
 	rm -rf .build

@@ -1,4 +1,5 @@
 import Foundation
+import RoomKitPlugins
 import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
@@ -13,7 +14,8 @@ public struct ConfigError: Error, Sendable, Hashable, CustomStringConvertible {
         self.field = field
         self.problem = problem
     }
-    public var description: String { field.isEmpty ? "\(file): \(problem)" : "\(file): \(field): \(problem)" }
+    /// One line, always (control characters from the file are escaped).
+    public var description: String { oneLine(field.isEmpty ? "\(file): \(problem)" : "\(file): \(field): \(problem)") }
 }
 
 /// Every problem found (at least one); printed one per line, exit 2.

@@ -28,7 +28,31 @@ public struct ManifestError: Error, Sendable, Hashable, CustomStringConvertible 
     public let file: String
     public let field: String
     public let problem: String
-    public var description: String { field.isEmpty ? "\(file): \(problem)" : "\(file): \(field): \(problem)" }
+    /// One line, always: control characters from the file (a key with a
+    /// newline, say) are escaped, so a manifest cannot forge log lines.
+    public var description: String {
+        oneLine(field.isEmpty ? "\(file): \(problem)" : "\(file): \(field): \(problem)")
+    }
+}
+
+/// `text` with control characters escaped (`\n`, `\u{1b}`), so it prints on one line.
+public func oneLine(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+    var result = ""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\n": result += "\\n"
+        case "\r": result += "\\r"
+        case "\t": result += "\\t"
+        default:
+            if scalar.properties.generalCategory == .control {
+                result += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+    }
+    return result
 }
 
 /// Every problem found in a manifest (at least one).

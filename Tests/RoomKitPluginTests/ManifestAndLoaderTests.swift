@@ -66,3 +66,17 @@ final class ManifestAndLoaderTests: XCTestCase {
         try await harness.close()
     }
 }
+
+/// Inputs the fuzzers found, kept as regression tests (scripts/fuzz.sh).
+final class FuzzRegressionTests: XCTestCase {
+    /// fuzz-manifest crash-285d07ab: an unknown key with a newline made a
+    /// "one-line" problem span lines (and could forge log lines).
+    func testManifest_keyWithANewline_isReportedOnOneLine() throws {
+        let json = try JSON.parse(#"{"manifestVersion":1,"plugins":[{"name":"a","library":"/x","abi":1,"hooks":["room"],"ab\nFAKE: line":true}]}"#)
+        XCTAssertThrowsError(try PluginManifest(json: json, path: "/tmp/plugins.json")) { error in
+            let lines = (error as? ManifestErrors)?.errors.map(\.description) ?? []
+            XCTAssertTrue(lines.contains(#"plugins.json: plugins[0].ab\nFAKE: line: unknown field"#), "\(lines)")
+            XCTAssertTrue(lines.allSatisfy { !$0.contains("\n") })
+        }
+    }
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# make fuzz: builds each libFuzzer target (swiftc -sanitize=fuzzer,address)
+# and runs it for FUZZ_SECONDS (default 60) from the committed seed corpus in
+# Fuzz/corpus/<target>. New inputs go to a scratch copy; crashes are written
+# to .build-fuzz/crashes/<target>/ and fail the run. Every crash found must
+# become a regression test (Tests/RoomKitProtocolTests/FuzzRegressionTests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${FUZZ_SECONDS:-60}"
+out=.build-fuzz
+mkdir -p "$out/crashes"
+flags=(-parse-as-library -sanitize=fuzzer,address -O -I Sources/COpenSSLCrypto)
+
+echo "fuzz: building the protocol module with sanitizers" >&2
+swiftc "${flags[@]}" -module-name RoomKitProtocol -emit-module -emit-module-path "$out/RoomKitProtocol.swiftmodule" \
+  -emit-library -static -o "$out/libRoomKitProtocol.a" Sources/RoomKitProtocol/*.swift
+
+build() {  # name, extra sources...
+  local name=$1; shift
+  swiftc "${flags[@]}" -I "$out" -L "$out" -lRoomKitProtocol -lcrypto "$@" -o "$out/fuzz-$name"
+}
+build decode Fuzz/FuzzDecode.swift
+build token Fuzz/FuzzToken.swift
+build manifest Fuzz/FuzzManifest.swift Sources/RoomKitPlugins/PluginManifest.swift
+build control Fuzz/FuzzControl.swift
+
+status=0
+for target in ${FUZZ_TARGETS:-decode token manifest control}; do
+  scratch="$out/corpus/$target"
+  mkdir -p "$scratch" "$out/crashes/$target"
+  cp -n Fuzz/corpus/"$target"/* "$scratch"/ 2>/dev/null || true
+  echo "fuzz: $target for ${seconds}s" >&2
+  if ! "$out/fuzz-$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+       -artifact_prefix="$out/crashes/$target/" "$scratch" 2> "$out/$target.log"; then
+    echo "fuzz: $target FOUND A CRASH: see $out/crashes/$target/ and $out/$target.log" >&2
+    status=1
+  fi
+  tail -n 1 "$out/$target.log" >&2
+done
+exit $status
