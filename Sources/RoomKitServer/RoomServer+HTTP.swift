@@ -57,55 +57,75 @@ extension RoomServer {
         return claims
     }
 
+    /// PROTOCOL.md §10, plus the slice extension of docs/PROTOCOL.md
+    /// ("Recording slices"): `sliceStart`/`sliceEnd` (ms after
+    /// `beginTimestamp`, half-open) narrow the frames and move the snapshot to
+    /// the slice's start; `snapshot=0` leaves the snapshot out. The seek cost
+    /// is the nearest stored snapshot plus the events after it.
     private func recording(room roomID: String, request: HTTPRequest, responder: HTTPResponder, now: Int64) throws {
         guard RoomID.isValid(roomID) else { throw HTTPFailure(404, .invalidArgument, "invalid room ID") }
         _ = try authorize(request, room: roomID, now: now, admin: false)
         guard let room = rooms[roomID] else { throw HTTPFailure(404, .invalidArgument, "unknown room \(roomID)") }
-        func number(_ name: String) throws -> Int64? {
+        func number(_ name: String, _ what: String) throws -> Int64? {
             guard let text = request.queryValue(name) else { return nil }
-            guard let value = Int64(text) else { throw HTTPFailure(400, .invalidArgument, "\(name) must be ms since the epoch") }
+            guard let value = Int64(text) else { throw HTTPFailure(400, .invalidArgument, "\(name) must be \(what)") }
             return value
         }
-        let begin = try number("from") ?? room.created
-        let end = try number("to") ?? now
+        let begin = try number("from", "ms since the epoch") ?? room.created
+        let end = try number("to", "ms since the epoch") ?? now
         guard begin <= end else { throw HTTPFailure(400, .invalidArgument, "from is after to") }
+        let askedStart = try number("sliceStart", "ms after from") ?? 0
+        let sliceEnd = try number("sliceEnd", "ms after from") ?? (end - begin + 1)
+        guard askedStart >= 0, askedStart <= sliceEnd else {
+            throw HTTPFailure(400, .invalidArgument, "need 0 <= sliceStart <= sliceEnd")
+        }
+        // A slice starting past the end starts at the end (its last frames).
+        let sliceStart = min(askedStart, end - begin)
+        let wantsSnapshot = !["0", "false"].contains(request.queryValue("snapshot") ?? "")
+        // The slice's frames: sliceFrom <= ts <= sliceTo (possibly none).
+        let sliceFrom = begin + sliceStart
+        let sliceTo = min(end, begin + sliceEnd - 1)
 
-        // The state just before `begin`: nearest stored snapshot, then the events before `begin`.
+        // The state just before `sliceFrom`: nearest stored snapshot, then the events before it.
         var model = RoomModel()
         var cursor: Int64 = 0
-        if let snapshot = try store.snapshot(room: roomID, beforeTime: begin) {
-            model = try RoomModel(json: snapshot.body)
+        if let snapshot = try store.snapshot(room: roomID, beforeTime: sliceFrom) {
+            if wantsSnapshot { model = try RoomModel(json: snapshot.body) }
             cursor = snapshot.seq
         }
         var frames: [StoredEvent] = []
-        while true {
+        scan: while sliceFrom <= sliceTo || wantsSnapshot {
             let batch = try store.events(room: roomID, afterSeq: cursor, throughSeq: room.seq, limit: 2000)
             guard let last = batch.last else { break }
             cursor = last.seq
-            var done = false
             for event in batch {
-                if event.ts < begin {
-                    try model.apply(push: JSON.parse(event.push), mutation: event.mutation)
-                } else if event.ts <= end {
+                if event.ts < sliceFrom {
+                    if wantsSnapshot { try model.apply(push: JSON.parse(event.push), mutation: event.mutation) }
+                } else if event.ts <= sliceTo {
                     frames.append(event)
                 } else {
-                    done = true
-                    break
+                    break scan
                 }
             }
-            if done { break }
         }
-        var snapshot = model.snapshot.recordingJSON
-        if case .object(var fields) = snapshot {
-            fields["state"] = nil
-            for (key, value) in model.snapshot.state.json.objectValue ?? [:] { fields[key] = value }
-            snapshot = .object(fields)
+        let total = sliceStart == 0 && sliceTo == end
+            ? Int64(frames.count) : try store.countEvents(room: roomID, fromTime: begin, throughTime: end)
+        var header: [String: JSON] = [
+            "room": .string(roomID), "beginTimestamp": .int(begin), "endTimestamp": .int(end),
+            "framesCount": .int(total), "sliceStart": .int(sliceStart),
+            "sliceEnd": .int(min(sliceEnd, end - begin + 1)), "sliceFramesCount": .int(Int64(frames.count)),
+        ]
+        if wantsSnapshot {
+            var snapshot = model.snapshot.recordingJSON
+            if case .object(var fields) = snapshot {
+                fields["state"] = nil
+                for (key, value) in model.snapshot.state.json.objectValue ?? [:] { fields[key] = value }
+                snapshot = .object(fields)
+            }
+            header["snapshot"] = snapshot
         }
         var body: [UInt8] = []
-        JSON.object([
-            "room": .string(roomID), "beginTimestamp": .int(begin), "endTimestamp": .int(end),
-            "framesCount": .int(Int64(frames.count)), "snapshot": snapshot,
-        ]).serialize(into: &body)
+        JSON.object(header).serialize(into: &body)
         body.append(10)
         for event in frames {
             var line = (try? JSON.parse(event.push).objectValue) ?? [:]
@@ -114,7 +134,12 @@ extension RoomServer {
             JSON.object(line).serialize(into: &body)
             body.append(10)
         }
-        responder.respond(HTTPResponse(status: 200, contentType: "application/x-ndjson", body: body))
+        let response = HTTPResponse(status: 200, contentType: "application/x-ndjson", body: body)
+        if let delay = configuration.recordingDelay {
+            loop.schedule(after: delay) { responder.respond(response) }
+        } else {
+            responder.respond(response)
+        }
     }
 
     private func adminKick(room roomID: String, request: HTTPRequest, responder: HTTPResponder, now: Int64) throws {

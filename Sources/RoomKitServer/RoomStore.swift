@@ -188,6 +188,16 @@ final class RoomStore {
         return result
     }
 
+    /// How many events have `fromTime <= ts <= throughTime` (a recording's
+    /// `framesCount`, counted on the time index without reading the events).
+    func countEvents(room: String, fromTime: Int64, throughTime: Int64) throws(StorageError) -> Int64 {
+        let statement = try db.statement("SELECT COUNT(*) FROM events WHERE room = ? AND ts >= ? AND ts <= ?")
+            .bind(1, room).bind(2, fromTime).bind(3, throughTime)
+        defer { statement.reset() }
+        guard try statement.step() else { return 0 }
+        return statement.int64(0)
+    }
+
     /// The oldest events still needed for recovery: the last `count` of the room.
     func lastEvents(room: String, count: Int64) throws(StorageError) -> [StoredEvent] {
         let statement = try db.statement(

@@ -40,6 +40,9 @@ public struct ServerConfiguration: Sendable {
     public var snapshotEvery = 200
     /// SQLite `synchronous`: normal survives process crashes, full also power loss.
     public var synchronousFull = false
+    /// For tests only: answer every recording request this much later, to
+    /// play a slow server (a player then shows `buffering`). Nil in production.
+    public var recordingDelay: Duration?
 
     public init(secret: String, dataDirectory: String) {
         self.secret = secret

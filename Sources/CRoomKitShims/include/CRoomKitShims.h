@@ -58,4 +58,7 @@ int roomkit_lws_write_http_head(struct lws *wsi, unsigned int status,
  *  socket. Must not be called from inside one of that wsi's callbacks. */
 void roomkit_lws_close_now(struct lws *wsi);
 
+/* Client-side HTTP helpers (HTTPClient). */
+#include "CRoomKitHTTPClient.h"
+
 #endif
