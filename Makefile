@@ -14,10 +14,11 @@ build: bootstrap
 release: bootstrap
 	$(SWIFT) build -c release
 
-# The main job: the example multi-room bot once it exists; until then, a
-# local roomd on a free port with a throw-away data directory.
+# The main job: builds, then runs the example multi-room bot (embedded roomd,
+# participants in five rooms, the bot with its plugins, a live view and a tour).
+# Flags pass through ARGS: make run ARGS=--forever
 run: bootstrap
-	@scripts/run.sh
+	@scripts/run.sh $(ARGS)
 
 # The whole test suite (XCTest). Its closing line is XCTest's own summary.
 test: bootstrap

@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "RoomKitBot", targets: ["RoomKitBot"]),
         .executable(name: "roomd", targets: ["roomd"]),
         .executable(name: "roombot", targets: ["roombot"]),
+        .executable(name: "multiroom-bot", targets: ["MultiRoomBot"]),
         // The plugins we ship, each a dynamic library loaded at run time.
         .library(name: "url-rewrite", type: .dynamic, targets: ["URLRewritePlugin"]),
         .library(name: "error-log", type: .dynamic, targets: ["ErrorLogPlugin"]),
@@ -131,6 +132,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "MultiRoomBot",
+            dependencies: [
+                "RoomKit", "RoomKitPlugins", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/MultiRoomBot",
+            exclude: ["plugins.json"],
+            swiftSettings: swiftSettings),
 
         // MARK: Tests
         .testTarget(
@@ -148,6 +159,10 @@ let package = Package(
         .testTarget(
             name: "RoomKitBotTests",
             dependencies: ["RoomKitBot", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ExampleTests",
+            dependencies: ["RoomKitProtocol"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitServerTests",
