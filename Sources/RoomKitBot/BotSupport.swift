@@ -31,7 +31,13 @@ public final class EventLog: Sendable {
     }
 
     /// Writes `{"ts":…,"event":name,…fields}` as one line.
+    ///
+    /// CLI.md lists `event` both as every line's type and as a field of magix
+    /// lines (the custom event's name); a JSON object cannot hold both, so a
+    /// field named `event` is written as `magixEvent` (docs/PROTOCOL.md).
     public func write(_ name: String, _ fields: [String: JSON]) {
+        var fields = fields
+        if let custom = fields.removeValue(forKey: "event") { fields["magixEvent"] = custom }
         var line: [UInt8] = []
         line.reserveCapacity(128)
         line.append(contentsOf: #"{"ts":"#.utf8)

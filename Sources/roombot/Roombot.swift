@@ -12,7 +12,7 @@ struct Roombot: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roombot",
         abstract: "Keeps a bot in many rooms, with plugins, a control API and an event log.",
-        subcommands: [Run.self, Check.self])
+        subcommands: [Run.self, Replay.self, Check.self])
 }
 
 /// Problems to print one per line before exiting 2.
@@ -124,6 +124,8 @@ enum Main {
             } else {
                 try command.run()
             }
+        } catch let exit as ExitCode {
+            Foundation.exit(exit.rawValue)
         } catch let problems as UsageProblems {
             for line in problems.lines { FileHandle.standardError.write(Data("roombot: \(line)\n".utf8)) }
             exit(2)

@@ -1,0 +1,138 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RoomKit
+import RoomKitBot
+import RoomKitLoop
+import RoomKitPlugins
+import RoomKitProtocol
+
+/// `roombot replay`: plays a recorded room, writing the player events in
+/// CLI.md's event-log format. Exit 0 at `ended`; 1 with a clear message for
+/// an unknown room, a bad token or an unreachable server.
+struct Replay: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Play a recorded room and log the player's events.")
+
+    @Option(help: "Server URL (ws:// or wss://, the recording is fetched over the same host).")
+    var server: String
+    @Option(help: "The room to replay.")
+    var room: String
+    @Option(help: "A token for that room (any role).")
+    var token: String
+    @Option(help: "Start, ms since the epoch (default: the room's creation).")
+    var from: Int64?
+    @Option(help: "End, ms since the epoch (default: now).")
+    var to: Int64?
+    @Option(help: "Playback speed, 0.5 to 16.")
+    var speed = 1.0
+    @Option(help: "Event log: a file path, or - for stdout.")
+    var events = "-"
+    @Option(help: "Plugin manifest: plugins declaring the player hook receive the player events.")
+    var manifest: String?
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "warning"
+
+    func validate() throws {
+        guard (0.5...16).contains(speed) else { throw ValidationError("--speed: must be between 0.5 and 16") }
+        guard RoomID.isValid(room) else { throw ValidationError("--room: invalid room ID '\(room)'") }
+        if let from, let to, from > to { throw ValidationError("--from: is after --to") }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .warning
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "roombot.replay")
+        var parsedManifest: PluginManifest?
+        if let manifest {
+            do {
+                parsedManifest = try PluginManifest(path: manifest)
+            } catch {
+                throw UsageProblems(lines: error.errors.map(\.description))
+            }
+        }
+        let log: EventLog
+        do {
+            log = try EventLog(destination: events)
+        } catch {
+            throw UsageProblems(lines: ["--events: \(error)"])
+        }
+        SignalWatcher.unblock([SIGINT, SIGTERM])
+        let loop = try EventLoop(name: "roombot-replay", logger: logger)
+        var plugins: PluginManager?
+        if let parsedManifest {
+            // Plugins live in a host even though replay joins no room.
+            let host = try RoomHost(loop: loop, configuration: RoomHostConfiguration(serverURL: server), logger: logger)
+            let manager = PluginManager(host: host, logger: logger) { name, status, message in
+                var fields: [String: JSON] = ["plugin": .string(name), "status": .string(status.rawValue)]
+                if let message { fields["message"] = .string(message) }
+                log.write("plugin", fields)
+            }
+            for error in manager.load(parsedManifest) { logger.error("plugin not loaded", metadata: ["error": "\(error)"]) }
+            plugins = manager
+        }
+        var configuration = PlayerConfiguration(serverURL: server, room: room, token: token, from: from, to: to)
+        configuration.retries = 1
+        let player: Player
+        do {
+            player = try Player(loop: loop, configuration: configuration, logger: logger)
+        } catch {
+            throw UsageProblems(lines: ["--server: \(error)"])
+        }
+        let outcome = AsyncStream<Result<Void, PlayerError>>.makeStream()
+        let room = self.room
+        let pluginManager = plugins
+        player.addObserver { event in
+            log.write(event.logName, event.logFields)
+            if let pluginManager, let kind = Self.pluginKind(event) {
+                pluginManager.dispatchPlayerEvent(kind: kind, room: room, payload: .object(event.logFields))
+            }
+            switch event {
+            case .phaseChanged(.ended): outcome.continuation.yield(.success(()))
+            case .stoppedWithError(let error): outcome.continuation.yield(.failure(error))
+            default: break
+            }
+        }
+        player.playbackSpeed = speed
+        player.play()
+        var result: Result<Void, PlayerError> = .success(())
+        for await first in outcome.stream {
+            result = first
+            break
+        }
+        player.stop()
+        plugins?.unloadAll()
+        log.close()
+        try? loop.shutdown()
+        if case .failure(let error) = result {
+            FileHandle.standardError.write(Data("roombot: replay of \(room) failed: \(Self.explain(error))\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    /// The ABI's player event kind for a player event (nil: not forwarded).
+    static func pluginKind(_ event: PlayerEvent) -> Int32? {
+        switch event {
+        case .phaseChanged: return 1
+        case .loadFirstFrame: return 2
+        case .scheduleTimeChanged: return 3
+        case .playerStateChanged: return 4
+        case .stoppedWithError: return 5
+        case .errorWhenAppendFrame: return 6
+        case .magix: return 7
+        case .sliceChanged: return nil
+        }
+    }
+
+    static func explain(_ error: PlayerError) -> String {
+        switch error.kind {
+        case .tokenInvalid: return "the token was refused (\(error.message))"
+        case .roomNotFound: return "no such room on the server (\(error.message))"
+        case .network, .timedOut: return "the server is unreachable (\(error.message))"
+        default: return error.description
+        }
+    }
+}
