@@ -65,7 +65,9 @@ extension RoomHost {
     private func connect() {
         do {
             if client == nil {
-                client = try WebSocketClient(loop: loop, configuration: configuration.transport, logger: logger)
+                // One long-lived client per loop (see WebSocketClient.shared): hosts
+                // come and go without destroying lws contexts.
+                client = try WebSocketClient.shared(on: loop, configuration: configuration.transport)
             }
         } catch {
             logger.error("cannot create the WebSocket client", metadata: ["error": "\(error)"])

@@ -106,13 +106,20 @@ extension RoomHost {
         case .finishLogin(let error):
             let waiters = driver.loginWaiters
             driver.loginWaiters.removeAll()
-            for waiter in waiters {
-                if let error { waiter.resume(throwing: error) } else { waiter.resume() }
+            // Resume on the next loop turn: the rest of this reply's events
+            // (beingAbleToCommitChange, ...) are raised first, so a caller
+            // returning from loginRoom has seen every event of its login.
+            loop.execute {
+                for waiter in waiters {
+                    if let error { waiter.resume(throwing: error) } else { waiter.resume() }
+                }
             }
         case .finishLogout:
             let waiters = driver.logoutWaiters
             driver.logoutWaiters.removeAll()
-            for waiter in waiters { waiter.resume() }
+            loop.execute {
+                for waiter in waiters { waiter.resume() }
+            }
         case .forgetSession:
             driver.session = nil
             driver.resuming = false

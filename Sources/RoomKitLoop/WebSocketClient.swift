@@ -4,7 +4,7 @@ import Foundation
 import Logging
 
 /// Settings for outgoing WebSocket connections.
-public struct WebSocketClientConfiguration: Sendable {
+public struct WebSocketClientConfiguration: Sendable, Hashable {
     /// How long a connection may take to open (TCP, TLS and upgrade).
     public var connectTimeout: Duration = .seconds(10)
     /// Largest message accepted from the server; larger closes with 1009.
@@ -67,6 +67,8 @@ public final class WebSocketClient: LWSCallbackTarget, @unchecked Sendable {
     public let configuration: WebSocketClientConfiguration
     private let logger: Logger
     private var context: LWSContext?
+    /// Set for `shared(on:configuration:)` clients, which live as long as their loop.
+    var isShared = false
     /// Connect-time C strings, alive until the connect call returns.
     private var connecting: WebSocketConnection?
 
@@ -157,7 +159,7 @@ public final class WebSocketClient: LWSCallbackTarget, @unchecked Sendable {
     /// Loop thread only.
     public func shutdown() {
         loop.preconditionInEventLoop()
-        guard let context else { return }
+        guard !isShared, let context else { return }
         self.context = nil
         // Never destroy a context from inside its own callback.
         loop.execute { context.destroy() }
