@@ -1,6 +1,7 @@
 import Foundation
 import RoomKit
 import RoomKitLoop
+import RoomKitPlugins
 import RoomKitProtocol
 
 /// The control API (CLI.md): HTTP/1.1 + JSON on `--control`, loopback by
@@ -72,6 +73,8 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
                     ["name": .string($0.name), "status": .string($0.status.rawValue), "hooks": .array($0.hooks.map(JSON.string)),
                      "calls": .int(Int64($0.calls)), "failures": .int(Int64($0.failures))]
                 }))
+            case ("POST", let p) where p.count == 4 && p[0] == "v1" && p[1] == "plugins" && p[3] == "reload":
+                return try reload(p[2], runner: runner)
             case ("POST", ["v1", "logout"]):
                 let rooms = await host.logoutRoom()
                 return (200, ["rooms": .array(rooms.map(JSON.string))])
@@ -147,6 +150,31 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
         default:
             return (404, error(.invalidArgument, "no such action: \(action)"))
         }
+    }
+
+    /// Reloads one plugin from the manifest on disk (its library and config
+    /// may have changed): the new library is mapped beside the old one and
+    /// dispatch switches over; no room is touched.
+    private static func reload(_ name: String, runner: BotRunner) throws -> (Int, JSON) {
+        guard let path = runner.config.manifest else {
+            return (404, Self.error(.invalidArgument, "no plugin manifest is configured"))
+        }
+        let manifest: PluginManifest
+        do {
+            manifest = try PluginManifest(path: path)
+        } catch {
+            return (400, Self.error(.invalidArgument, error.errors.map(\.description).joined(separator: "; ")))
+        }
+        guard let spec = manifest.plugins.first(where: { $0.name == name }) else {
+            return (404, Self.error(.invalidArgument, "no plugin named \(name) in \(path)"))
+        }
+        do {
+            try runner.plugins.reload(spec)
+        } catch {
+            return (409, Self.error(.invalidArgument, "reload of \(name) failed: \(error)"))
+        }
+        let report = runner.plugins.reports.first { $0.name == name }
+        return (200, ["name": .string(name), "status": .string(report?.status.rawValue ?? "loaded")])
     }
 
     private static func handle(_ room: String, _ host: RoomHost) throws -> Room {

@@ -69,6 +69,11 @@ final class ControlAPITests: XCTestCase {
         XCTAssertEqual(status, 200)
         XCTAssertEqual(try JSON.parse(body)[0]?["name"], "url-rewrite")
         XCTAssertEqual(try JSON.parse(body)[0]?["status"], "loaded")
+        (status, body) = http(port, "POST", "/v1/plugins/url-rewrite/reload")
+        XCTAssertEqual(status, 200, body)
+        XCTAssertEqual(try JSON.parse(body)["status"], "loaded")
+        XCTAssertEqual(http(port, "POST", "/v1/plugins/nope/reload").0, 404)
+        XCTAssertEqual(runner.host.room("lobby")?.phase, .connected, "a reload touches no room")
         XCTAssertEqual(http(port, "GET", "/healthz").1, "ok")
         let metrics = http(port, "GET", "/metrics").1
         for name in ["roombot_sessions{reason=\"LOGINED\"}", "roombot_events_total", "roombot_events_per_second",

@@ -47,3 +47,67 @@ final class ReplayCLITests: XCTestCase {
         XCTAssertTrue(errors2.contains("replay of ghost failed: no such room"), errors2)
     }
 }
+
+final class ReplayPluginTests: XCTestCase {
+    /// A C plugin with only on_player_event: appends "kind payload" lines to config.file.
+    static let playerPlugin = """
+        #include "roomkit_plugin.h"
+        #include <stdio.h>
+        #include <string.h>
+        static char path[512];
+        static int on_load(void *self, const roomkit_host_api *api, const char *config) {
+            (void)self; (void)api;
+            const char *at = strstr(config, "\\"file\\":\\"");
+            if (!at) return 1;
+            at += 8;
+            size_t n = 0;
+            while (at[n] && at[n] != '"' && n + 1 < sizeof path) { path[n] = at[n]; n++; }
+            path[n] = 0;
+            return 0;
+        }
+        static void on_player_event(void *self, int32_t kind, const char *room, const char *payload) {
+            (void)self;
+            FILE *f = fopen(path, "a");
+            if (!f) return;
+            fprintf(f, "%d %s %s\\n", kind, room, payload);
+            fclose(f);
+        }
+        static roomkit_plugin descriptor = {
+            .struct_size = sizeof(roomkit_plugin), .abi_major = ROOMKIT_PLUGIN_ABI_MAJOR, .abi_minor = ROOMKIT_PLUGIN_ABI_MINOR,
+            .on_load = on_load, .on_player_event = on_player_event,
+        };
+        const roomkit_plugin *roomkit_plugin_entry(uint16_t major, uint16_t minor) { (void)minor; return major == 1 ? &descriptor : NULL; }
+        """
+
+    func testReplayWithAManifest_deliversPlayerEventsToThePlayerHook() async throws {
+        let harness = try BotHarness()
+        defer { try? harness.close() }
+        let watcher = try Watcher(url: harness.serverURL)
+        let room = try await watcher.host.loginRoom("played", user: LoginUser(id: "w"), token: harness.token("w"))
+        try await room.dispatchMagixEvent("chat", payload: "hello")
+        try await watcher.close()
+
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let source = harness.directory + "/player.c", library = harness.directory + "/libplayer.so"
+        try Self.playerPlugin.write(toFile: source, atomically: true, encoding: .utf8)
+        let cc = Process()
+        cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        cc.arguments = ["cc", "-shared", "-fPIC", "-I", repo.appendingPathComponent("Sources/CRoomKitPluginABI/include").path,
+                        source, "-o", library]
+        try cc.run()
+        cc.waitUntilExit()
+        guard cc.terminationStatus == 0 else { throw XCTSkip("cc could not build the test plugin") }
+        let events = harness.directory + "/player-events.txt"
+        let manifest = try harness.writeConfig(["manifestVersion": 1, "plugins": [
+            ["name": "recorder", "library": .string(library), "abi": 1, "hooks": ["player"], "config": ["file": .string(events)]],
+        ]], name: "plugins.json")
+        let replay = try ChildProcess("roombot", ["replay", "--server", harness.serverURL, "--room", "played",
+                                                  "--token", harness.token("viewer"), "--speed", "16", "--manifest", manifest])
+        let (status, _, errors) = replay.finish(timeout: 30)
+        XCTAssertEqual(status, 0, errors)
+        let lines = try String(contentsOfFile: events, encoding: .utf8).split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("1 played ") && $0.contains(#""phase":"playing""#) }, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("1 played ") && $0.contains(#""phase":"ended""#) }, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("7 played ") && $0.contains(#""payload":"hello""#) }, "the magix, kind 7")
+    }
+}
