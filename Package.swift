@@ -144,21 +144,24 @@ let package = Package(
             swiftSettings: swiftSettings),
 
         // MARK: Tests
+        // Helpers every test target shares: polling, loopback sockets and raw
+        // HTTP probes, spawning built binaries and roomd, compiling C plugins.
+        .target(name: "RoomKitTestSupport", path: "Tests/RoomKitTestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitLoopTests",
-            dependencies: ["RoomKitLoop"],
+            dependencies: ["RoomKitLoop", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitTests",
-            dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
+            dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitPluginTests",
-            dependencies: ["RoomKitPlugins", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
+            dependencies: ["RoomKitPlugins", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitBotTests",
-            dependencies: ["RoomKitBot", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
+            dependencies: ["RoomKitBot", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ExampleTests",

@@ -1,6 +1,7 @@
 import Foundation
 import RoomKitBot
 import RoomKitProtocol
+import RoomKitTestSupport
 import XCTest
 
 final class ConfigAndCLITests: XCTestCase {
@@ -48,7 +49,7 @@ final class ConfigAndCLITests: XCTestCase {
     func testCheck_acceptsAGoodManifest_andNamesTheFieldOfABadOne() throws {
         let harness = try BotHarness()
         defer { try? harness.close() }
-        let library = try ChildProcess.binary("roombot").replacingOccurrences(of: "/roombot", with: "/libecho-commands.so")
+        let library = try builtProduct("libecho-commands.so")
         let good = try harness.writeConfig(["manifestVersion": 1, "plugins": [
             ["name": "echo", "library": .string(library), "abi": 1, "hooks": ["magix"]],
         ]], name: "good.json")

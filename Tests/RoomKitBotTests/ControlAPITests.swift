@@ -3,12 +3,13 @@ import Logging
 import RoomKit
 import RoomKitBot
 import RoomKitProtocol
+import RoomKitTestSupport
 import XCTest
 
 final class ControlAPITests: XCTestCase {
     func testEveryControlEndpoint_answersOnceTheOutcomeIsKnown() async throws {
         let harness = try BotHarness()
-        let rewrite = try ChildProcess.binary("roombot").replacingOccurrences(of: "/roombot", with: "/liburl-rewrite.so")
+        let rewrite = try builtProduct("liburl-rewrite.so")
         let manifest = try harness.writeConfig(["manifestVersion": 1, "plugins": [
             ["name": "url-rewrite", "library": .string(rewrite), "abi": 1, "hooks": ["urlInterrupter"],
              "config": ["from": "http://", "to": "https://cdn.example/"]],

@@ -1,6 +1,7 @@
 import Foundation
 import RoomKit
 import RoomKitProtocol
+import RoomKitTestSupport
 import XCTest
 
 final class ProcessTests: XCTestCase {

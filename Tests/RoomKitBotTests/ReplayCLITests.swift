@@ -1,6 +1,7 @@
 import Foundation
 import RoomKit
 import RoomKitProtocol
+import RoomKitTestSupport
 import XCTest
 
 final class ReplayCLITests: XCTestCase {
@@ -87,16 +88,7 @@ final class ReplayPluginTests: XCTestCase {
         try await room.dispatchMagixEvent("chat", payload: "hello")
         try await watcher.close()
 
-        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let source = harness.directory + "/player.c", library = harness.directory + "/libplayer.so"
-        try Self.playerPlugin.write(toFile: source, atomically: true, encoding: .utf8)
-        let cc = Process()
-        cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        cc.arguments = ["cc", "-shared", "-fPIC", "-I", repo.appendingPathComponent("Sources/CRoomKitPluginABI/include").path,
-                        source, "-o", library]
-        try cc.run()
-        cc.waitUntilExit()
-        guard cc.terminationStatus == 0 else { throw XCTSkip("cc could not build the test plugin") }
+        let library = try compilePlugin("player", source: Self.playerPlugin, in: harness.directory)
         let events = harness.directory + "/player-events.txt"
         let manifest = try harness.writeConfig(["manifestVersion": 1, "plugins": [
             ["name": "recorder", "library": .string(library), "abi": 1, "hooks": ["player"], "config": ["file": .string(events)]],

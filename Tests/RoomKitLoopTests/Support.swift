@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RoomKitLoop
+import RoomKitTestSupport
 import XCTest
 
 /// Runs `body` on the loop thread and waits for its result.
@@ -74,34 +75,6 @@ final class RecordingClient: WebSocketDelegate, @unchecked Sendable {
     }
 }
 
-/// Sends raw bytes over TCP and reads until the peer closes or `timeout`.
-/// A test-side probe only; the product never hand-parses HTTP.
-func rawExchange(port: Int, _ request: String, timeout: TimeInterval = 5) -> String {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    precondition(fd >= 0)
-    defer { close(fd) }
-    var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-    }
-    guard connected == 0 else { return "" }
-    _ = request.withCString { send(fd, $0, strlen($0), 0) }
-    var response = [UInt8]()
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = recv(fd, &buffer, buffer.count, 0)
-        if n <= 0 { break }
-        response.append(contentsOf: buffer[0..<n])
-    }
-    return String(decoding: response, as: UTF8.self)
-}
 
 /// A TCP listener on 127.0.0.1 that misbehaves: it accepts and then either
 /// resets the connection at once or holds it silently. Runs on its own thread.
@@ -122,10 +95,7 @@ final class MisbehavingListener: @unchecked Sendable {
         self.fd = fd
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var address = loopbackAddress(port: 0)
         _ = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -163,8 +133,5 @@ final class MisbehavingListener: @unchecked Sendable {
 
 /// A fresh closed port: bind, read the port, close.
 func closedPort() -> Int {
-    let listener = MisbehavingListener(mode: .blackhole)
-    let port = listener.port
-    listener.stop()
-    return port
+    freePort()
 }

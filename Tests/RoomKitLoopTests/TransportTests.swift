@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RoomKitLoop
+import RoomKitTestSupport
 import XCTest
 
 final class TransportTests: XCTestCase {

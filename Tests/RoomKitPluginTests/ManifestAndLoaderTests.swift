@@ -1,6 +1,7 @@
 import Foundation
 import RoomKitPlugins
 import RoomKitProtocol
+import RoomKitTestSupport
 import XCTest
 
 final class ManifestAndLoaderTests: XCTestCase {

@@ -2,6 +2,7 @@ import Foundation
 import RoomKit
 import RoomKitPlugins
 import RoomKitProtocol
+import RoomKitTestSupport
 import XCTest
 
 final class PluginDispatchTests: XCTestCase {

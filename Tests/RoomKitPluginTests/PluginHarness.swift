@@ -5,6 +5,7 @@ import RoomKitLoop
 import RoomKitPlugins
 import RoomKitProtocol
 import RoomKitServer
+import RoomKitTestSupport
 import XCTest
 
 /// An in-process roomd, a bot host with a PluginManager, and a second
@@ -88,34 +89,9 @@ final class PluginHarness {
 
 /// Where SwiftPM put the shipped plugin libraries (next to the test bundle).
 func shippedPlugin(_ product: String) throws -> String {
-    var directory = URL(fileURLWithPath: CommandLine.arguments.first ?? "").deletingLastPathComponent()
-    for _ in 0..<4 {
-        let candidate = directory.appendingPathComponent("lib\(product).so").path
-        if FileManager.default.fileExists(atPath: candidate) { return candidate }
-        directory = directory.deletingLastPathComponent()
-    }
-    throw XCTSkip("lib\(product).so is not built next to the tests (run `swift build --build-tests`)")
+    try builtProduct("lib\(product).so")
 }
 
-/// Compiles a C test plugin with the system C compiler against our ABI header.
-func compilePlugin(_ name: String, source: String, in directory: String) throws -> String {
-    let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let include = repo.appendingPathComponent("Sources/CRoomKitPluginABI/include").path
-    let sourcePath = directory + "/\(name).c"
-    let library = directory + "/lib\(name).so"
-    try source.write(toFile: sourcePath, atomically: true, encoding: .utf8)
-    let cc = Process()
-    cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    cc.arguments = ["cc", "-shared", "-fPIC", "-O1", "-I", include, sourcePath, "-o", library]
-    let errors = Pipe()
-    cc.standardError = errors
-    try cc.run()
-    cc.waitUntilExit()
-    guard cc.terminationStatus == 0 else {
-        throw XCTSkip("cc failed: \(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
-    }
-    return library
-}
 
 /// A manifest entry.
 func pluginEntry(_ name: String, library: String, hooks: [String], order: Int = 0, rooms: [String] = ["*"],
@@ -133,15 +109,6 @@ func manifest(_ plugins: [JSON]) -> JSON {
     ["manifestVersion": 1, "plugins": .array(plugins)]
 }
 
-func eventually(_ timeout: TimeInterval = 5, file: StaticString = #filePath, line: UInt = #line,
-                _ what: String = "condition", _ condition: () -> Bool) async {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    XCTFail("\(what) not met within \(timeout) s", file: file, line: line)
-}
 
 /// Collects magix events a member receives.
 final class MagixInbox: @unchecked Sendable {

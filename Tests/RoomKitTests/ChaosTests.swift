@@ -2,6 +2,7 @@ import Foundation
 import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitTestSupport
 import XCTest
 
 /// Reliability: roomd is killed with SIGKILL at random moments while rooms

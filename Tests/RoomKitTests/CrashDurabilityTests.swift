@@ -3,6 +3,7 @@ import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
 @testable import RoomKitServer
+import RoomKitTestSupport
 import XCTest
 
 /// Crash durability of roomd: SIGKILL at random points while a client writes.

@@ -4,6 +4,7 @@ import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
 import RoomKitServer
+import RoomKitTestSupport
 import XCTest
 
 /// Records every event a host raises, in order (observer on the loop).
@@ -114,39 +115,4 @@ final class EngineHarness {
     }
 }
 
-/// Polls `condition` until true or the deadline.
-func eventually(_ timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line,
-                _ what: String = "condition", _ condition: () -> Bool) async {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    XCTFail("\(what) not met within \(timeout) s", file: file, line: line)
-}
 
-/// One HTTP/1.1 request over a raw socket to 127.0.0.1 (test probe only).
-func httpRequest(port: Int, _ method: String, _ path: String, token: String? = nil, body: String = "") -> String {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { return "" }
-    var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-    if let token { request += "Authorization: Bearer \(token)\r\n" }
-    request += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
-    _ = request.withCString { send(fd, $0, strlen($0), 0) }
-    var response = [UInt8]()
-    var buffer = [UInt8](repeating: 0, count: 16384)
-    while true {
-        let n = recv(fd, &buffer, buffer.count, 0)
-        if n <= 0 { break }
-        response.append(contentsOf: buffer[0..<n])
-    }
-    return String(decoding: response, as: UTF8.self)
-}

@@ -1,6 +1,7 @@
 import Foundation
 import RoomKit
 import RoomKitProtocol
+import RoomKitTestSupport
 import XCTest
 
 /// PROTOCOL.md §11 rows against a real roomd on 127.0.0.1.

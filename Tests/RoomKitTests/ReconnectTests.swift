@@ -1,6 +1,7 @@
 import Foundation
 import RoomKit
 import RoomKitProtocol
+import RoomKitTestSupport
 import XCTest
 
 /// The seed's three reconnect scenarios, through the fault proxy, with a

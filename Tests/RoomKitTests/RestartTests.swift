@@ -3,6 +3,7 @@ import Logging
 import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitTestSupport
 import XCTest
 
 /// A writer token for any room.

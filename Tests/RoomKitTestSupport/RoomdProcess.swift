@@ -2,15 +2,15 @@ import Foundation
 import XCTest
 
 /// A real `roomd` child process (for kill -9 and restart tests).
-final class RoomdProcess {
-    let port: Int
-    let dataDirectory: String
-    let secret: String
+public final class RoomdProcess {
+    public let port: Int
+    public let dataDirectory: String
+    public let secret: String
     private var process: Process?
     private let extraArguments: [String]
 
     /// The `roomd` binary built next to the test bundle.
-    static var binary: String? {
+    public static var binary: String? {
         var directory = URL(fileURLWithPath: CommandLine.arguments.first ?? "").deletingLastPathComponent()
         for _ in 0..<4 {
             let candidate = directory.appendingPathComponent("roomd").path
@@ -21,24 +21,10 @@ final class RoomdProcess {
         return FileManager.default.isExecutableFile(atPath: bundle) ? bundle : nil
     }
 
-    /// A free port: bind to 0, read it, close.
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
+    /// A free port (see `freePort()`).
+    public static func freePort() -> Int { RoomKitTestSupport.freePort() }
 
-    init(secret: String, arguments: [String] = []) {
+    public init(secret: String, arguments: [String] = []) {
         port = Self.freePort()
         self.secret = secret
         dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("roomd-\(UUID().uuidString)").path
@@ -46,7 +32,7 @@ final class RoomdProcess {
     }
 
     /// Starts (or restarts, keeping the data) and waits for `listening on`.
-    func start() throws {
+    public func start() throws {
         guard let binary = Self.binary else {
             throw XCTSkip("roomd binary not built next to the tests (run `swift build --build-tests`)")
         }
@@ -78,14 +64,14 @@ final class RoomdProcess {
     }
 
     /// SIGKILL: no chance to flush anything.
-    func kill9() {
+    public func kill9() {
         guard let process else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         self.process = nil
     }
 
-    func stop() {
+    public func stop() {
         guard let process else { return }
         process.terminate()
         process.waitUntilExit()

@@ -1,0 +1,76 @@
+import Foundation
+
+/// `127.0.0.1:port` as a sockaddr_in.
+public func loopbackAddress(port: Int) -> sockaddr_in {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return address
+}
+
+/// A TCP socket connected to 127.0.0.1:port, or nil.
+public func connectLoopback(port: Int, receiveTimeout: TimeInterval = 5) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    var tv = timeval(tv_sec: Int(receiveTimeout), tv_usec: Int((receiveTimeout.truncatingRemainder(dividingBy: 1)) * 1_000_000))
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    var address = loopbackAddress(port: port)
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else {
+        close(fd)
+        return nil
+    }
+    return fd
+}
+
+/// A port that was free a moment ago: bind to 0, read it, close.
+public func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = loopbackAddress(port: 0)
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Sends `request` as-is over TCP and reads until the peer closes or the
+/// receive timeout. A test-side probe only: the product never hand-parses HTTP.
+public func rawExchange(port: Int, _ request: String, timeout: TimeInterval = 5) -> String {
+    guard let fd = connectLoopback(port: port, receiveTimeout: timeout) else { return "" }
+    defer { close(fd) }
+    _ = request.withCString { send(fd, $0, strlen($0), 0) }
+    var response = [UInt8]()
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n <= 0 { break }
+        response.append(contentsOf: buffer[0..<n])
+    }
+    return String(decoding: response, as: UTF8.self)
+}
+
+/// One HTTP/1.1 request with a JSON body; returns the whole response text.
+public func httpRequest(port: Int, _ method: String, _ path: String, token: String? = nil, body: String = "",
+                        headers: [String] = []) -> String {
+    var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+    if let token { request += "Authorization: Bearer \(token)\r\n" }
+    for header in headers { request += header + "\r\n" }
+    request += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+    return rawExchange(port: port, request)
+}
+
+/// One HTTP/1.1 request; returns the status and the body.
+public func http(_ port: Int, _ method: String, _ path: String, _ body: String = "", headers: [String] = []) -> (Int, String) {
+    let text = httpRequest(port: port, method, path, body: body, headers: headers)
+    let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
+    let payload = text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+    return (status, payload)
+}
