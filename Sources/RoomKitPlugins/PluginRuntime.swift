@@ -70,7 +70,8 @@ final class PluginRuntime: @unchecked Sendable {
     func start() -> String? {
         guard descriptor.pointee.on_load != nil else { return nil }
         let config = spec.config.jsonString
-        let result = callAndWait(timeout: max(spec.timeout * 20, .seconds(2))) { [self] () -> Int32? in
+        // Not a hook call: it is neither counted nor able to quarantine.
+        let result = callAndWait(timeout: max(spec.timeout * 20, .seconds(2)), counted: false) { [self] () -> Int32? in
             config.withCString { descriptor.pointee.on_load?(descriptor.pointee.`self`, UnsafePointer(table), $0) }
         }
         switch result {
@@ -133,7 +134,8 @@ final class PluginRuntime: @unchecked Sendable {
 
     /// Runs `body` on the plugin's queue and waits at most `timeout` for it.
     /// nil: the call failed (overran or returned nil); the failure is counted.
-    func callAndWait<T: Sendable>(timeout: Duration? = nil, _ body: @escaping @Sendable () -> T?) -> T?? {
+    func callAndWait<T: Sendable>(timeout: Duration? = nil, counted: Bool = true,
+                                  _ body: @escaping @Sendable () -> T?) -> T?? {
         guard isActive else { return nil }
         let result = Mutex<T??>(nil)
         let done = DispatchSemaphore(value: 0)
@@ -145,10 +147,11 @@ final class PluginRuntime: @unchecked Sendable {
         }
         let limit = timeout ?? spec.timeout
         if done.wait(timeout: .now() + .nanoseconds(Int(limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000))) == .timedOut {
-            record(failure: "a call took longer than \(limit)", started: started)
+            if counted { record(failure: "a call took longer than \(limit)", started: started) }
             return nil
         }
         let value = result.withLock { $0 }
+        guard counted else { return value }
         if case .some(.some) = value {
             record(failure: nil, started: started)
         } else {

@@ -109,6 +109,7 @@ final class PluginDispatchTests: XCTestCase {
         let second = await harness.manager.urlInterrupter("http://a/2")
         XCTAssertEqual([first, second], ["http://a/1", "http://a/2"])
         XCTAssertEqual(harness.manager.reports.first?.failures, 2)
+        XCTAssertEqual(harness.manager.reports.first?.calls, 2, "on_load is not a hook call")
         try await harness.close()
     }
 
