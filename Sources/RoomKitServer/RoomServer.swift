@@ -64,7 +64,11 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         self.web = try WebServer(loop: loop, configuration: web, delegate: self, logger: logger)
         let tick = Duration.milliseconds(max(20, min(1000, min(configuration.heartbeatTimeout.milliseconds,
                                                                 configuration.tokenExpiryNotice.milliseconds) / 10)))
-        sweeper = try loop.scheduleTimer(after: tick, repeating: tick) { [unowned self] _ in sweep() }
+        sweeper = try loop.scheduleTimer(after: tick, repeating: tick) { [weak self] timer in
+            // A server dropped without stop() stops its own timer here.
+            guard let self else { return timer.cancel() }
+            sweep()
+        }
         loop.addShutdownHook { [weak self] in
             // The loop is going away: no time left for close handshakes.
             self?.beginStop()
@@ -194,8 +198,10 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
 
     func received(_ message: WebSocketMessage, on link: ClientLink) {
         let now = wallMilliseconds()
+        // An attached session's sign of life is its link's lastMessageAt; it is
+        // copied to the session's lastSeen when the link closes (`closed`), so
+        // no per-message walk over the link's sessions (O(sessions) per message).
         link.lastMessageAt = now
-        for session in link.sessions.values { session.lastSeen = now }
         let json: JSON
         do {
             json = try JSON.parse(message.bytes)

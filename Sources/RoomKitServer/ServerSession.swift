@@ -19,7 +19,9 @@ final class ServerSession {
     weak var link: ClientLink?
     /// When it lost its connection (ms); nil while attached.
     var detachedAt: Int64?
-    /// The last sign of life of its connection (for the heartbeat rule).
+    /// The last sign of life of its connection (for the heartbeat rule): set
+    /// when it attaches and when its link closes; while attached, the link's
+    /// `lastMessageAt` is the live value.
     var lastSeen: Int64
     /// Whether the others see it as a member.
     var visible: Bool
@@ -54,7 +56,10 @@ final class ServerSession {
 final class ClientLink: WebSocketDelegate {
     let id: String
     let connection: WebSocketConnection
-    unowned let server: RoomServer
+    /// Strong on purpose: while a connection lives, its server (and so its
+    /// rooms and sessions) stays alive even if the owner dropped the
+    /// RoomServer without stop(); the cycle ends when the connection closes.
+    let server: RoomServer
     var greeted = false
     var lastMessageAt: Int64
     /// Room ID → session attached through this connection.
