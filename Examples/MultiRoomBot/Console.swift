@@ -1,3 +1,4 @@
+import RoomKitLoop
 import Foundation
 import Logging
 import Synchronization
@@ -10,7 +11,7 @@ final class Console: Sendable {
     /// Whether a live view owns the terminal (lines are not printed as they come).
     let live: Bool
     private let start = ContinuousClock.now
-    private let lines = Mutex<[String]>([])
+    private let lines = LockedValue<[String]>([])
 
     init(live: Bool) {
         self.live = live

@@ -41,9 +41,9 @@ final class Demo: Sendable {
     let options: DemoOptions
     let console: Console
     /// The tour step being played (shown by the live view).
-    let step = Mutex("starting")
+    let step = LockedValue("starting")
     /// A note under the room table (the replay hint in `--forever`).
-    let note = Mutex<String?>(nil)
+    let note = LockedValue<String?>(nil)
 
     init(options: DemoOptions, console: Console) {
         self.options = options
@@ -276,7 +276,7 @@ final class Stopper: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
         var actions: [@Sendable () -> Void] = []
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     private let last: @Sendable () -> Void
 
     /// `last` runs before a forced exit (a second signal): restore the terminal.

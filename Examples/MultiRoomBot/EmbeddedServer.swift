@@ -14,7 +14,7 @@ final class EmbeddedServer: Sendable {
     let server: RoomServer
     let port: Int
     let dataDirectory: String
-    private let stopped = Mutex(false)
+    private let stopped = LockedValue(false)
 
     /// The URL clients connect to.
     var url: String { "ws://127.0.0.1:\(port)/v1/rooms" }

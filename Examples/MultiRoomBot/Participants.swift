@@ -21,7 +21,7 @@ final class Crowd: Sendable {
 
     let loop: EventLoop
     let people: [String: Participant]
-    private let seats = Mutex<[String: [String]]>(Crowd.seating)
+    private let seats = LockedValue<[String: [String]]>(Crowd.seating)
     private let serverURL: String
     private let minter: TokenMinter
     private let logger: Logger
@@ -119,7 +119,7 @@ final class Participant: Sendable {
     let host: RoomHost
     private let pace: Duration
     private let outage: Outage
-    private let activities = Mutex<[String: Task<Void, Never>]>([:])
+    private let activities = LockedValue<[String: Task<Void, Never>]>([:])
 
     init(user: LoginUser, host: RoomHost, pace: Duration, outage: Outage) {
         self.user = user
@@ -249,7 +249,7 @@ final class Outage: Sendable {
         var sent: [String: Sent] = [:]
         var endings: [String: RoomReason] = [:]
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// The bot is about to drop out of `rooms`.
     func begin(_ rooms: [String]) {

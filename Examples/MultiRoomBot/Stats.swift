@@ -1,3 +1,4 @@
+import RoomKitLoop
 import Foundation
 import RoomKit
 import RoomKitProtocol
@@ -27,7 +28,7 @@ final class Stats: Sendable {
         var tracked: [String: [Int64: Int]]?
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     private let start = ContinuousClock.now
 
     private var now: Double {

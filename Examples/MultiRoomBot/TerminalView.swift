@@ -1,3 +1,4 @@
+import RoomKitLoop
 import Foundation
 import RoomKit
 import RoomKitPlugins
@@ -63,7 +64,7 @@ extension Demo {
 /// found it. Safe from any thread.
 final class TerminalView: Sendable {
     private let console: Console
-    private let active = Mutex(false)
+    private let active = LockedValue(false)
 
     init(console: Console) {
         self.console = console

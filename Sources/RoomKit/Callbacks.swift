@@ -1,3 +1,4 @@
+import RoomKitLoop
 import Dispatch
 import Foundation
 import RoomKitProtocol
@@ -128,7 +129,7 @@ extension CommonCallbacks {
 
 /// Fans events out to `AsyncStream` subscribers. Thread-safe.
 final class EventBroadcaster: Sendable {
-    private let subscribers = Mutex<[UUID: AsyncStream<RoomEvent>.Continuation]>([:])
+    private let subscribers = LockedValue<[UUID: AsyncStream<RoomEvent>.Continuation]>([:])
 
     func stream(bufferingNewest limit: Int) -> AsyncStream<RoomEvent> {
         let id = UUID()

@@ -38,12 +38,12 @@ public final class Player: Sendable {
     public let configuration: PlayerConfiguration
     /// The loop the player runs on.
     public let loop: EventLoop
-    let cache = Mutex(PlayerCache())
+    let cache = LockedValue(PlayerCache())
     let callbackQueue: DispatchQueue?
     let broadcaster = PlayerEventBroadcaster()
     private let driver: PlayerDriver
-    private let delegateBox: Mutex<(any PlayerEventDelegate)?>
-    private let customGlobalState = Mutex<PlayerStateModel.GlobalStateCheck?>(nil)
+    private let delegateBox: LockedValue<(any PlayerEventDelegate)?>
+    private let customGlobalState = LockedValue<PlayerStateModel.GlobalStateCheck?>(nil)
     private weak let host: RoomHost?
 
     /// Creates a player for `configuration.room` on `loop`. Throws
@@ -80,7 +80,7 @@ public final class Player: Sendable {
         self.loop = loop
         self.callbackQueue = callbackQueue
         self.host = host
-        delegateBox = Mutex(delegate)
+        delegateBox = LockedValue(delegate)
         cache.withLock { $0.info.beginTimestamp = configuration.from ?? 0 }
         driver = PlayerDriver(loop: loop, configuration: configuration, server: server, logger: logger)
         driver.player = self

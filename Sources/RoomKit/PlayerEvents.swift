@@ -1,3 +1,4 @@
+import RoomKitLoop
 import Foundation
 import RoomKitProtocol
 import Synchronization
@@ -99,7 +100,7 @@ extension PlayerEvent {
 
 /// Fans player events out to `AsyncStream` subscribers. Thread-safe.
 final class PlayerEventBroadcaster: Sendable {
-    private let subscribers = Mutex<(streams: [UUID: AsyncStream<PlayerEvent>.Continuation], finished: Bool)>(([:], false))
+    private let subscribers = LockedValue<(streams: [UUID: AsyncStream<PlayerEvent>.Continuation], finished: Bool)>(([:], false))
 
     func stream(bufferingNewest limit: Int) -> AsyncStream<PlayerEvent> {
         let id = UUID()

@@ -38,9 +38,9 @@ public struct RoomContent: Sendable, Hashable {
 public final class Room: Sendable {
     /// The room ID.
     public let id: String
-    private let cache = Mutex(RoomContent())
-    private let listeners = Mutex<[String: [UUID: @Sendable (MagixEvent) -> Void]]>([:])
-    private let delegateBox = Mutex<(any RoomDelegate)?>(nil)
+    private let cache = LockedValue(RoomContent())
+    private let listeners = LockedValue<[String: [UUID: @Sendable (MagixEvent) -> Void]]>([:])
+    private let delegateBox = LockedValue<(any RoomDelegate)?>(nil)
     /// Weak: a `Room` handle may outlive its host (then every call throws).
     private weak let weakHost: RoomHost?
 
@@ -210,8 +210,8 @@ public final class Room: Sendable {
 
 /// Removes a magix listener when cancelled.
 public final class MagixListener: Sendable {
-    private let onCancel: Mutex<(@Sendable () -> Void)?>
-    init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = Mutex(onCancel) }
+    private let onCancel: LockedValue<(@Sendable () -> Void)?>
+    init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = LockedValue(onCancel) }
     /// Stops delivery to the listener. Idempotent.
     public func cancel() {
         let body = onCancel.withLock { current -> (@Sendable () -> Void)? in

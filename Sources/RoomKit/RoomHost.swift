@@ -56,10 +56,10 @@ public final class RoomHost: @unchecked Sendable {
     let tokenProvider: (any TokenProvider)?
     let callbackQueue: DispatchQueue?
     let broadcaster = EventBroadcaster()
-    private let delegates = Mutex<(host: (any RoomHostDelegate)?, common: (any CommonCallbacks)?)>((nil, nil))
-    private let handles = Mutex<[String: Room]>([:])
+    private let delegates = LockedValue<(host: (any RoomHostDelegate)?, common: (any CommonCallbacks)?)>((nil, nil))
+    private let handles = LockedValue<[String: Room]>([:])
     /// Checks that a globalState decodes as the registered type (name, check).
-    private let customGlobalState = Mutex<(name: String, check: @Sendable (JSON) throws -> Void)?>(nil)
+    private let customGlobalState = LockedValue<(name: String, check: @Sendable (JSON) throws -> Void)?>(nil)
 
     // Loop thread only:
     var client: WebSocketClient?

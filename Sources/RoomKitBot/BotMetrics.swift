@@ -11,14 +11,14 @@ import Synchronization
 /// process, as in tests, do not mix their numbers.
 final class BotMetrics: @unchecked Sendable {
     // @unchecked Sendable: swift-metrics handlers are thread-safe; `rate`,
-    // `pluginTotals` and `lagTimer` are guarded by their Mutex or touched on the loop.
+    // `pluginTotals` and `lagTimer` are guarded by their lock or touched on the loop.
     let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
     private let events: CoreMetrics.Counter
     private let eventsPerSecond: CoreMetrics.Gauge
     private let loopLag: CoreMetrics.Gauge
-    private let rate = Mutex<(since: Date, count: Int)>((Date(), 0))
-    private let pluginTotals = Mutex<[String: (calls: Int, failures: Int)]>([:])
+    private let rate = LockedValue<(since: Date, count: Int)>((Date(), 0))
+    private let pluginTotals = LockedValue<[String: (calls: Int, failures: Int)]>([:])
     private var lagTimer: LoopTimer?
 
     init() {

@@ -33,7 +33,7 @@ public final class BotRunner: @unchecked Sendable {
     let state: BotStateFile
     let metrics: BotMetrics
     /// Rooms joined at run time through the control API (the state file's content).
-    let joined = Mutex<Set<String>>([])
+    let joined = LockedValue<Set<String>>([])
     private var control: ControlAPI?
     private var manifest: PluginManifest?
 

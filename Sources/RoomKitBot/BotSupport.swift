@@ -1,3 +1,4 @@
+import RoomKitLoop
 import Foundation
 import RoomKit
 import RoomKitProtocol
@@ -7,15 +8,15 @@ import Synchronization
 /// first, written with one write(2) per line so a reader (or a crash) never
 /// sees half a line. Safe from any thread.
 public final class EventLog: Sendable {
-    private let handle: Mutex<FileHandle?>
+    private let handle: LockedValue<FileHandle?>
 
     /// `destination`: a path (appended to, created if missing), `-` for stdout, or nil for none.
     public init(destination: String?) throws {
         switch destination {
         case nil:
-            handle = Mutex(nil)
+            handle = LockedValue(nil)
         case "-":
-            handle = Mutex(FileHandle.standardOutput)
+            handle = LockedValue(FileHandle.standardOutput)
         case let path?:
             if !FileManager.default.fileExists(atPath: path) {
                 guard FileManager.default.createFile(atPath: path, contents: nil) else {
@@ -26,7 +27,7 @@ public final class EventLog: Sendable {
                 throw ConfigError(file: path, field: "", problem: "cannot open the event log for writing")
             }
             file.seekToEndOfFile()
-            handle = Mutex(file)
+            handle = LockedValue(file)
         }
     }
 

@@ -19,7 +19,7 @@ import Synchronization
 /// returned 0.
 public final class EventLoop: @unchecked Sendable {
     // @unchecked Sendable: the mutable fields are either protected by
-    // `door` (a Mutex) or touched on the loop thread only (marked below).
+    // `door` (a LockedValue) or touched on the loop thread only (marked below).
 
     /// The loop's name, also its thread's name.
     public let name: String
@@ -35,13 +35,13 @@ public final class EventLoop: @unchecked Sendable {
         var tasks: [@Sendable () -> Void] = []
         var open = true
     }
-    private let door = Mutex(Door())
+    private let door = LockedValue(Door())
 
-    private let threadIdentity = Mutex<pthread_t?>(nil)
+    private let threadIdentity = LockedValue<pthread_t?>(nil)
     private let finished = DispatchSemaphore(value: 0)
     /// Result of `uv_loop_close`, written by the loop thread before it exits.
-    private let closeResult = Mutex<Int32>(0)
-    private let stopState = Mutex<Bool>(false)
+    private let closeResult = LockedValue<Int32>(0)
+    private let stopState = LockedValue<Bool>(false)
 
     /// Shutdown hooks, run in reverse order of registration. Loop thread only.
     private var shutdownHooks: [(id: Int, hook: () -> Void)] = []

@@ -26,5 +26,5 @@ extension HTTPClient {
     }
 
     /// Shared clients by loop and configuration; an entry leaves when its loop shuts down.
-    private static let sharedClients = Mutex<[SharedKey: HTTPClient]>([:])
+    private static let sharedClients = LockedValue<[SharedKey: HTTPClient]>([:])
 }

@@ -240,7 +240,7 @@ extension HTTPClient {
     /// a status outside 200–299, or another failure. Safe from any thread;
     /// cancelling the awaiting task cancels the request.
     public func get(_ url: HTTPURL, headers: [(String, String)] = []) async throws(HTTPClientError) -> HTTPClientResponse {
-        let handle = Mutex<(request: HTTPClientRequest?, cancelled: Bool)>((nil, false))
+        let handle = LockedValue<(request: HTTPClientRequest?, cancelled: Bool)>((nil, false))
         let result: Result<HTTPClientResponse, HTTPClientError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let accepted = loop.execute { [self] in

@@ -192,7 +192,7 @@ private func roomkitLWSCallback(_ wsi: OpaquePointer?, _ reason: lws_callback_re
 /// Routes libwebsockets' own log lines to swift-log (process-wide: lws has
 /// one log sink per process).
 enum LWSLogging {
-    private static let sink = Mutex<Logger?>(nil)
+    private static let sink = LockedValue<Logger?>(nil)
 
     static func configure(logger: Logger) {
         let first = sink.withLock { current -> Bool in

@@ -27,5 +27,5 @@ extension WebSocketClient {
     }
 
     /// Shared clients by loop and configuration; an entry leaves when its loop shuts down.
-    private static let sharedClients = Mutex<[SharedKey: WebSocketClient]>([:])
+    private static let sharedClients = LockedValue<[SharedKey: WebSocketClient]>([:])
 }

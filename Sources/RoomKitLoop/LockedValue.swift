@@ -1,0 +1,45 @@
+import Foundation
+
+/// A value behind a `pthread_mutex`. Use it like `Synchronization.Mutex`
+/// (`withLock { value in … }`); it exists because ThreadSanitizer models
+/// pthread mutexes but not the raw futex calls `Mutex` uses on Linux, so
+/// with `Mutex` every guarded access shows up as a race and real races hide
+/// behind them.
+public final class LockedValue<Value>: @unchecked Sendable {
+    // @unchecked Sendable: `value` is only touched between lock and unlock.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private var value: Value
+
+    public init(_ value: Value) {
+        self.value = value
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deinitialize(count: 1)
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with exclusive access to the value.
+    @inlinable
+    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock()
+        defer { unlock() }
+        return try body(&valueStorage)
+    }
+
+    @usableFromInline
+    var valueStorage: Value {
+        get { value }
+        _modify { yield &value }
+    }
+
+    @usableFromInline
+    func lock() { pthread_mutex_lock(mutex) }
+
+    @usableFromInline
+    func unlock() { pthread_mutex_unlock(mutex) }
+}
