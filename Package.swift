@@ -102,7 +102,7 @@ let package = Package(
         .target(
             name: "RoomKitPlugins",
             dependencies: [
-                "CRoomKitPluginABI", "RoomKit", "RoomKitProtocol",
+                "CRoomKitPluginABI", "RoomKit", "RoomKitLoop", "RoomKitProtocol",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

@@ -26,7 +26,12 @@ public final class WebSocketFrame: @unchecked Sendable {
         self.isBinary = isBinary
         storage = UnsafeMutableRawPointer.allocate(byteCount: Self.headroom + max(count, 1), alignment: 16)
         let payload = UnsafeMutableRawBufferPointer(start: storage + Self.headroom, count: count)
-        _ = payload.initializeMemory(as: UInt8.self, from: bytes)
+        // One memcpy for contiguous bytes (arrays, every caller today): the
+        // generic element-by-element copy was ~13% of a client's login CPU.
+        let copied: Void? = bytes.withContiguousStorageIfAvailable { source in
+            payload.copyMemory(from: UnsafeRawBufferPointer(source))
+        }
+        if copied == nil { _ = payload.initializeMemory(as: UInt8.self, from: bytes) }
     }
 
     /// A text frame holding `text` as UTF-8.

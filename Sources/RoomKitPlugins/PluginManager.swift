@@ -1,3 +1,4 @@
+import RoomKitLoop
 import CRoomKitPluginABI
 import Dispatch
 import Foundation
@@ -25,16 +26,20 @@ public struct PluginReport: Sendable, Hashable {
 ///
 /// Safe from any thread.
 public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked Sendable {
-    // @unchecked Sendable: mutable state lives in `runtimes`/`reports` (Mutex).
+    // @unchecked Sendable: mutable state lives in `runtimes`/`reports` (LockedValue),
+    // except `turnBatch`, which only the loop thread touches (dispatch, flush).
 
     public let host: RoomHost
     private let logger: Logger
-    private let runtimes = Mutex<[PluginRuntime]>([])
+    private let runtimes = LockedValue<[PluginRuntime]>([])
     /// Failures at load time, kept for reports.
-    private let failed = Mutex<[String: (spec: PluginSpec, message: String)]>([:])
+    private let failed = LockedValue<[String: (spec: PluginSpec, message: String)]>([:])
     /// Old runtimes replaced by a reload, kept alive (their code stays mapped).
-    private let retired = Mutex<[PluginRuntime]>([])
+    private let retired = LockedValue<[PluginRuntime]>([])
     private let listener: @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void
+    /// Loop thread only: the room events raised during the current loop turn,
+    /// per plugin in order, posted as one batch per plugin when the turn ends.
+    private var turnBatch: [(runtime: PluginRuntime, calls: [@Sendable () -> Void])] = []
 
     /// `onStatus` is called for every plugin status change (event log `plugin` lines).
     public init(host: RoomHost, logger: Logger = Logger(label: "roomkit.plugins"),
@@ -151,6 +156,7 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
     /// Room and magix events, on the loop thread, in the order raised.
     private func dispatch(_ event: RoomEvent) {
         if case .throwError(let domain, let code, let message) = event {
+            flushTurn()  // keep the order of what the plugins hear
             return throwError(domain: domain, code: code, message: message)
         }
         guard let room = event.room, let kind = Self.kind(of: event) else { return }
@@ -160,8 +166,25 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
             let spec = runtime.spec
             guard spec.hooks.contains(.room) || (isMagix && spec.hooks.contains(.magix)) else { continue }
             guard spec.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
-            runtime.roomEvent(kind: Int32(kind.rawValue), room: room, payload: payload)
+            guard let call = runtime.roomEventCall(kind: Int32(kind.rawValue), room: room, payload: payload) else { continue }
+            if turnBatch.isEmpty, !host.loop.execute({ [weak self] in self?.flushTurn() }) {
+                runtime.post(call)  // the loop is shutting down: no turn end to wait for
+                continue
+            }
+            if let index = turnBatch.firstIndex(where: { $0.runtime === runtime }) {
+                turnBatch[index].calls.append(call)
+            } else {
+                turnBatch.append((runtime, [call]))
+            }
         }
+    }
+
+    /// Posts the current turn's room events: one queue hop per plugin per
+    /// loop turn instead of one per event. Loop thread only.
+    private func flushTurn() {
+        let batch = turnBatch
+        turnBatch.removeAll(keepingCapacity: true)
+        for (runtime, calls) in batch { runtime.post(batch: calls) }
     }
 
     /// Fans a player event out to plugins declaring `player`.
@@ -267,6 +290,7 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
 /// Room-ID glob patterns (`*`, `lobby-*`, `room-?`), via fnmatch(3).
 enum Glob {
     static func matches(_ pattern: String, _ text: String) -> Bool {
-        fnmatch(pattern, text, 0) == 0
+        // "*" (the default) matches every room: skip fnmatch on the per-event path.
+        pattern == "*" || fnmatch(pattern, text, 0) == 0
     }
 }

@@ -1,3 +1,4 @@
+import RoomKitLoop
 import CRoomKitPluginABI
 import Dispatch
 import Foundation
@@ -28,7 +29,7 @@ protocol PluginHostActions: AnyObject, Sendable {
 /// the plugin: it gets no more calls and the rooms go on without it.
 final class PluginRuntime: @unchecked Sendable {
     // @unchecked Sendable: `descriptor` and `table` are immutable after init;
-    // mutable state is in `state` (a Mutex) or touched only on `queue`.
+    // mutable state is in `state` (a LockedValue) or touched only on `queue`.
 
     struct Counters {
         var status: PluginStatus = .loaded
@@ -42,7 +43,9 @@ final class PluginRuntime: @unchecked Sendable {
     let spec: PluginSpec
     let descriptor: UnsafePointer<roomkit_plugin>
     let queue: DispatchQueue
-    let state = Mutex(Counters())
+    let state = LockedValue(Counters())
+    /// Posted calls not yet finished, oldest first (the watchdog's list).
+    let outstanding = LockedValue(OutstandingCalls())
     private let table: UnsafeMutablePointer<roomkit_host_api>
     weak var actions: (any PluginHostActions)?
     let onQuarantine: @Sendable (PluginRuntime, String) -> Void
@@ -98,9 +101,11 @@ final class PluginRuntime: @unchecked Sendable {
 
     // MARK: Hooks (each reads the immutable descriptor on the plugin's queue)
 
-    func roomEvent(kind: Int32, room: String, payload: String) {
-        guard descriptor.pointee.on_room_event != nil else { return }
-        post { [self] in
+    /// The body of one on_room_event call (nil when the plugin has no such
+    /// hook); the manager posts a loop turn's calls as one batch.
+    func roomEventCall(kind: Int32, room: String, payload: String) -> (@Sendable () -> Void)? {
+        guard descriptor.pointee.on_room_event != nil else { return nil }
+        return { [self] in
             room.withCString { r in payload.withCString { descriptor.pointee.on_room_event?(descriptor.pointee.`self`, kind, r, $0) } }
         }
     }
@@ -137,7 +142,7 @@ final class PluginRuntime: @unchecked Sendable {
     func callAndWait<T: Sendable>(timeout: Duration? = nil, counted: Bool = true,
                                   _ body: @escaping @Sendable () -> T?) -> T?? {
         guard isActive else { return nil }
-        let result = Mutex<T??>(nil)
+        let result = LockedValue<T??>(nil)
         let done = DispatchSemaphore(value: 0)
         let started = DispatchTime.now()
         queue.async {
@@ -161,25 +166,14 @@ final class PluginRuntime: @unchecked Sendable {
     }
 
     /// Fire-and-forget call with a watchdog (room events, errors, timers).
+    /// A call fails when it runs longer than `timeoutMs` once it is first in
+    /// the plugin's queue; one watchdog per runtime checks the oldest call
+    /// (PluginRuntime+Watchdog.swift), rather than a dispatch timer per call.
     func post(_ body: @escaping @Sendable () -> Void) {
-        guard isActive else { return }
-        let finished = Atomic<Bool>(false)
-        let started = DispatchTime.now()
-        queue.async { [self] in
-            body()
-            if finished.exchange(true, ordering: .acquiringAndReleasing) == false {
-                record(failure: nil, started: started)
-            }
-        }
-        let limit = spec.timeout
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000))) { [self] in
-            if finished.exchange(true, ordering: .acquiringAndReleasing) == false {
-                record(failure: "a call took longer than \(limit)", started: started)
-            }
-        }
+        post(batch: [body])
     }
 
-    private func record(failure: String?, started: DispatchTime) {
+    func record(failure: String?, started: DispatchTime) {
         let elapsed = DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds
         let quarantined = state.withLock { counters -> String? in
             counters.calls += 1
