@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: run test build release bootstrap clean fuzz
+.PHONY: run test build release bootstrap clean bench fuzz
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -29,6 +29,12 @@ test: bootstrap
 # each for FUZZ_SECONDS (default 60) from the seed corpus in Fuzz/corpus.
 fuzz: bootstrap
 	@scripts/fuzz.sh
+
+# Benchmarks side by side with a Python peer (not part of `make test`; a
+# separate package in Benchmarks/). Rewrites docs/BENCHMARKS.md.
+# BENCH_QUICK=1 make bench: a ~2 minute smoke run.
+bench: bootstrap
+	@SWIFT=$(SWIFT) Benchmarks/run.sh
 
 clean:
 	rm -rf .build

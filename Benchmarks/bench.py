@@ -1,0 +1,326 @@
+"""Runs the RoomKit benchmarks side by side with the Python peer and writes
+docs/BENCHMARKS.md. Started by `make bench` (Benchmarks/run.sh) after the
+release build; BENCH_QUICK=1 makes a smoke run of about two minutes.
+
+Every workload runs twice against the same release-built roomd, started
+fresh for each run: once with RoomKit (`roomkit-bench client`), once with the
+peer (`peers/roomkit_peer.py client`). Both take the same options, read the
+same commands on stdin and print the same JSON lines; the event source is
+the same `roomkit-bench send` process for both.
+"""
+
+import atexit
+import datetime
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from report import render
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BIN = os.path.join(HERE, ".build", "release")
+PLUGINS = os.path.join(HERE, ".build", "bench-plugins")
+LOGS = os.path.join(HERE, ".build", "logs")
+SECRET = "bench-secret"
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+RATE = "1000000"
+
+
+def log(message):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+RUNNING = []
+
+
+@atexit.register
+def stop_running():
+    """A failed workload must not leave a roomd behind."""
+    for roomd in list(RUNNING):
+        roomd.stop()
+
+
+class Roomd:
+    """The release roomd as a child process, with raised per-connection limits."""
+
+    def __init__(self, name):
+        self.data = tempfile.mkdtemp(prefix=f"roomd-{name}-")
+        self.name = name
+        self.port = 0
+        self.process = None
+        RUNNING.append(self)
+        self.start()
+
+    def start(self):
+        stderr = open(os.path.join(LOGS, f"roomd-{self.name}.log"), "a")
+        self.process = subprocess.Popen(
+            [os.path.join(BIN, "roomd"), "serve", "--listen", f"127.0.0.1:{self.port}", "--secret", SECRET,
+             "--data", self.data, "--rate-limit", RATE, "--rate-limit-burst", RATE,
+             "--max-outbound-bytes", str(1 << 30), "--log-level", "warning"],
+            stdout=subprocess.PIPE, stderr=stderr, text=True)
+        line = self.process.stdout.readline()
+        if not line.startswith("listening on"):
+            raise RuntimeError(f"roomd did not start: {line!r}")
+        self.port = int(line.strip().rsplit(":", 1)[1])
+
+    @property
+    def url(self):
+        return f"ws://127.0.0.1:{self.port}/v1/rooms"
+
+    def rss(self):
+        with open(f"/proc/{self.process.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def kill9(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self):
+        # The data is thrown away: no graceful stop (it would persist every
+        # session first, seconds at 100k).
+        if self.process.poll() is None:
+            self.kill9()
+        shutil.rmtree(self.data, ignore_errors=True)
+        if self in RUNNING:
+            RUNNING.remove(self)
+
+
+class Client:
+    """A bot process (RoomKit or the peer) driven through stdin/stdout."""
+
+    def __init__(self, side, name, roomd, **options):
+        options = {"url": roomd.url, "secret": SECRET, **options}
+        if side == "raw":
+            command = [os.path.join(BIN, "roomkit-bench"), "sink"]
+            options = {k: v for k, v in options.items() if k in ("url", "secret", "connections", "rooms")}
+        elif side == "roomkit":
+            command = [os.path.join(BIN, "roomkit-bench"), "client"]
+            plugins = options.pop("plugins", 0)
+            if plugins:
+                options["manifest"] = manifest(plugins)
+                options["probe"] = os.path.join(PLUGINS, "libbench-probe-c.so")
+        else:
+            command = [sys.executable, os.path.join(HERE, "peers", "roomkit_peer.py"), "client"]
+        for key, value in options.items():
+            command += [f"--{key}", str(value)]
+        self.stderr = open(os.path.join(LOGS, f"{name}-{side}.log"), "a")
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.stderr, text=True)
+
+    def read(self):
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"client exited ({self.process.wait()})")
+        return json.loads(line)
+
+    def ask(self, command):
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self.read()
+
+    def quit(self):
+        try:
+            self.process.stdin.write("quit\n")
+            self.process.stdin.flush()
+            self.process.wait(timeout=30)
+        except (BrokenPipeError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+
+
+def manifest(count):
+    """`count` C plugins on the room hook: no-ops, the last one the probe."""
+    entries = []
+    for index in range(count):
+        library = "libbench-probe-c.so" if index == count - 1 else "libbench-noop-c.so"
+        entries.append({"name": f"plugin-{index}", "library": os.path.join(PLUGINS, library), "abi": 1,
+                        "hooks": ["room"], "rooms": ["*"], "order": index})
+    path = os.path.join(HERE, ".build", f"plugins-{count}.json")
+    with open(path, "w") as file:
+        json.dump({"manifestVersion": 1, "plugins": entries}, file)
+    return path
+
+
+def send(roomd, rooms, duration, rate=None, window=1000):
+    command = [os.path.join(BIN, "roomkit-bench"), "send", "--url", roomd.url, "--secret", SECRET,
+               "--rooms", str(rooms), "--duration", str(duration), "--window", str(window)]
+    if rate:
+        command += ["--rate", str(int(rate))]
+    output = subprocess.run(command, capture_output=True, text=True, timeout=duration + 120)
+    return json.loads(output.stdout.strip().splitlines()[-1])
+
+
+SIDES = ("roomkit", "peer")
+
+
+def idle_sessions(results):
+    sizes = [2_000, 10_000] if QUICK else [10_000, 50_000, 100_000]
+    connections = 8
+    for size in sizes:
+        for side in SIDES:
+            roomd = Roomd(f"sessions-{size}")
+            client = Client(side, f"sessions-{size}", roomd, connections=connections, rooms=size // connections)
+            ready = client.read()
+            client.quit()
+            ready["roomd_rss"] = roomd.rss()
+            roomd.stop()
+            ready["bytes_per_session"] = (ready["rss_after"] - ready["rss_before"]) / max(1, ready["sessions"])
+            ready["bytes_per_session_trimmed"] = (ready["rss_trimmed"] - ready["rss_before"]) / max(1, ready["sessions"])
+            results["sessions"].setdefault(str(size), {})[side] = ready
+            log(f"sessions {size} {side}: {ready['logins_per_s']:.0f} logins/s, "
+                f"{ready['bytes_per_session']:.0f} B/session ({ready['failed']} failed)")
+
+
+def throughput(results):
+    connections, rooms, duration = 4, 100, (3 if QUICK else 6)
+    for side in SIDES:
+        roomd = Roomd("throughput")
+        client = Client(side, "throughput", roomd, connections=connections, rooms=rooms, shared=1, plugins=3,
+                        latency=1)
+        ready = client.read()
+        client.ask("mark")
+        sender = send(roomd, rooms, duration)
+        saturated = client.ask("report")
+        half = saturated["events_per_s"] / 2
+        client.ask("mark")
+        paced = send(roomd, rooms, duration, rate=half / connections)
+        latency = client.ask("report")
+        client.quit()
+        roomd.stop()
+        results["throughput"][side] = {"ready": ready, "sender": sender, "saturated": saturated,
+                                       "half_load": half, "paced_sender": paced, "latency": latency}
+        log(f"throughput {side}: {saturated['events_per_s']:.0f} events/s (roomd {sender['events_per_s']:.0f} "
+            f"appends/s x {connections}); p99 at half load {latency['latency']['p99_us']:.0f} us")
+
+
+def recovery(results):
+    sessions, connections = (2_000 if QUICK else 10_000), 8
+    for side in SIDES:
+        roomd = Roomd("recovery")
+        client = Client(side, "recovery", roomd, connections=connections, rooms=sessions // connections)
+        ready = client.read()
+        time.sleep(1)
+        killed = time.monotonic_ns()
+        roomd.kill9()
+        roomd.start()
+        listening = time.monotonic_ns()
+        recovered = client.ask("await-reconnect")
+        client.quit()
+        roomd.stop()
+        # The connections come back at jittered times (full-jitter backoff), so
+        # the span from first to last RECONNECTED holds idle gaps: the resume
+        # rate counts only the 10 ms slices in which resumes completed.
+        times = recovered.pop("times")
+        active = max(1, len({t // 10_000_000 for t in times})) * 0.010
+        entry = {"ready": ready, "recovered": recovered, "restart_s": (listening - killed) / 1e9,
+                 "all_reconnected_s": (recovered["last_ns"] - killed) / 1e9,
+                 "after_listening_s": (recovered["last_ns"] - listening) / 1e9,
+                 "resume_span_s": (recovered["last_ns"] - recovered["first_ns"]) / 1e9,
+                 "resume_active_s": active, "resume_per_s": recovered["reconnected"] / active}
+        entry["resume_vs_login"] = entry["resume_per_s"] / ready["logins_per_s"]
+        results["recovery"][side] = entry
+        log(f"recovery {side}: {recovered['reconnected']}/{ready['sessions']} reconnected "
+            f"{entry['all_reconnected_s']:.2f} s after kill -9; resume {entry['resume_per_s']:.0f}/s "
+            f"vs login {ready['logins_per_s']:.0f}/s")
+
+
+def fanout(results):
+    sizes = [10, 100] if QUICK else [10, 100, 1000]
+    duration = 3 if QUICK else 5
+    for members in sizes:
+        rooms = max(2, 200 // members)
+        # "raw": connections that count frames without parsing them, to show
+        # roomd's own fan-out rather than what a client engine digests.
+        for side in SIDES + ("raw",):
+            roomd = Roomd(f"fanout-{members}")
+            client = Client(side, f"fanout-{members}", roomd, connections=members, rooms=rooms, shared=1, plugins=0,
+                            window=200)
+            ready = client.read()
+            client.ask("mark")
+            sender = send(roomd, rooms, duration)
+            delivered = client.ask("report")
+            roomd_rss = roomd.rss()
+            client.quit()
+            roomd.stop()
+            results["fanout"].setdefault(str(members), {})[side] = {
+                "ready": ready, "sender": sender, "delivered": delivered, "connections_held": members + 1,
+                "roomd_rss": roomd_rss}
+            log(f"fan-out {members} {side}: {delivered['events_per_s']:.0f} deliveries/s, "
+                f"roomd {sender['events_per_s']:.0f} events/s")
+
+
+def plugin_overhead(results):
+    iterations = 2_000_000 if QUICK else 20_000_000
+    swift = subprocess.run([os.path.join(BIN, "plugin-bench"), "--c", os.path.join(PLUGINS, "libbench-noop-c.so"),
+                            "--swift", os.path.join(BIN, "libbench-noop-swift.so"), "--iterations", str(iterations),
+                            "--manager-iterations", str(50_000 if QUICK else 200_000)],
+                           capture_output=True, text=True, timeout=600)
+    peer = subprocess.run([sys.executable, os.path.join(HERE, "peers", "peer_plugins.py"),
+                           "--iterations", str(iterations // 10)], capture_output=True, text=True, timeout=600)
+    results["plugins"] = {"roomkit": json.loads(swift.stdout.strip().splitlines()[-1]),
+                          "peer": json.loads(peer.stdout.strip().splitlines()[-1])}
+    log(f"plugins: {results['plugins']}")
+
+
+def machine():
+    model = "unknown"
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as meminfo:
+        total = int(meminfo.readline().split()[1]) * 1024
+    import websockets
+    revision = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+    swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()
+    return {"nproc": os.cpu_count(), "cpu": model, "ram_gib": total / (1 << 30), "kernel": platform.release(),
+            "python": platform.python_version(), "websockets": websockets.__version__,
+            "swift": swift[0] if swift else "?", "revision": revision,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def main():
+    os.makedirs(LOGS, exist_ok=True)
+    if sys.argv[1:] == ["--render"]:  # rewrite docs/BENCHMARKS.md from the last full (or quick) run
+        with open(os.path.join(HERE, ".build", "results.json")) as file:
+            results = json.load(file)
+        with open(os.path.join(ROOT, "docs", "BENCHMARKS.md"), "w") as file:
+            file.write(render(results, "BENCH_QUICK=1 make bench" if results["quick"] else "make bench"))
+        return
+    started = time.monotonic()
+    results = {"quick": QUICK, "machine": machine(), "sessions": {}, "throughput": {}, "recovery": {},
+               "fanout": {}, "plugins": {}}
+    only = set(sys.argv[1:])
+    for name, workload in (("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
+                           ("fanout", fanout), ("plugins", plugin_overhead)):
+        if only and name not in only:
+            continue
+        log(f"workload: {name}")
+        workload(results)
+    results["elapsed_s"] = time.monotonic() - started
+    name = "results-partial.json" if only else "results.json"
+    with open(os.path.join(HERE, ".build", name), "w") as file:
+        json.dump(results, file, indent=1)
+    if only:
+        log(f"partial run: docs/BENCHMARKS.md left alone (results in Benchmarks/.build/{name})")
+        return
+    command = "BENCH_QUICK=1 make bench" if QUICK else "make bench"
+    with open(os.path.join(ROOT, "docs", "BENCHMARKS.md"), "w") as file:
+        file.write(render(results, command))
+    log(f"done in {results['elapsed_s']:.0f} s; wrote docs/BENCHMARKS.md")
+
+
+if __name__ == "__main__":
+    main()
