@@ -1,31 +1,13 @@
-import Synchronization
-
 extension WebSocketClient {
     /// The loop's shared client for `configuration`: made on first use and
     /// kept until the loop shuts down (its `shutdown()` does nothing).
-    ///
-    /// For users that come and go, such as room hosts: each having its own
-    /// client would create and destroy an lws context every time, and a
-    /// destroyed lws 4.1 context closes its event fd twice, which can close a
-    /// descriptor another part of the process opened in between. Such users
-    /// close their connections instead. Loop thread only.
+    /// For users that come and go, such as room hosts: they close their
+    /// connections instead of the client (see `LoopShared`). Loop thread only.
     public static func shared(on loop: EventLoop, configuration: WebSocketClientConfiguration = .init()) throws(LoopError) -> WebSocketClient {
-        loop.preconditionInEventLoop()
-        let key = SharedKey(loop: ObjectIdentifier(loop), configuration: configuration)
-        if let client = sharedClients.withLock({ $0[key] }) { return client }
-        let client = try WebSocketClient(loop: loop, configuration: configuration)
-        client.isShared = true
-        sharedClients.withLock { $0[key] = client }
-        // Runs before the client's own hooks (reverse order): forget it, then it closes.
-        loop.addShutdownHook { sharedClients.withLock { _ = $0.removeValue(forKey: key) } }
-        return client
+        try LoopShared.instance(on: loop, configuration: configuration) { () throws(LoopError) in
+            let client = try WebSocketClient(loop: loop, configuration: configuration)
+            client.isShared = true
+            return client
+        }
     }
-
-    private struct SharedKey: Hashable, Sendable {
-        let loop: ObjectIdentifier
-        let configuration: WebSocketClientConfiguration
-    }
-
-    /// Shared clients by loop and configuration; an entry leaves when its loop shuts down.
-    private static let sharedClients = LockedValue<[SharedKey: WebSocketClient]>([:])
 }
