@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: run test build release bootstrap clean bench fuzz
+.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -35,6 +35,15 @@ fuzz: bootstrap
 # BENCH_QUICK=1 make bench: a ~2 minute smoke run.
 bench: bootstrap
 	@SWIFT=$(SWIFT) Benchmarks/run.sh
+
+# The whole suite under ThreadSanitizer, then AddressSanitizer (own build
+# folders; not part of `make test`). --export-dynamic lets instrumented
+# plugin libraries resolve the sanitizer runtime in the test process.
+check-sanitizers: bootstrap
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan -Xlinker --export-dynamic
+	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --disable-swift-testing
+	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan -Xlinker --export-dynamic
+	$(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan --disable-swift-testing
 
 clean:
 	rm -rf .build

@@ -134,7 +134,8 @@ final class PlayerTests: XCTestCase {
         let player = try Player(loop: harness.clientLoop, configuration: harness.playerConfiguration("r1", token: token))
         let recorder = PlayerRecorder(player)
         player.play()
-        await waitFor("the stop") { player.phase == .stopped }
+        // The cache shows `stopped` before the event is delivered: wait for both.
+        await waitFor("the stop") { player.phase == .stopped && recorder.stopError != nil }
         let error = try XCTUnwrap(recorder.stopError)
         XCTAssertEqual(error.kind, .tokenInvalid)
         XCTAssertEqual(error.code, .tokenInvalid)
@@ -149,7 +150,7 @@ final class PlayerTests: XCTestCase {
                                 configuration: harness.playerConfiguration("nowhere", token: harness.token("viewer")))
         let recorder = PlayerRecorder(player)
         player.pause()
-        await waitFor("the stop") { player.phase == .stopped }
+        await waitFor("the stop") { player.phase == .stopped && recorder.stopError != nil }
         let error = try XCTUnwrap(recorder.stopError)
         XCTAssertEqual(error.kind, .roomNotFound)
         XCTAssertEqual(error.httpStatus, 404)
