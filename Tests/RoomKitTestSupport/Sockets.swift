@@ -26,19 +26,28 @@ public func connectLoopback(port: Int, receiveTimeout: TimeInterval = 5) -> Int3
     return fd
 }
 
-/// A port that was free a moment ago: bind to 0, read it, close.
-public func freePort() -> Int {
+/// A TCP socket listening on 127.0.0.1 on a free port (SO_REUSEADDR), and that port.
+public func listenLoopback(backlog: Int32 = 16) -> (fd: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
+    var yes: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
     var address = loopbackAddress(port: 0)
     _ = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
+    listen(fd, backlog)
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     _ = withUnsafeMutablePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
-    return Int(UInt16(bigEndian: address.sin_port))
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
+}
+
+/// A port that was free a moment ago: listen on one, read it, close.
+public func freePort() -> Int {
+    let (fd, port) = listenLoopback()
+    close(fd)
+    return port
 }
 
 /// Sends `request` as-is over TCP and reads until the peer closes or the
