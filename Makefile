@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers
+.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -29,6 +29,16 @@ test: bootstrap
 # each for FUZZ_SECONDS (default 60) from the seed corpus in Fuzz/corpus.
 fuzz: bootstrap
 	@scripts/fuzz.sh
+
+# The soak test (not part of `make test`): SOAK_SESSIONS (default 5000)
+# sessions through the fault proxy to a real roomd for SOAK_MINUTES (default
+# 30) with random faults; nothing acknowledged may be lost and the client's
+# RSS and descriptors must stay flat. The report goes to SOAK_REPORT.
+soak: bootstrap
+	$(SWIFT) build --build-tests
+	SOAK_MINUTES=$${SOAK_MINUTES:-30} SOAK_SESSIONS=$${SOAK_SESSIONS:-5000} \
+	SOAK_REPORT=$${SOAK_REPORT:-$(CURDIR)/.build/soak-report.txt} \
+	$(SWIFT) test --skip-build --disable-swift-testing --filter SoakTests
 
 # Benchmarks side by side with a Python peer (not part of `make test`; a
 # separate package in Benchmarks/). Rewrites docs/BENCHMARKS.md.

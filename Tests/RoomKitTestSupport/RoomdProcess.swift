@@ -63,6 +63,9 @@ public final class RoomdProcess {
         throw XCTSkip("roomd (\(binary)) did not start (\(status)): \(String(decoding: seen, as: UTF8.self))")
     }
 
+    /// The running child's process ID, if any.
+    public var pid: Int32? { process?.processIdentifier }
+
     /// SIGKILL: no chance to flush anything.
     public func kill9() {
         guard let process else { return }
