@@ -87,21 +87,9 @@ final class SoakTests: XCTestCase {
         case cut, shortBlackhole = "short-blackhole", longBlackhole = "long-blackhole", down, latency, slicing, bandwidth, kill9 = "kill-9"
     }
 
-    private static func rssKiB(pid: String = "self") -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-        }
-        return 0
-    }
-
-    private static func openFDs() -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
-    }
-
     private static func sample(started: Date, connected: Int, roomdPid: Int32?, acked: Int) -> Sample {
-        let roomdRss = roomdPid.map { rssKiB(pid: String($0)) } ?? 0
-        return Sample(seconds: Int(Date().timeIntervalSince(started)), rssKiB: rssKiB(), fds: openFDs(), connected: connected,
+        let roomdRss = roomdPid.map { residentKiB(pid: $0) } ?? 0
+        return Sample(seconds: Int(Date().timeIntervalSince(started)), rssKiB: residentKiB(), fds: openDescriptorCount(), connected: connected,
                       roomdRssKiB: roomdRss, acked: acked)
     }
 
@@ -180,7 +168,7 @@ final class SoakTests: XCTestCase {
         let allHosts = writers + readers
         let connected: @Sendable () -> Int = { allHosts.reduce(0) { $0 + $1.allRooms.filter { $0.phase == .connected }.count } }
         say("\(connected()) sessions logged in in \(String(format: "%.1f", Date().timeIntervalSince(loginStarted))) s")
-        let fdsSettledStart = Self.openFDs()
+        let fdsSettledStart = openDescriptorCount()
 
         // Traffic: 8 senders, each owning every 8th room, numbered per room.
         let senders = 8
@@ -275,7 +263,7 @@ final class SoakTests: XCTestCase {
         await eventually(120, "every acknowledged event delivered") { ledger.missing == 0 }
         sampler.cancel()
         _ = await sampler.value
-        let fdsSettledEnd = Self.openFDs()
+        let fdsSettledEnd = openDescriptorCount()
 
         let recorded = samples.withLock { $0 }
         let warm = recorded.filter { Double($0.seconds) >= minutes * 60 * 0.2 }
