@@ -8,6 +8,7 @@ public final class RoomdProcess {
     public let secret: String
     private var process: Process?
     private let extraArguments: [String]
+    private let logLevel: String
 
     /// The `roomd` binary built next to the test bundle.
     public static var binary: String? {
@@ -24,43 +25,48 @@ public final class RoomdProcess {
     /// A free port (see `freePort()`).
     public static func freePort() -> Int { RoomKitTestSupport.freePort() }
 
-    public init(secret: String, arguments: [String] = []) {
+    public init(secret: String, arguments: [String] = [], logLevel: String = "warning") {
+        self.logLevel = logLevel
         port = Self.freePort()
         self.secret = secret
         dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("roomd-\(UUID().uuidString)").path
         extraArguments = arguments
     }
 
+    /// Everything roomd wrote (stdout and stderr, all runs), kept next to
+    /// its data directory so a chatty roomd never blocks on a full pipe.
+    public var logPath: String { dataDirectory + ".log" }
+    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
     /// Starts (or restarts, keeping the data) and waits for `listening on`.
     public func start() throws {
         guard let binary = Self.binary else {
             throw XCTSkip("roomd binary not built next to the tests (run `swift build --build-tests`)")
         }
+        if !FileManager.default.fileExists(atPath: logPath) {
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        }
+        guard let logFile = FileHandle(forWritingAtPath: logPath) else { throw XCTSkip("cannot write \(logPath)") }
+        defer { try? logFile.close() }
+        let offset = logFile.seekToEndOfFile()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--listen", "127.0.0.1:\(port)", "--secret", secret, "--data", dataDirectory,
-                             "--log-level", "warning"] + extraArguments
-        let output = Pipe()
-        process.standardOutput = output
-        let errors = Pipe()
-        process.standardError = errors
+                             "--log-level", logLevel] + extraArguments
+        process.standardOutput = logFile
+        process.standardError = logFile
         try process.run()
         self.process = process
         let deadline = Date().addingTimeInterval(10)
-        var seen = Data()
+        var thisRun = ""
         while Date() < deadline {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty {
-                if !process.isRunning { break }
-                usleep(20_000)
-                continue
-            }
-            seen.append(chunk)
-            if String(decoding: seen, as: UTF8.self).contains("listening on 127.0.0.1:\(port)") { return }
+            thisRun = String(log.utf8.dropFirst(Int(offset))) ?? ""
+            if thisRun.contains("listening on 127.0.0.1:\(port)") { return }
+            if !process.isRunning { break }
+            usleep(20_000)
         }
-        let status = process.isRunning ? "running" : "exited \(process.terminationStatus): "
-            + String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self)
-        throw XCTSkip("roomd (\(binary)) did not start (\(status)): \(String(decoding: seen, as: UTF8.self))")
+        let status = process.isRunning ? "running" : "exited \(process.terminationStatus)"
+        throw XCTSkip("roomd (\(binary)) did not start (\(status)): \(thisRun)")
     }
 
     /// The running child's process ID, if any.
@@ -83,6 +89,11 @@ public final class RoomdProcess {
 
     deinit {
         kill9()
-        if ProcessInfo.processInfo.environment["KEEP_ROOMD_DATA"] == nil { try? FileManager.default.removeItem(atPath: dataDirectory) } else { print("ROOMD DATA", dataDirectory) }
+        if ProcessInfo.processInfo.environment["KEEP_ROOMD_DATA"] == nil {
+            try? FileManager.default.removeItem(atPath: dataDirectory)
+            try? FileManager.default.removeItem(atPath: logPath)
+        } else {
+            print("ROOMD DATA", dataDirectory, "log", logPath)
+        }
     }
 }
