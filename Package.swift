@@ -173,7 +173,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitProtocolTests",
-            dependencies: ["RoomKitProtocol"],
+            dependencies: ["RoomKitProtocol", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]

@@ -1,3 +1,4 @@
+import RoomKitTestSupport
 import XCTest
 
 @testable import RoomKitProtocol

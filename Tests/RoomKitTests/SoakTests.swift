@@ -16,18 +16,6 @@ import XCTest
 /// SOAK_RATE (events/s, default 100), SOAK_SEED, SOAK_REPORT (a file for the
 /// report, besides stdout).
 final class SoakTests: XCTestCase {
-    /// A seeded generator so a failing run can be repeated (SplitMix64).
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Per-room bookkeeping, bounded: only events acknowledged but not yet
     /// seen (or seen before their acknowledgement) are kept.
     struct RoomLedger {
@@ -106,7 +94,7 @@ final class SoakTests: XCTestCase {
         let sessions = Int(environment["SOAK_SESSIONS"] ?? "") ?? 5000
         let rate = Double(environment["SOAK_RATE"] ?? "") ?? 100
         let seed = UInt64(environment["SOAK_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(Int64.max))
-        var generator = SeededGenerator(state: seed)
+        var generator = SeededGenerator(seed: seed)
         var report: [String] = []
         func say(_ line: String) {
             print("soak: " + line)
