@@ -204,6 +204,12 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         // copied to the session's lastSeen when the link closes (`closed`), so
         // no per-message walk over the link's sessions (O(sessions) per message).
         link.lastMessageAt = now
+        if message.isBinary {
+            // §1: one message = one text frame. A binary frame is not read.
+            guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
+            return link.send(ServerMessage.error(ProtocolError(code: .malformed,
+                                                               message: "binary frames are not accepted; send text")))
+        }
         let json: JSON
         do {
             json = try JSON.parse(message.bytes)
