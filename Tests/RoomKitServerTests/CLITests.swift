@@ -71,6 +71,7 @@ final class CLITests: ServerTestCase {
         try assertFlagError(base + ["--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"],
                             names: "--tls-cert")
         try assertFlagError(base + ["--synchronous", "sometimes"], names: "--synchronous")
+        try assertFlagError(base + ["--max-message-bytes", "1000"], names: "--max-message-bytes")
         try assertFlagError(base + ["--max-connections", "0"], names: "--max-connections")
         try assertFlagError(base + ["--max-connections=-3"], names: "--max-connections")
         try assertFlagError(base + ["--max-connections", "many"], names: "--max-connections")
