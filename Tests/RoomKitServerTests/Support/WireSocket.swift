@@ -218,11 +218,11 @@ final class WireSocket {
         return nil
     }
 
-    /// Reads what is available now (waiting at most 100 ms for the first
+    /// Reads what is available now (waiting at most `wait` ms for the first
     /// byte) and returns the whole frames read. After a close frame, or
     /// when the peer dropped the connection, `isClosed` is true.
-    func readAvailable() -> [Frame] {
-        if !isClosed { fill() }
+    func readAvailable(waitMilliseconds wait: Int32 = 100) -> [Frame] {
+        if !isClosed { fill(waitMilliseconds: wait) }
         var frames: [Frame] = []
         while let frame = nextFrame() { frames.append(frame) }
         return frames
@@ -256,11 +256,16 @@ final class WireSocket {
         }
     }
 
-    /// Reads what is available; false on EOF or error (not on a timeout).
+    /// Reads what is available, waiting up to `wait` ms for it; false on
+    /// EOF or error (not on a timeout).
     @discardableResult
-    private func fill() -> Bool {
+    private func fill(waitMilliseconds wait: Int32 = 100) -> Bool {
+        var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let polled = poll(&ready, 1, wait)
+        if polled == 0 { return true }
+        if polled < 0 { return errno == EINTR }
         var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = recv(fd, &chunk, chunk.count, 0)
+        let n = recv(fd, &chunk, chunk.count, Int32(MSG_DONTWAIT))
         if n > 0 {
             buffer += chunk[0..<n]
             return true
