@@ -63,7 +63,8 @@ class Roomd:
         self.process = subprocess.Popen(
             [os.path.join(BIN, "roomd"), "serve", "--listen", f"127.0.0.1:{self.port}", "--secret", SECRET,
              "--data", self.data, "--rate-limit", RATE, "--rate-limit-burst", RATE,
-             "--max-outbound-bytes", str(1 << 30), "--log-level", "warning"],
+             "--max-outbound-bytes", str(1 << 30), "--max-connections-per-ip", "100000",
+             "--log-level", "warning"],
             stdout=subprocess.PIPE, stderr=stderr, text=True)
         line = self.process.stdout.readline()
         if not line.startswith("listening on"):

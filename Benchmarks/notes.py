@@ -9,7 +9,9 @@ fresh `roomd` (release build of this repository's `roomd`, same binary and
 flags for both) started by `Benchmarks/bench.py` with raised per-connection
 limits: `--rate-limit 1000000 --rate-limit-burst 1000000` (the default 200/s
 token bucket would otherwise be the measurement) and `--max-outbound-bytes
-1073741824` (a receiver that falls behind is buffered, not closed 1013).
+1073741824` (a receiver that falls behind is buffered, not closed 1013),
+and `--max-connections-per-ip 100000` (fan-out opens 1,001 connections from
+one address).
 RoomKit's client pacing is raised to match (`requestsPerSecond` and
 `requestBurst` 1,000,000). Both clients take the same options and print the
 same JSON lines (`Benchmarks/.build/results.json` keeps them all).

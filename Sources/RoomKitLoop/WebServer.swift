@@ -20,6 +20,12 @@ public struct WebServerConfiguration: Sendable {
     public var maxMessageBytes = 1 << 20
     /// Largest HTTP request body accepted; larger is answered 413.
     public var maxRequestBodyBytes = 1 << 20
+    /// Most WebSocket connections open at once; an upgrade beyond it is
+    /// refused with HTTP 503. Plain HTTP requests are not counted.
+    public var maxConnections = 10_000
+    /// Most WebSocket connections open at once from one remote address
+    /// (as `WebSocketConnection.remoteAddress` spells it); beyond it: HTTP 503.
+    public var maxConnectionsPerAddress = 1_000
 
     public init() {}
 }
@@ -52,6 +58,14 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
     private var context: LWSContext?
     /// The bound port (useful with `port = 0`).
     public private(set) var port = 0
+    /// Remote address of each open WebSocket connection, by connection ID. Loop thread only.
+    private var openConnections: [UInt64: String] = [:]
+    /// Open WebSocket connections per remote address. Loop thread only.
+    private var openPerAddress: [String: Int] = [:]
+    /// Upgrades refused because `maxConnections` was reached. Loop thread only.
+    public private(set) var refusedAtConnectionLimit = 0
+    /// Upgrades refused because `maxConnectionsPerAddress` was reached. Loop thread only.
+    public private(set) var refusedAtAddressLimit = 0
 
     /// Binds and starts listening. Loop thread only. Throws when the
     /// address is in use or the TLS files cannot be loaded.
@@ -95,6 +109,9 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
     /// Number of live WebSocket connections and pending HTTP requests.
     public var peerCount: Int { context?.peerCount ?? 0 }
 
+    /// Number of open WebSocket connections (what `maxConnections` counts). Loop thread only.
+    public var connectionCount: Int { openConnections.count }
+
     /// Stops listening and drops every connection (after this loop turn).
     /// Idempotent. Loop thread only.
     public func stop() {
@@ -120,7 +137,10 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
             (peer as? WebSocketConnection)?.didReceivePeerClose(input, length)
             return 0
         case LWS_CALLBACK_CLOSED:
-            (peer as? WebSocketConnection)?.didClose()
+            if let connection = peer as? WebSocketConnection {
+                release(connection)
+                connection.didClose()
+            }
             return 0
 
         // MARK: HTTP
@@ -145,6 +165,7 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
             return 0
         case LWS_CALLBACK_WSI_DESTROY:
             if let connection = peer as? WebSocketConnection, connection.state != .closed {
+                release(connection)
                 connection.didClose()
             } else if let responder = peer as? HTTPResponder {
                 responder.didClose()
@@ -155,20 +176,48 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
         }
     }
 
-    /// Allows an upgrade only on the WebSocket path with our subprotocol;
-    /// answers anything else with HTTP 400 (returning >0 says we answered).
+    /// Allows an upgrade only on the WebSocket path with our subprotocol
+    /// (else HTTP 400), and only while the connection limits leave room
+    /// (else HTTP 503: the client may retry later). Returning >0 says we answered.
     private func confirmUpgrade(_ wsi: OpaquePointer) -> Int32 {
         let path = header(wsi) { roomkit_lws_http_path(wsi, $0, $1) }
         let offered = header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_WS_PROTOCOL, $0, $1) } ?? ""
         let protocols = offered.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         let pathOK = configuration.webSocketPath != nil && path == configuration.webSocketPath
-        if pathOK && protocols.contains(configuration.subprotocol) {
+        guard pathOK && protocols.contains(configuration.subprotocol) else {
+            let why = pathOK ? "the \(configuration.subprotocol) subprotocol is required" : "no WebSocket endpoint at this path"
+            logger.debug("refused WebSocket upgrade", metadata: ["path": "\(path ?? "?")", "why": "\(why)"])
+            _ = lws_return_http_status(wsi, 400, why)
+            return 1
+        }
+        let address = peerAddress(wsi)
+        let why: String
+        if openConnections.count >= configuration.maxConnections {
+            refusedAtConnectionLimit += 1
+            why = "connection limit reached, try again later"
+        } else if openPerAddress[address, default: 0] >= configuration.maxConnectionsPerAddress {
+            refusedAtAddressLimit += 1
+            why = "connection limit for this address reached, try again later"
+        } else {
             return 0
         }
-        let why = pathOK ? "the \(configuration.subprotocol) subprotocol is required" : "no WebSocket endpoint at this path"
-        logger.debug("refused WebSocket upgrade", metadata: ["path": "\(path ?? "?")", "why": "\(why)"])
-        _ = lws_return_http_status(wsi, 400, why)
+        logger.debug("refused WebSocket upgrade", metadata: ["peer": "\(address)", "why": "\(why)"])
+        _ = lws_return_http_status(wsi, 503, why)
         return 1
+    }
+
+    /// The remote address of `wsi` without a reverse lookup ("" when unknown).
+    private func peerAddress(_ wsi: OpaquePointer) -> String {
+        var address = [CChar](repeating: 0, count: 128)
+        guard lws_get_peer_simple(wsi, &address, address.count) != nil else { return "" }
+        return address.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    /// Stops counting `connection` against the limits (idempotent).
+    private func release(_ connection: WebSocketConnection) {
+        guard let address = openConnections.removeValue(forKey: connection.id) else { return }
+        let left = openPerAddress[address, default: 1] - 1
+        openPerAddress[address] = left > 0 ? left : nil
     }
 
     private func accept(_ wsi: OpaquePointer) -> Int32 {
@@ -177,10 +226,9 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
         let connection = WebSocketConnection(loop: loop, isClient: false, path: path,
                                              maxMessageBytes: configuration.maxMessageBytes)
         connection.owner = context
-        var address = [CChar](repeating: 0, count: 128)
-        if lws_get_peer_simple(wsi, &address, address.count) != nil {
-            connection.remoteAddress = address.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        }
+        connection.remoteAddress = peerAddress(wsi)
+        openConnections[connection.id] = connection.remoteAddress
+        openPerAddress[connection.remoteAddress, default: 0] += 1
         context.attach(connection, to: wsi)
         if let delegate {
             delegate.webServer(self, didAccept: connection)

@@ -171,6 +171,10 @@ extension RoomServer {
             # HELP roomd_connections Open WebSocket connections.
             # TYPE roomd_connections gauge
             roomd_connections \(links.count)
+            # HELP roomd_connections_refused_total WebSocket upgrades refused with HTTP 503 at a connection limit.
+            # TYPE roomd_connections_refused_total counter
+            roomd_connections_refused_total{limit="process"} \(web?.refusedAtConnectionLimit ?? 0)
+            roomd_connections_refused_total{limit="address"} \(web?.refusedAtAddressLimit ?? 0)
             # HELP roomd_rooms Rooms known to the server.
             # TYPE roomd_rooms gauge
             roomd_rooms \(rooms.count)

@@ -30,7 +30,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     var rooms: [String: ServerRoom] = [:]
     var links: [ObjectIdentifier: ClientLink] = [:]
     var metrics = ServerMetrics()
-    private var web: WebServer?
+    private(set) var web: WebServer?
     private var sweeper: LoopTimer?
     /// Set once `stop()` began closing connections.
     private var stopping = false
@@ -61,6 +61,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         web.webSocketPath = "/v1/rooms"
         web.subprotocol = "room.v1"
         web.maxMessageBytes = configuration.maxMessageBytes
+        web.maxConnections = configuration.maxConnections
+        web.maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
         self.web = try WebServer(loop: loop, configuration: web, delegate: self, logger: logger)
         let tick = Duration.milliseconds(max(20, min(1000, min(configuration.heartbeatTimeout.milliseconds,
                                                                 configuration.tokenExpiryNotice.milliseconds) / 10)))
@@ -202,6 +204,12 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         // copied to the session's lastSeen when the link closes (`closed`), so
         // no per-message walk over the link's sessions (O(sessions) per message).
         link.lastMessageAt = now
+        if message.isBinary {
+            // §1: one message = one text frame. A binary frame is not read.
+            guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
+            return link.send(ServerMessage.error(ProtocolError(code: .malformed,
+                                                               message: "binary frames are not accepted; send text")))
+        }
         let json: JSON
         do {
             json = try JSON.parse(message.bytes)

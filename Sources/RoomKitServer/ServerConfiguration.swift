@@ -29,6 +29,12 @@ public struct ServerConfiguration: Sendable {
     public var rateLimitGrace: Duration = .seconds(2)
     /// Outbound bytes queued per connection before it is closed 1013.
     public var maxOutboundBytes = 8 << 20
+    /// Most WebSocket connections open at once; a WebSocket upgrade beyond
+    /// it is refused with HTTP 503 (docs/PROTOCOL.md). HTTP requests are not counted.
+    public var maxConnections = 10_000
+    /// Most WebSocket connections open at once from one remote address
+    /// (behind a reverse proxy every client has the proxy's address).
+    public var maxConnectionsPerAddress = 1_000
     /// Events kept in memory per room for resume (at least this many...).
     public var recoveryEvents = 1000
     /// ...or at least this much time, whichever keeps more.

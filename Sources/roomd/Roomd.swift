@@ -79,6 +79,12 @@ struct Serve: ParsableCommand {
     var rateLimitBurst = 200.0
     @Option(name: .customLong("max-outbound-bytes"), help: "Bytes queued per connection before it is closed 1013.")
     var maxOutboundBytes = 8 << 20
+    @Option(name: .customLong("max-message-bytes"), help: "Largest message accepted; larger closes the connection 1009.")
+    var maxMessageBytes = 1 << 20
+    @Option(name: .customLong("max-connections"), help: "WebSocket connections open at once; more are refused with HTTP 503.")
+    var maxConnections = 10_000
+    @Option(name: .customLong("max-connections-per-ip"), help: "WebSocket connections open at once from one address (HTTP 503 beyond).")
+    var maxConnectionsPerIP = 1_000
 
     func makeConfiguration() throws -> ServerConfiguration {
         let parts = listen.split(separator: ":", omittingEmptySubsequences: false)
@@ -102,6 +108,16 @@ struct Serve: ParsableCommand {
         configuration.rateLimitBurst = rateLimitBurst
         guard maxOutboundBytes >= 65536 else { throw FlagError(flag: "--max-outbound-bytes", problem: "must be at least 65536") }
         configuration.maxOutboundBytes = maxOutboundBytes
+        guard maxMessageBytes >= 16384 else {
+            throw FlagError(flag: "--max-message-bytes", problem: "must be at least 16384 (a login with a long token)")
+        }
+        configuration.maxMessageBytes = maxMessageBytes
+        for (flag, value) in [("--max-connections", maxConnections), ("--max-connections-per-ip", maxConnectionsPerIP)]
+        where value < 1 {
+            throw FlagError(flag: flag, problem: "must be a number of connections >= 1")
+        }
+        configuration.maxConnections = maxConnections
+        configuration.maxConnectionsPerAddress = maxConnectionsPerIP
         switch (tlsCert, tlsKey) {
         case (nil, nil): break
         case (let cert?, let key?):

@@ -71,6 +71,11 @@ final class CLITests: ServerTestCase {
         try assertFlagError(base + ["--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"],
                             names: "--tls-cert")
         try assertFlagError(base + ["--synchronous", "sometimes"], names: "--synchronous")
+        try assertFlagError(base + ["--max-message-bytes", "1000"], names: "--max-message-bytes")
+        try assertFlagError(base + ["--max-connections", "0"], names: "--max-connections")
+        try assertFlagError(base + ["--max-connections=-3"], names: "--max-connections")
+        try assertFlagError(base + ["--max-connections", "many"], names: "--max-connections")
+        try assertFlagError(base + ["--max-connections-per-ip", "0"], names: "--max-connections-per-ip")
         try assertFlagError(base + ["--bogus"], names: "--bogus")
         try assertFlagError(["serve", "--data", data], names: "--secret")
         try assertFlagError(["serve", "--secret", "s"], names: "--data")
@@ -117,6 +122,18 @@ final class CLITests: ServerTestCase {
         XCTAssertEqual(try client.login("r1", token: makeToken(user: "u1"), user: "u1")["ok"], true)
         XCTAssertEqual(child.stop(signal: SIGTERM), 0, "SIGTERM exits 0; stderr: \(child.stderr.text)")
         XCTAssertEqual(try client.waitForClose(), 1001, "connections are closed going-away")
+    }
+
+    func testServe_maxConnections_refusesTheUpgradeBeyondItWith503() throws {
+        let child = try startRoomd(dataDirectory: try temporaryDirectory(), extra: ["--max-connections", "2"])
+        let side = try makeClientSide()
+        let first = try side.connect(port: child.port)
+        _ = try side.connect(port: child.port)
+        guard case .refused(let status, _) = WireSocket.upgrade(port: child.port) else {
+            return XCTFail("a third upgrade must be refused")
+        }
+        XCTAssertEqual(status, 503)
+        XCTAssertTrue(try first.isOpen())
     }
 
     func testServe_stopsOnSIGTERM_evenWhenStartedWithStopSignalsBlocked() throws {

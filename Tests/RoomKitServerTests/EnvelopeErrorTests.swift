@@ -18,6 +18,36 @@ final class EnvelopeErrorTests: ServerTestCase {
         XCTAssertTrue(try client.isOpen())
     }
 
+    func testBinaryFrame_getsErrorPush1009001_andIsNotExecuted() throws {
+        // §1: one message = one text frame. Found while building
+        // HostileClientTests: a binary frame holding a request used to be
+        // executed like text.
+        let server = try startServer()
+        let (reader, _) = try server.join("r1", user: "u2")
+        let socket = try WireSocket(port: server.port)
+        socket.sendText(#"{"op":"hello","id":1}"#)
+        XCTAssertTrue(socket.readText()?.contains(#""ok":true"#) ?? false)
+        socket.sendText(#"{"op":"login","id":2,"room":"r1","token":"\#(makeToken(user: "u1"))","user":{"id":"u1"}}"#)
+        XCTAssertTrue(socket.readText()?.contains(#""session""#) ?? false)
+        socket.sendBinary(Array(#"{"op":"magix","id":3,"room":"r1","event":"e","payload":1}"#.utf8))
+        let error = try XCTUnwrap(socket.readText().flatMap { try? JSON.parse($0) })
+        XCTAssertEqual(error.op, "error")
+        XCTAssertEqual(error.code, 1_009_001)
+        XCTAssertNil(error["id"], "a binary frame is not read, so it has no id to reply to")
+        try reader.expectNothing("magix", for: 0.2)
+        socket.sendText(#"{"op":"ping","t":4}"#)
+        XCTAssertTrue(socket.readText()?.contains(#""op":"pong""#) ?? false, "the connection stays usable")
+    }
+
+    func testBinaryFrameBeforeHello_closes1002() throws {
+        let server = try startServer()
+        let socket = try WireSocket(port: server.port)
+        socket.sendBinary(Array(#"{"op":"hello","id":1}"#.utf8))
+        let (code, texts, _) = socket.readUntilClose()
+        XCTAssertEqual(code, 1002)
+        XCTAssertEqual(texts, [])
+    }
+
     func testFieldOfWrongType_replies1009001() throws {
         let server = try startServer()
         let (client, _) = try server.join("r1", user: "u1")

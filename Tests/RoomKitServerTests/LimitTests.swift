@@ -3,8 +3,9 @@ import RoomKitProtocol
 import XCTest
 
 /// PROTOCOL.md §1 server limits: request rate (1009004, close 1008) and the
-/// outbound queue (close 1013). Message size and pre-hello rules are in
-/// ConnectionTests.
+/// outbound queue (close 1013); and the connection limits of docs/PROTOCOL.md
+/// (an upgrade beyond them: HTTP 503). Message size and pre-hello rules are
+/// in ConnectionTests.
 final class LimitTests: ServerTestCase {
     /// Sends `count` cheap requests back to back; returns their ids.
     private func burst(_ client: RawClient, _ count: Int) throws -> [Int64] {
@@ -90,5 +91,84 @@ final class LimitTests: ServerTestCase {
         try writer.expectNothing(for: 0.2)
         let rooms = try server.http("GET", "/v1/admin/rooms", token: makeToken(user: "ops", role: .admin))
         XCTAssertEqual(rooms.json, [["room": "r1", "members": 2, "seq": 3]])
+    }
+
+    // MARK: Connections (docs/PROTOCOL.md "Connection limits")
+
+    /// The `/metrics` line that starts with `name` (with its labels), e.g. `roomd_connections 3`.
+    private func metric(_ server: ServerHarness, _ name: String) throws -> String? {
+        try server.http("GET", "/metrics").text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.map(String.init)
+    }
+
+    /// Waits until the server counts `count` open WebSocket connections.
+    private func waitForConnections(_ server: ServerHarness, _ count: Int, file: StaticString = #filePath,
+                                    line: UInt = #line) throws {
+        let deadline = Date().addingTimeInterval(5)
+        while try metric(server, "roomd_connections") != "roomd_connections \(count)" {
+            guard Date() < deadline else {
+                XCTFail("the server never counted \(count) connections", file: file, line: line)
+                throw TestTimeout(description: "connection count")
+            }
+            usleep(5_000)
+        }
+    }
+
+    func testUpgradeBeyondMaxConnections_isRefused503_openConnectionsKeepWorking_andAFreedSlotIsReused() throws {
+        let server = try startServer { $0.maxConnections = 3 }
+        let (member, _) = try server.join("r1", user: "u1")
+        let (other, _) = try server.join("r1", user: "u2")
+        let third = try server.connect()
+        guard case .refused(let status, let text) = WireSocket.upgrade(port: server.port) else {
+            return XCTFail("a fourth upgrade must be refused")
+        }
+        XCTAssertEqual(status, 503, text)
+        XCTAssertTrue(text.contains("try again later"), text)
+        XCTAssertEqual(try metric(server, #"roomd_connections_refused_total{limit="process"}"#),
+                       #"roomd_connections_refused_total{limit="process"} 1"#)
+        XCTAssertEqual(try server.http("GET", "/healthz").text, "ok", "plain HTTP is not counted")
+
+        // The connections already open are unaffected.
+        let seq = try XCTUnwrap(member.ok("magix", room: "r1", ["event": "e", "payload": 1]).int("seq"))
+        XCTAssertEqual(try other.waitFor("magix", room: "r1").int("seq"), seq)
+        try third.send(["op": "ping", "t": 7])
+        XCTAssertEqual(try third.waitFor("pong").int("t"), 7)
+
+        // Closing one frees its slot for the next upgrade.
+        try third.close()
+        try waitForConnections(server, 2)
+        guard case .open(let next) = WireSocket.upgrade(port: server.port) else {
+            return XCTFail("an upgrade into a freed slot must succeed")
+        }
+        next.sendText(#"{"op":"hello","id":1}"#)
+        XCTAssertTrue(next.readText()?.contains(#""ok":true"#) ?? false)
+        guard case .refused(503, _) = WireSocket.upgrade(port: server.port) else {
+            return XCTFail("full again")
+        }
+        XCTAssertTrue(try member.isOpen() && other.isOpen())
+    }
+
+    func testUpgradeBeyondMaxConnectionsPerAddress_isRefused503_whileAnotherAddressGetsIn() throws {
+        let server = try startServer { $0.maxConnectionsPerAddress = 2 }
+        let first = try server.connect()
+        _ = try server.connect()
+        guard case .refused(let status, _) = WireSocket.upgrade(port: server.port) else {
+            return XCTFail("a third upgrade from 127.0.0.1 must be refused")
+        }
+        XCTAssertEqual(status, 503)
+        // Another loopback address is another peer.
+        guard case .open(let elsewhere) = WireSocket.upgrade(port: server.port, from: "127.0.0.2") else {
+            return XCTFail("an upgrade from 127.0.0.2 must succeed")
+        }
+        elsewhere.sendText(#"{"op":"hello","id":1}"#)
+        XCTAssertTrue(elsewhere.readText()?.contains(#""ok":true"#) ?? false)
+        XCTAssertEqual(try metric(server, #"roomd_connections_refused_total{limit="address"}"#),
+                       #"roomd_connections_refused_total{limit="address"} 1"#)
+        XCTAssertEqual(try metric(server, #"roomd_connections_refused_total{limit="process"}"#),
+                       #"roomd_connections_refused_total{limit="process"} 0"#)
+        try first.close()
+        try waitForConnections(server, 2)
+        guard case .open = WireSocket.upgrade(port: server.port) else {
+            return XCTFail("127.0.0.1 has a free slot again")
+        }
     }
 }

@@ -58,7 +58,8 @@ final class EngineHarness {
         var retention: Duration = .seconds(20)
     }
 
-    init(timing: Timing = Timing()) throws {
+    /// `configure` may change the server's configuration last (limits, for example).
+    init(timing: Timing = Timing(), configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("roomkit-engine-\(UUID().uuidString)").path
         var logger = Logger(label: "test.roomd")
         logger.logLevel = .warning
@@ -70,6 +71,7 @@ final class EngineHarness {
         configuration.heartbeatTimeout = timing.heartbeatTimeout
         configuration.sessionRetention = timing.retention
         configuration.tokenExpiryNotice = .seconds(1)
+        configure(&configuration)
         let config = configuration
         let loop = serverLoop
         server = try serverLoop.runAndWait { try RoomServer(loop: loop, configuration: config, logger: logger) }

@@ -55,6 +55,30 @@ final class LifecycleTests: XCTestCase {
         try await harness.close()
     }
 
+    func testLogin_whileTheServerRefusesConnectionsAtItsLimit_keepsRetryingAndLogsInOnceASlotFrees() async throws {
+        let harness = try EngineHarness { $0.maxConnections = 1 }
+        let first = try harness.host(viaProxy: false)
+        try await first.loginRoom("lobby", user: harness.user("a"), token: harness.token("a"))
+        let events = EventRecorder()
+        let second = try harness.host(viaProxy: false, recorder: events) { $0.loginTimeout = .seconds(10) }
+        let (user, token) = (harness.user("b"), harness.token("b"))
+        let login = Task { _ = try await second.loginRoom("lobby", user: user, token: token) }
+        // The server answers each upgrade 503 (docs/PROTOCOL.md); the host backs off and tries again.
+        let port = harness.server.port
+        await eventually(5, "two refused upgrades") {
+            let (_, metrics) = http(port, "GET", "/metrics")
+            let prefix = #"roomd_connections_refused_total{limit="process"} "#
+            let line = metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }
+            return line.flatMap { Int($0.dropFirst(prefix.count)) }.map { $0 >= 2 } ?? false
+        }
+        XCTAssertEqual(events.reasons("lobby"), ["LOGINING 0"], "a refused connection is not a failed login")
+        try await first.logoutRoom("lobby")
+        try await login.value
+        XCTAssertEqual(second.room("lobby")?.phase, .connected)
+        XCTAssertEqual(events.reasons("lobby"), ["LOGINING 0", "LOGINED 0"])
+        try await harness.close()
+    }
+
     func testLogout_ofARoomNotLoggedIn_reportsLogoutFailed1002002() async throws {
         let harness = try EngineHarness()
         let events = EventRecorder()
