@@ -169,7 +169,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitServerTests",
-            dependencies: ["RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
+            dependencies: ["RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitProtocolTests",

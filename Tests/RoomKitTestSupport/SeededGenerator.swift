@@ -7,6 +7,12 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         state = seed
     }
 
+    /// An independent stream for worker `index` of a run seeded with `seed`
+    /// (each worker draws the same values however the threads interleave).
+    public init(seed: UInt64, stream index: Int) {
+        state = seed ^ (UInt64(index + 1) &* 0xD1B5_4A32_D192_ED03)
+    }
+
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state

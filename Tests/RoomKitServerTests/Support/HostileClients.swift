@@ -1,5 +1,6 @@
 import Foundation
 import RoomKitProtocol
+import RoomKitTestSupport
 
 /// The hostile clients of `HostileClientTests`, one kind per function, each
 /// run on a thread of its own against a live roomd. Each records what it

@@ -1,29 +1,6 @@
 import Foundation
 import RoomKitProtocol
-
-/// SplitMix64: a small seeded generator, so that a failing flood can be
-/// replayed from the seed it printed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    /// An independent stream for worker `index` of a run seeded with `seed`
-    /// (each worker draws the same values however the threads interleave).
-    init(seed: UInt64, stream index: Int) {
-        state = seed ^ (UInt64(index + 1) &* 0xD1B5_4A32_D192_ED03)
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import RoomKitTestSupport
 
 /// How a hostile frame was derived from a valid request.
 enum Mutation: String, CaseIterable, Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import RoomKitProtocol
+import RoomKitTestSupport
 
 /// What the hostile clients did and saw, filled in by their threads and
 /// checked by the test thread. Counters are keyed "group:detail", e.g.
