@@ -9,6 +9,8 @@ struct ServerMetrics {
     var bytesOut = 0
     var kicks = 0
     var authFailures = 0
+    /// Messages without `id` dropped unanswered by the rate limit.
+    var unsolicitedDropped = 0
     var eventsPerSecond = 0.0
     var lastRateSample: (at: Int64, events: Int) = (0, 0)
 }
@@ -207,6 +209,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         if message.isBinary {
             // §1: one message = one text frame. A binary frame is not read.
             guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
+            guard admitUnsolicited(link, now: now) else { return }
             return link.send(ServerMessage.error(ProtocolError(code: .malformed,
                                                                message: "binary frames are not accepted; send text")))
         }
@@ -215,6 +218,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             json = try JSON.parse(message.bytes)
         } catch {
             guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
+            guard admitUnsolicited(link, now: now) else { return }
             return link.send(ServerMessage.error(ProtocolError(code: .malformed, message: "not JSON: \(error)")))
         }
         let envelope: ClientEnvelope
@@ -223,7 +227,11 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             envelope = decoded
         case .failure(let failure):
             guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
-            if let id = failure.id, !admitRequest(link, id: id, now: now) { return }
+            if let id = failure.id {
+                guard admitRequest(link, id: id, now: now) else { return }
+            } else {
+                guard admitUnsolicited(link, now: now) else { return }
+            }
             return link.send(failure.response)
         }
         guard link.greeted || envelope.request.op == .hello else {
@@ -232,37 +240,43 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         if let id = envelope.id {
             guard admitRequest(link, id: id, now: now) else { return }
             handle(envelope.request, id: id, room: envelope.room, link: link, now: now)
-        } else if case .ping(let t) = envelope.request {
+        } else if admitUnsolicited(link, now: now), case .ping(let t) = envelope.request {
             link.send(ServerMessage.pong(t: t, serverTime: now))
         }
     }
 
     /// Token bucket: false when request `id` must not run, after replying
     /// 1009004, or closing 1008 once the connection has been over its limit
-    /// for the grace period.
-    ///
-    /// "Continuously over" is an episode of refusals, each less than
-    /// `refusalEpisodeGap` after the previous one. Admitted requests do not end
-    /// it: a flood keeps getting the odd request through as the bucket
-    /// trickles back, and is still over its limit.
+    /// continuously for the grace period (see `RateBucket`).
     private func admitRequest(_ link: ClientLink, id: Int64, now: Int64) -> Bool {
-        let elapsed = Double(now - link.lastRefill) / 1000
-        link.lastRefill = now
-        link.tokens = min(configuration.rateLimitBurst, link.tokens + elapsed * configuration.rateLimitPerSecond)
-        if link.tokens >= 1 {
-            link.tokens -= 1
+        switch link.requests.take(now: now, burst: configuration.rateLimitBurst, perSecond: configuration.rateLimitPerSecond,
+                                  grace: configuration.rateLimitGrace.milliseconds, episodeGap: Self.refusalEpisodeGap) {
+        case .admitted:
             return true
-        }
-        let sameEpisode = link.lastRefusalAt.map { now - $0 < Self.refusalEpisodeGap } ?? false
-        let since = sameEpisode ? link.overLimitSince ?? now : now
-        link.overLimitSince = since
-        link.lastRefusalAt = now
-        if now - since >= configuration.rateLimitGrace.milliseconds {
-            link.connection.close(code: 1008, reason: "rate limit exceeded", discardQueued: true)
-        } else {
+        case .refused:
             link.send(ServerMessage.replyError(id: id, ProtocolError(code: .rateLimited, message: "rate limited")))
+        case .overTooLong:
+            link.connection.close(code: 1008, reason: "rate limit exceeded", discardQueued: true)
         }
         return false
+    }
+
+    /// The same limit for messages that are not requests (pings, malformed
+    /// text, binary frames): false when the message must be dropped without
+    /// an answer (answering is what a flood would make the server pay for),
+    /// or after closing 1008 once continuously over for the grace period.
+    private func admitUnsolicited(_ link: ClientLink, now: Int64) -> Bool {
+        switch link.unsolicited.take(now: now, burst: configuration.rateLimitBurst, perSecond: configuration.rateLimitPerSecond,
+                                     grace: configuration.rateLimitGrace.milliseconds, episodeGap: Self.refusalEpisodeGap) {
+        case .admitted:
+            return true
+        case .refused:
+            metrics.unsolicitedDropped += 1
+            return false
+        case .overTooLong:
+            link.connection.close(code: 1008, reason: "message rate exceeded", discardQueued: true)
+            return false
+        }
     }
 
     /// A refusal this long (ms) after the previous one starts a new over-limit episode.

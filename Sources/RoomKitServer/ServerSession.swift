@@ -64,20 +64,20 @@ final class ClientLink: WebSocketDelegate {
     var lastMessageAt: Int64
     /// Room ID → session attached through this connection.
     var sessions: [String: ServerSession] = [:]
-    var tokens: Double
-    var lastRefill: Int64
-    /// When the current episode of refused requests began (see `admitRequest`).
-    var overLimitSince: Int64?
-    /// When a request last found the bucket empty.
-    var lastRefusalAt: Int64?
+    /// Requests (messages with `id`), PROTOCOL.md §1.
+    var requests: RateBucket
+    /// Everything else the client sends (pings, malformed or id-less text,
+    /// binary frames): the same numbers, so a flood that never asks for a
+    /// reply cannot bypass the limit (docs/PROTOCOL.md, "Limits").
+    var unsolicited: RateBucket
 
     init(connection: WebSocketConnection, server: RoomServer, now: Int64) {
         id = randomIdentifier("c-")
         self.connection = connection
         self.server = server
         lastMessageAt = now
-        tokens = server.configuration.rateLimitBurst
-        lastRefill = now
+        requests = RateBucket(burst: server.configuration.rateLimitBurst, now: now)
+        unsolicited = RateBucket(burst: server.configuration.rateLimitBurst, now: now)
     }
 
     func webSocket(_ connection: WebSocketConnection, didReceive message: WebSocketMessage) {

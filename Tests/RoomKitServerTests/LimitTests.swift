@@ -73,6 +73,47 @@ final class LimitTests: ServerTestCase {
         XCTAssertGreaterThan(codes.filter { $0 == 1_009_004 }.count, 100)
     }
 
+    /// Not in PROTOCOL.md §1 (which limits requests): messages without `id`
+    /// go through the same bucket, so a flood that never asks for a reply
+    /// cannot make the server answer without limit (docs/PROTOCOL.md).
+    func testFloodOfPingsAndMalformedText_isDroppedUnansweredBeyondTheBucket_thenCloses1008() throws {
+        let server = try startServer {
+            $0.rateLimitBurst = 5
+            $0.rateLimitPerSecond = 5
+        }
+        let client = try server.connect()
+        for t in 0..<20 {
+            try client.send(["op": "ping", "t": .int(Int64(t))])
+        }
+        try client.sendText("not json")
+        XCTAssertEqual(try client.waitFor("pong").int("t"), 0)
+        Thread.sleep(forTimeInterval: 0.3)
+        let pongs = try client.history().filter { $0.op == "pong" }.count
+        XCTAssertGreaterThanOrEqual(pongs, 5, "the burst is answered")
+        XCTAssertLessThanOrEqual(pongs, 7, "beyond the bucket, pings are dropped unanswered")
+        XCTAssertTrue(try client.isOpen(), "a short burst does not close")
+        // Still a request gets its own bucket.
+        XCTAssertEqual(try client.failure("logout", room: "nowhere"), 1_002_002)
+
+        Thread.sleep(forTimeInterval: 1.2)  // calm for longer than an episode gap: the flood starts a new episode
+        let start = Date()
+        var sent = 0
+        while try client.isOpen(), Date().timeIntervalSince(start) < 4 {
+            try? client.sendText(sent % 2 == 0 ? #"{"op":"ping","t":1}"# : "garbage")
+            sent += 1
+            usleep(2_000)
+        }
+        XCTAssertEqual(try client.waitForClose(timeout: 1), 1008)
+        let closedAfter = Date().timeIntervalSince(start)
+        XCTAssertGreaterThanOrEqual(closedAfter, 1.9, "closed only after about 2 s continuously over")
+        XCTAssertLessThan(closedAfter, 3.5)
+        let answered = try client.history().filter { $0.op == "pong" || $0.op == "error" }.count
+        XCTAssertLessThan(answered, sent / 4, "most of the flood went unanswered (\(answered) answers to \(sent) messages)")
+        let dropped = try server.http("GET", "/metrics").text.split(separator: "\n")
+            .first { $0.hasPrefix("roomd_unsolicited_dropped_total ") }.flatMap { Int($0.split(separator: " ")[1]) }
+        XCTAssertGreaterThan(dropped ?? 0, sent / 2, "the drops are counted in /metrics")
+    }
+
     func testSlowConsumer_overTheOutboundLimit_isClosed1013_andStaysAMember() throws {
         let server = try startServer { $0.maxOutboundBytes = 4096 }
         // Read off the wire: the loop's lws 4.1 client would report 1013 as 1002.
