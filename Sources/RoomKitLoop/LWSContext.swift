@@ -29,11 +29,23 @@ protocol LWSCallbackTarget: AnyObject {
 /// The protocol table, the C strings it points to, and the callback target
 /// stay alive until the loop has closed every handle, because lws keeps
 /// calling back (and reading the table) while it tears itself down.
+///
+/// Destruction has two stages (lws 4.1 with a foreign libuv loop):
+/// `destroy()` starts it (lws closes every connection and its uv handles,
+/// asynchronously), and once the loop has finished every close callback a
+/// second `lws_context_destroy` frees the vhosts, their TLS contexts and the
+/// context itself. Without that second call all of it leaks (lws issue 1969,
+/// and lws's own foreign-loop example calls it twice).
 final class LWSContext: @unchecked Sendable {
     // @unchecked Sendable: loop thread only; Sendable so loop tasks can capture it.
     let loop: EventLoop
     private(set) var context: OpaquePointer?
-    private let target: any LWSCallbackTarget
+    /// The owner (client or server), which holds this object in turn: the
+    /// cycle is broken in the loop finalizer, after lws's last callback.
+    private var target: (any LWSCallbackTarget)?
+    /// lws writes NULL here (`info.pcontext`) once it has freed the context,
+    /// which tells the finalizer whether the second destroy call is needed.
+    private let liveContext: UnsafeMutablePointer<OpaquePointer?>
     /// Strong references to the peers whose wsi is alive. Loop thread only.
     private var peers: [ObjectIdentifier: LWSPeer] = [:]
     private var shutdownHookID: Int?
@@ -61,6 +73,8 @@ final class LWSContext: @unchecked Sendable {
         }
         self.loop = loop
         self.target = target
+        liveContext = .allocate(capacity: 1)
+        liveContext.initialize(to: nil)
         LWSLogging.configure(logger: loop.logger)
 
         let count = options.protocols.count
@@ -90,6 +104,7 @@ final class LWSContext: @unchecked Sendable {
         info.timeout_secs = 20
         let holder = Unmanaged.passUnretained(self).toOpaque()
         info.user = holder
+        info.pcontext = liveContext
 
         let created: OpaquePointer? = withUnsafeMutablePointer(to: &info) { infoPointer in
             var loops: [UnsafeMutableRawPointer?] = [UnsafeMutableRawPointer(loop.uv)]
@@ -105,10 +120,29 @@ final class LWSContext: @unchecked Sendable {
                             detail: "libwebsockets could not create the context (see the log above)")
         }
         context = created
-        // Retain self until the loop has finished with every handle.
+        liveContext.pointee = created
+        // Retain self until the loop has finished with every handle; then
+        // finish lws's teardown and let go of the owner.
         let retained = Unmanaged.passRetained(self)
-        loop.addFinalizer { retained.release() }
+        loop.addFinalizer {
+            retained.takeUnretainedValue().finalize()
+            retained.release()
+        }
         shutdownHookID = loop.addShutdownHook { [unowned self] in destroy() }
+    }
+
+    /// The second stage of destruction, once the loop has run every close
+    /// callback: lws frees what is left (vhosts, TLS contexts, the context)
+    /// and, through `info.pcontext`, clears `liveContext`. Then the target,
+    /// which holds this object, is released. Loop thread, from a finalizer.
+    private func finalize() {
+        // `context` is nil once `destroy()` ran, which the loop's shutdown
+        // hooks guarantee before any finalizer.
+        if context == nil, let remaining = liveContext.pointee {
+            lws_context_destroy(remaining)
+        }
+        target = nil
+        peers.removeAll()
     }
 
     /// A C copy of `string` that lives as long as this context.
@@ -127,6 +161,7 @@ final class LWSContext: @unchecked Sendable {
 
     deinit {
         freeStorage()
+        liveContext.deallocate()
     }
 
     /// Destroys the lws context; lws closes every connection (each peer gets
@@ -173,6 +208,7 @@ final class LWSContext: @unchecked Sendable {
         if let opaque = lws_get_opaque_user_data(wsi) {
             peer = Unmanaged<LWSPeer>.fromOpaque(opaque).takeUnretainedValue()
         }
+        guard let target else { return lws_callback_http_dummy(wsi, reason, nil, input, length) }
         return target.lwsCallback(wsi: wsi, reason: reason, peer: peer, input: input, length: length)
     }
 }
