@@ -46,6 +46,9 @@ final class LWSContext: @unchecked Sendable {
     /// lws writes NULL here (`info.pcontext`) once it has freed the context,
     /// which tells the finalizer whether the second destroy call is needed.
     private let liveContext: UnsafeMutablePointer<OpaquePointer?>
+    /// A client context's TLS context, which we own and free after lws has
+    /// finished (see `roomkit_client_ssl_ctx_new` for why lws does not).
+    private var clientTLSContext: OpaquePointer?
     /// Strong references to the peers whose wsi is alive. Loop thread only.
     private var peers: [ObjectIdentifier: LWSPeer] = [:]
     private var shutdownHookID: Int?
@@ -64,6 +67,18 @@ final class LWSContext: @unchecked Sendable {
         var tlsCertificateFile: String?
         var tlsKeyFile: String?
         var tlsCAFile: String?
+        /// The client TLS context lws makes for a context with TLS on; we
+        /// make it instead (see `roomkit_client_ssl_ctx_new`).
+        var clientTLS: ClientTLS = .none
+    }
+
+    enum ClientTLS {
+        /// TLS off: lws makes no client TLS context.
+        case none
+        /// A client that may open `wss://` or `https://`: the OS's CAs plus `tlsCAFile`.
+        case trustStore
+        /// A TLS listener: lws wants a client context it never uses.
+        case unused
     }
 
     init(loop: EventLoop, target: any LWSCallbackTarget, options: Options) throws(LoopError) {
@@ -100,8 +115,21 @@ final class LWSContext: @unchecked Sendable {
         info.uid = -1
         info.ssl_cert_filepath = options.tlsCertificateFile.map { UnsafePointer(cString($0)) }
         info.ssl_private_key_filepath = options.tlsKeyFile.map { UnsafePointer(cString($0)) }
-        info.client_ssl_ca_filepath = options.tlsCAFile.map { UnsafePointer(cString($0)) }
         info.timeout_secs = 20
+        if options.clientTLS != .none {
+            var caLoaded: Int32 = 1
+            let trust: Int32 = options.clientTLS == .trustStore ? 1 : 0
+            guard let tls = roomkit_client_ssl_ctx_new(trust, options.tlsCAFile, &caLoaded) else {
+                freeStorage()
+                throw LoopError(code: .lws, function: "SSL_CTX_new", detail: "OpenSSL could not create a client TLS context")
+            }
+            if caLoaded == 0, let file = options.tlsCAFile {
+                // As lws itself: the client is made, and its TLS connections fail verification.
+                loop.logger.error("cannot load the CA file; TLS connections will fail verification", metadata: ["file": "\(file)"])
+            }
+            clientTLSContext = tls
+            info.provided_client_ssl_ctx = tls
+        }
         let holder = Unmanaged.passUnretained(self).toOpaque()
         info.user = holder
         info.pcontext = liveContext
@@ -116,6 +144,10 @@ final class LWSContext: @unchecked Sendable {
         }
         guard let created else {
             freeStorage()
+            if let tls = clientTLSContext {
+                clientTLSContext = nil
+                roomkit_client_ssl_ctx_free(tls)
+            }
             throw LoopError(code: .lws, function: "lws_create_context",
                             detail: "libwebsockets could not create the context (see the log above)")
         }
@@ -140,6 +172,12 @@ final class LWSContext: @unchecked Sendable {
         // hooks guarantee before any finalizer.
         if context == nil, let remaining = liveContext.pointee {
             lws_context_destroy(remaining)
+        }
+        // Ours to free once lws has freed its vhosts (each live TLS connection
+        // holds its own reference); if lws somehow did not finish, keep it.
+        if liveContext.pointee == nil, let tls = clientTLSContext {
+            clientTLSContext = nil
+            roomkit_client_ssl_ctx_free(tls)
         }
         target = nil
         peers.removeAll()
