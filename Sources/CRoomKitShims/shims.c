@@ -1,7 +1,9 @@
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "CRoomKitShims.h"
 #include <libwebsockets.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
 #include <string.h>
 
 size_t roomkit_lws_pre(void) { return LWS_PRE; }
@@ -146,4 +148,11 @@ void roomkit_lws_close_now(struct lws *wsi) {
      * the socket unusable on that path), and LWS_TO_KILL_ASYNC relies on a
      * service pass that a quiet foreign loop may never make. */
     lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
+}
+
+void roomkit_set_thread_name(const char *name) {
+    char cut[16];
+    strncpy(cut, name, sizeof cut - 1);
+    cut[sizeof cut - 1] = '\0';
+    pthread_setname_np(pthread_self(), cut);
 }

@@ -39,6 +39,10 @@ struct ssl_ctx_st;
 struct ssl_ctx_st *roomkit_client_ssl_ctx_new(int trust, const char *ca_file, int *ca_loaded);
 void roomkit_client_ssl_ctx_free(struct ssl_ctx_st *ctx);
 
+/** Names the calling thread (as `top` and debuggers show it); Linux keeps
+ *  the first 15 bytes. */
+void roomkit_set_thread_name(const char *name);
+
 /** Route lws's own log lines (ERR and WARN, plus NOTICE when verbose) to emit. */
 void roomkit_lws_set_log(int verbose, void (*emit)(int level, const char *line));
 
