@@ -145,9 +145,10 @@ public final class EventLoop: @unchecked Sendable {
         if rc == UV_EBUSY.rawValue {
             // A handle outlived everything that owns one. Our own wrappers close
             // theirs at shutdown; the one case seen is libwebsockets 4.1 leaving
-            // the uv_poll handle of a client socket the peer reset mid-connect.
-            // Every lws context is destroyed by now, so nothing will use it:
-            // name it, close it (its memory stays with its owner), and finish.
+            // the uv_poll handle of a socket the peer reset mid-connect (its
+            // wsi is freed, the handle never closed). Every lws context is
+            // destroyed by now, so nothing will use it: name it, close it, and
+            // free what lws abandoned (see `closeStragglers`), then finish.
             logOpenHandles()
             closeStragglers()
             uv_run(uv, UV_RUN_DEFAULT)
@@ -160,7 +161,14 @@ public final class EventLoop: @unchecked Sendable {
     private func closeStragglers() {
         uv_walk(uv, { handle, _ in
             guard let handle, uv_is_closing(handle) == 0 else { return }
-            uv_close(handle, nil)
+            if handle.pointee.type == UV_POLL {
+                // We make no uv_poll handles; lws allocates one per socket with
+                // malloc (lws_malloc) and would free it in its close callback.
+                // Its wsi is gone, so free it here once libuv is done with it.
+                uv_close(handle) { closed in free(closed) }
+            } else {
+                uv_close(handle, nil)
+            }
         }, nil)
     }
 
