@@ -34,7 +34,7 @@ final class PluginDispatchTests: XCTestCase {
 
         // error-log: the failed automatic token renewal is a throwError, logged as a JSON line.
         await eventually(4, "error logged") {
-            (try? String(contentsOfFile: errorFile, encoding: .utf8))?.contains("\"domain\":\"token\"") == true
+            fileText(errorFile)?.contains("\"domain\":\"token\"") == true
         }
         let line = try String(contentsOfFile: errorFile, encoding: .utf8).split(separator: "\n").first.map(String.init) ?? ""
         XCTAssertNotNil(try? JSON.parse(line)["code"]?.int64Value)
