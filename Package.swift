@@ -50,7 +50,9 @@ let package = Package(
             name: "COpenSSLCrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
         // Small C helpers for what Swift cannot import (macros, varargs).
-        .target(name: "CRoomKitShims", dependencies: ["CLibUV", "CLibWebSockets"]),
+        .target(name: "CRoomKitShims", dependencies: ["CLibUV", "CLibWebSockets"],
+                // The client TLS context (shims.c) is made with OpenSSL directly.
+                linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
 
         // MARK: The loop layer: the only Swift module that touches libuv/lws.
         .target(

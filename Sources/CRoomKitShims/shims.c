@@ -1,5 +1,9 @@
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "CRoomKitShims.h"
 #include <libwebsockets.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
 #include <string.h>
 
 size_t roomkit_lws_pre(void) { return LWS_PRE; }
@@ -14,6 +18,35 @@ uint64_t roomkit_lws_options_server(int tls) {
     if (tls)
         o |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
     return o;
+}
+
+struct ssl_ctx_st *roomkit_client_ssl_ctx_new(int trust, const char *ca_file, int *ca_loaded) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (ca_loaded)
+        *ca_loaded = 1;
+    if (!ctx)
+        return NULL;
+    /* What lws_tls_client_create_vhost_context (lws 4.1, OpenSSL) applies;
+     * per connection lws still sets peer verification, the host name check,
+     * SNI and ALPN itself. */
+#ifdef SSL_OP_NO_COMPRESSION
+    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION);
+#endif
+    SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+    if (!trust)
+        return ctx;
+    SSL_CTX_set_default_verify_paths(ctx);
+    if (ca_file && !SSL_CTX_load_verify_locations(ctx, ca_file, NULL)) {
+        ERR_clear_error();
+        if (ca_loaded)
+            *ca_loaded = 0;
+    }
+    return ctx;
+}
+
+void roomkit_client_ssl_ctx_free(struct ssl_ctx_st *ctx) {
+    SSL_CTX_free(ctx);
 }
 
 static void (*roomkit_log_emit)(int, const char *);
@@ -115,4 +148,11 @@ void roomkit_lws_close_now(struct lws *wsi) {
      * the socket unusable on that path), and LWS_TO_KILL_ASYNC relies on a
      * service pass that a quiet foreign loop may never make. */
     lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
+}
+
+void roomkit_set_thread_name(const char *name) {
+    char cut[16];
+    strncpy(cut, name, sizeof cut - 1);
+    cut[sizeof cut - 1] = '\0';
+    pthread_setname_np(pthread_self(), cut);
 }

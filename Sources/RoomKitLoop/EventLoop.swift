@@ -1,4 +1,5 @@
 import CLibUV
+import CRoomKitShims
 import Foundation
 import Logging
 import Synchronization
@@ -16,7 +17,8 @@ import Synchronization
 /// the process exits. Shutdown runs the registered shutdown hooks (which
 /// close transports), closes every handle this module created, lets libuv
 /// finish their close callbacks, and returns only after `uv_loop_close`
-/// returned 0.
+/// returned 0 and the loop thread has exited (its thread-local state, such
+/// as OpenSSL's, is freed by then).
 public final class EventLoop: @unchecked Sendable {
     // @unchecked Sendable: the mutable fields are either protected by
     // `door` (a LockedValue) or touched on the loop thread only (marked below).
@@ -38,6 +40,8 @@ public final class EventLoop: @unchecked Sendable {
     private let door = LockedValue(Door())
 
     private let threadIdentity = LockedValue<pthread_t?>(nil)
+    /// The loop thread, joined by the first `shutdown()`. Written once, in init.
+    private var thread = pthread_t()
     private let finished = DispatchSemaphore(value: 0)
     /// Result of `uv_loop_close`, written by the loop thread before it exits.
     private let closeResult = LockedValue<Int32>(0)
@@ -78,15 +82,44 @@ public final class EventLoop: @unchecked Sendable {
         uv.pointee.data = Unmanaged.passUnretained(self).toOpaque()
 
         let started = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
+        // A joinable pthread rather than a Foundation Thread, so shutdown()
+        // can wait until the thread is gone, thread-local destructors included.
+        let body = ThreadBody { [self, name] in
+            roomkit_set_thread_name(name)
             threadIdentity.withLock { $0 = pthread_self() }
             started.signal()
             run()
         }
-        thread.name = name
-        thread.stackSize = 8 << 20
-        thread.start()
+        let argument = Unmanaged.passRetained(body).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setstacksize(&attributes, 8 << 20)
+        var created = pthread_t()
+        let rc = pthread_create(&created, &attributes, { argument in
+            Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue().run()
+            return nil
+        }, argument)
+        if rc != 0 {
+            Unmanaged<ThreadBody>.fromOpaque(argument).release()
+            wakeup.pointee.data = nil
+            uv_close(UnsafeMutableRawPointer(wakeup).assumingMemoryBound(to: uv_handle_t.self)) { handle in
+                handle?.deallocate()
+            }
+            uv_run(uv, UV_RUN_DEFAULT)
+            uv_loop_close(uv)
+            uv.deallocate()
+            throw LoopError(code: .uv, function: "pthread_create", errno: rc,
+                            detail: String(cString: strerror(rc)))
+        }
+        thread = created
         started.wait()
+    }
+
+    /// The loop thread's entry point, retained until the thread runs it.
+    private final class ThreadBody {
+        let run: () -> Void
+        init(_ run: @escaping () -> Void) { self.run = run }
     }
 
     private static func initWakeup(_ uv: UnsafeMutablePointer<uv_loop_t>,
@@ -112,9 +145,10 @@ public final class EventLoop: @unchecked Sendable {
         if rc == UV_EBUSY.rawValue {
             // A handle outlived everything that owns one. Our own wrappers close
             // theirs at shutdown; the one case seen is libwebsockets 4.1 leaving
-            // the uv_poll handle of a client socket the peer reset mid-connect.
-            // Every lws context is destroyed by now, so nothing will use it:
-            // name it, close it (its memory stays with its owner), and finish.
+            // the uv_poll handle of a socket the peer reset mid-connect (its
+            // wsi is freed, the handle never closed). Every lws context is
+            // destroyed by now, so nothing will use it: name it, close it, and
+            // free what lws abandoned (see `closeStragglers`), then finish.
             logOpenHandles()
             closeStragglers()
             uv_run(uv, UV_RUN_DEFAULT)
@@ -127,7 +161,14 @@ public final class EventLoop: @unchecked Sendable {
     private func closeStragglers() {
         uv_walk(uv, { handle, _ in
             guard let handle, uv_is_closing(handle) == 0 else { return }
-            uv_close(handle, nil)
+            if handle.pointee.type == UV_POLL {
+                // We make no uv_poll handles; lws allocates one per socket with
+                // malloc (lws_malloc) and would free it in its close callback.
+                // Its wsi is gone, so free it here once libuv is done with it.
+                uv_close(handle) { closed in free(closed) }
+            } else {
+                uv_close(handle, nil)
+            }
         }, nil)
     }
 
@@ -264,6 +305,7 @@ public final class EventLoop: @unchecked Sendable {
             let accepted = execute { [self] in beginShutdown() }
             precondition(accepted, "loop door closed before shutdown")
             finished.wait()
+            pthread_join(thread, nil)
             uv.deallocate()
         }
         let rc = closeResult.withLock { $0 }

@@ -35,7 +35,8 @@ public final class HTTPClient: LWSCallbackTarget, @unchecked Sendable {
         context = try LWSContext(loop: loop, target: self, options: .init(
             options: roomkit_lws_options_client(),
             protocols: [.init(name: Self.protocolName, rxBufferSize: 0)],
-            tlsCAFile: configuration.tlsCAFile))
+            tlsCAFile: configuration.tlsCAFile,
+            clientTLS: .trustStore))
         // Registered after the context's own hook, so it runs first (reverse order).
         shutdownHookID = loop.addShutdownHook { [weak self] in self?.failAll(.shutdown, "the loop is shutting down") }
     }

@@ -29,11 +29,26 @@ protocol LWSCallbackTarget: AnyObject {
 /// The protocol table, the C strings it points to, and the callback target
 /// stay alive until the loop has closed every handle, because lws keeps
 /// calling back (and reading the table) while it tears itself down.
+///
+/// Destruction has two stages (lws 4.1 with a foreign libuv loop):
+/// `destroy()` starts it (lws closes every connection and its uv handles,
+/// asynchronously), and once the loop has finished every close callback a
+/// second `lws_context_destroy` frees the vhosts, their TLS contexts and the
+/// context itself. Without that second call all of it leaks (lws issue 1969,
+/// and lws's own foreign-loop example calls it twice).
 final class LWSContext: @unchecked Sendable {
     // @unchecked Sendable: loop thread only; Sendable so loop tasks can capture it.
     let loop: EventLoop
     private(set) var context: OpaquePointer?
-    private let target: any LWSCallbackTarget
+    /// The owner (client or server), which holds this object in turn: the
+    /// cycle is broken in the loop finalizer, after lws's last callback.
+    private var target: (any LWSCallbackTarget)?
+    /// lws writes NULL here (`info.pcontext`) once it has freed the context,
+    /// which tells the finalizer whether the second destroy call is needed.
+    private let liveContext: UnsafeMutablePointer<OpaquePointer?>
+    /// A client context's TLS context, which we own and free after lws has
+    /// finished (see `roomkit_client_ssl_ctx_new` for why lws does not).
+    private var clientTLSContext: OpaquePointer?
     /// Strong references to the peers whose wsi is alive. Loop thread only.
     private var peers: [ObjectIdentifier: LWSPeer] = [:]
     private var shutdownHookID: Int?
@@ -52,6 +67,18 @@ final class LWSContext: @unchecked Sendable {
         var tlsCertificateFile: String?
         var tlsKeyFile: String?
         var tlsCAFile: String?
+        /// The client TLS context lws makes for a context with TLS on; we
+        /// make it instead (see `roomkit_client_ssl_ctx_new`).
+        var clientTLS: ClientTLS = .none
+    }
+
+    enum ClientTLS {
+        /// TLS off: lws makes no client TLS context.
+        case none
+        /// A client that may open `wss://` or `https://`: the OS's CAs plus `tlsCAFile`.
+        case trustStore
+        /// A TLS listener: lws wants a client context it never uses.
+        case unused
     }
 
     init(loop: EventLoop, target: any LWSCallbackTarget, options: Options) throws(LoopError) {
@@ -61,6 +88,8 @@ final class LWSContext: @unchecked Sendable {
         }
         self.loop = loop
         self.target = target
+        liveContext = .allocate(capacity: 1)
+        liveContext.initialize(to: nil)
         LWSLogging.configure(logger: loop.logger)
 
         let count = options.protocols.count
@@ -86,10 +115,24 @@ final class LWSContext: @unchecked Sendable {
         info.uid = -1
         info.ssl_cert_filepath = options.tlsCertificateFile.map { UnsafePointer(cString($0)) }
         info.ssl_private_key_filepath = options.tlsKeyFile.map { UnsafePointer(cString($0)) }
-        info.client_ssl_ca_filepath = options.tlsCAFile.map { UnsafePointer(cString($0)) }
         info.timeout_secs = 20
+        if options.clientTLS != .none {
+            var caLoaded: Int32 = 1
+            let trust: Int32 = options.clientTLS == .trustStore ? 1 : 0
+            guard let tls = roomkit_client_ssl_ctx_new(trust, options.tlsCAFile, &caLoaded) else {
+                freeStorage()
+                throw LoopError(code: .lws, function: "SSL_CTX_new", detail: "OpenSSL could not create a client TLS context")
+            }
+            if caLoaded == 0, let file = options.tlsCAFile {
+                // As lws itself: the client is made, and its TLS connections fail verification.
+                loop.logger.error("cannot load the CA file; TLS connections will fail verification", metadata: ["file": "\(file)"])
+            }
+            clientTLSContext = tls
+            info.provided_client_ssl_ctx = tls
+        }
         let holder = Unmanaged.passUnretained(self).toOpaque()
         info.user = holder
+        info.pcontext = liveContext
 
         let created: OpaquePointer? = withUnsafeMutablePointer(to: &info) { infoPointer in
             var loops: [UnsafeMutableRawPointer?] = [UnsafeMutableRawPointer(loop.uv)]
@@ -101,14 +144,43 @@ final class LWSContext: @unchecked Sendable {
         }
         guard let created else {
             freeStorage()
+            if let tls = clientTLSContext {
+                clientTLSContext = nil
+                roomkit_client_ssl_ctx_free(tls)
+            }
             throw LoopError(code: .lws, function: "lws_create_context",
                             detail: "libwebsockets could not create the context (see the log above)")
         }
         context = created
-        // Retain self until the loop has finished with every handle.
+        liveContext.pointee = created
+        // Retain self until the loop has finished with every handle; then
+        // finish lws's teardown and let go of the owner.
         let retained = Unmanaged.passRetained(self)
-        loop.addFinalizer { retained.release() }
+        loop.addFinalizer {
+            retained.takeUnretainedValue().finalize()
+            retained.release()
+        }
         shutdownHookID = loop.addShutdownHook { [unowned self] in destroy() }
+    }
+
+    /// The second stage of destruction, once the loop has run every close
+    /// callback: lws frees what is left (vhosts, TLS contexts, the context)
+    /// and, through `info.pcontext`, clears `liveContext`. Then the target,
+    /// which holds this object, is released. Loop thread, from a finalizer.
+    private func finalize() {
+        // `context` is nil once `destroy()` ran, which the loop's shutdown
+        // hooks guarantee before any finalizer.
+        if context == nil, let remaining = liveContext.pointee {
+            lws_context_destroy(remaining)
+        }
+        // Ours to free once lws has freed its vhosts (each live TLS connection
+        // holds its own reference); if lws somehow did not finish, keep it.
+        if liveContext.pointee == nil, let tls = clientTLSContext {
+            clientTLSContext = nil
+            roomkit_client_ssl_ctx_free(tls)
+        }
+        target = nil
+        peers.removeAll()
     }
 
     /// A C copy of `string` that lives as long as this context.
@@ -127,6 +199,7 @@ final class LWSContext: @unchecked Sendable {
 
     deinit {
         freeStorage()
+        liveContext.deallocate()
     }
 
     /// Destroys the lws context; lws closes every connection (each peer gets
@@ -173,6 +246,7 @@ final class LWSContext: @unchecked Sendable {
         if let opaque = lws_get_opaque_user_data(wsi) {
             peer = Unmanaged<LWSPeer>.fromOpaque(opaque).takeUnretainedValue()
         }
+        guard let target else { return lws_callback_http_dummy(wsi, reason, nil, input, length) }
         return target.lwsCallback(wsi: wsi, reason: reason, peer: peer, input: input, length: length)
     }
 }

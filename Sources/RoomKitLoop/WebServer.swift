@@ -92,7 +92,8 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
             options: roomkit_lws_options_server(tls ? 1 : 0),
             protocols: protocols,
             tlsCertificateFile: configuration.tlsCertificateFile,
-            tlsKeyFile: configuration.tlsKeyFile))
+            tlsKeyFile: configuration.tlsKeyFile,
+            clientTLS: tls ? .unused : .none))
         self.context = context
         guard let lwsContext = context.context, let vhost = lws_get_vhost_by_name(lwsContext, "default") else {
             context.destroy()

@@ -82,7 +82,8 @@ public final class WebSocketClient: LWSCallbackTarget, @unchecked Sendable {
         context = try LWSContext(loop: loop, target: self, options: .init(
             options: roomkit_lws_options_client(),
             protocols: [.init(name: "roomkit-client", rxBufferSize: 65536)],
-            tlsCAFile: configuration.tlsCAFile))
+            tlsCAFile: configuration.tlsCAFile,
+            clientTLS: .trustStore))
     }
 
     /// Number of connections that are open or opening.

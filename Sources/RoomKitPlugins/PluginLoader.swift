@@ -1,5 +1,6 @@
 import CRoomKitPluginABI
 import Foundation
+import RoomKitLoop
 
 /// Why a plugin could not be loaded: one case per stage, each with a message
 /// that names the manifest entry.
@@ -46,6 +47,7 @@ enum PluginLoader {
             throw PluginLoadError(plugin: spec.name, stage: .entryRefused,
                                   message: "\(where_): the entry refused host ABI \(ROOMKIT_PLUGIN_ABI_MAJOR).\(ROOMKIT_PLUGIN_ABI_MINOR)")
         }
+        keepForProcessLifetime(descriptor)
         let header = descriptor.pointee
         let minimum = MemoryLayout<roomkit_plugin>.offset(of: \roomkit_plugin.on_player_event)! + MemoryLayout<UnsafeRawPointer>.size
         guard header.abi_major == UInt16(ROOMKIT_PLUGIN_ABI_MAJOR), header.abi_minor <= UInt16(ROOMKIT_PLUGIN_ABI_MINOR),
@@ -67,6 +69,18 @@ enum PluginLoader {
             }
         }
         return MappedPlugin(spec: spec, descriptor: descriptor, mappedPath: file)
+    }
+
+    /// Plugin memory that lives as long as the process, like the libraries
+    /// (never dlclosed): every descriptor an entry hands out (the Swift SDK
+    /// allocates one per load, with the plugin instance behind it) and every
+    /// function table handed to a plugin, which may keep it. Never freed; held
+    /// here so it stays reachable (LeakSanitizer reports memory that nothing
+    /// points to as leaked).
+    private static let processLifetime = LockedValue<[UnsafeRawPointer]>([])
+
+    static func keepForProcessLifetime(_ pointer: UnsafeRawPointer) {
+        processLifetime.withLock { $0.append(pointer) }
     }
 
     /// A private copy of `library`, so a changed file can be mapped beside

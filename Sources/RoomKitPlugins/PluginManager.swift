@@ -47,7 +47,9 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
         self.host = host
         self.logger = logger
         listener = onStatus
-        host.commonCallbacks = self
+        // Through a forwarder that does not own the manager: the manager owns
+        // the host, so the host holding it strongly would be a cycle.
+        host.commonCallbacks = CommonCallbacksForwarder(self)
         host.addObserver { [weak self] event in self?.dispatch(event) }
     }
 
@@ -292,5 +294,22 @@ enum Glob {
     static func matches(_ pattern: String, _ text: String) -> Bool {
         // "*" (the default) matches every room: skip fnmatch on the per-event path.
         pattern == "*" || fnmatch(pattern, text, 0) == 0
+    }
+}
+
+/// The host's common callbacks, forwarded to a `PluginManager` it does not own.
+private final class CommonCallbacksForwarder: CommonCallbacks, @unchecked Sendable {
+    // @unchecked Sendable: `manager` is set once, in init; weak loads are atomic.
+    private weak var manager: PluginManager?
+
+    init(_ manager: PluginManager) { self.manager = manager }
+
+    func throwError(domain: String, code: ErrorCode, message: String) {
+        manager?.throwError(domain: domain, code: code, message: message)
+    }
+
+    func urlInterrupter(_ url: String) async -> String {
+        guard let manager else { return url }
+        return await manager.urlInterrupter(url)
     }
 }

@@ -64,6 +64,8 @@ final class PluginRuntime: @unchecked Sendable {
         table = .allocate(capacity: 1)
         table.initialize(to: Self.makeTable())
         table.pointee.context = Unmanaged.passUnretained(self).toOpaque()
+        // The plugin may keep the table for as long as its library is mapped.
+        PluginLoader.keepForProcessLifetime(UnsafeRawPointer(table))
     }
 
     var isActive: Bool { state.withLock { $0.status == .loaded } }

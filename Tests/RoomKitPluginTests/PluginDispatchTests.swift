@@ -34,7 +34,7 @@ final class PluginDispatchTests: XCTestCase {
 
         // error-log: the failed automatic token renewal is a throwError, logged as a JSON line.
         await eventually(4, "error logged") {
-            (try? String(contentsOfFile: errorFile, encoding: .utf8))?.contains("\"domain\":\"token\"") == true
+            fileText(errorFile)?.contains("\"domain\":\"token\"") == true
         }
         let line = try String(contentsOfFile: errorFile, encoding: .utf8).split(separator: "\n").first.map(String.init) ?? ""
         XCTAssertNotNil(try? JSON.parse(line)["code"]?.int64Value)
@@ -89,7 +89,10 @@ final class PluginDispatchTests: XCTestCase {
         XCTAssertEqual(url, "http://keep/me", "a timed-out step leaves its input unchanged")
         XCTAssertLessThan(Date().timeIntervalSince(started), 2, "the room did not wait for the plugin")
         await eventually(5, "quarantined") { harness.manager.reports.first?.status == .quarantined }
-        XCTAssertTrue(harness.statuses.all.contains { $0.hasPrefix("hanging quarantined: 3 failures in a row") }, "\(harness.statuses.all)")
+        // The status line is written just after the status changes (outside its lock): wait for it too.
+        await eventually(2, "quarantine reported") {
+            harness.statuses.all.contains { $0.hasPrefix("hanging quarantined: 3 failures in a row") }
+        }
         // The rooms keep serving and lose nothing.
         let inbox = MagixInbox()
         let listener = botRoom.addMagixEventListener("chat") { inbox.add($0) }

@@ -12,3 +12,14 @@ public func eventually(_ timeout: TimeInterval = 10, file: StaticString = #fileP
     }
     XCTFail("\(what) not met within \(timeout) s", file: file, line: line)
 }
+
+/// The text of the file at `path` (nil if it cannot be read), for tests that
+/// poll a file another component writes. An empty file reads as "" without
+/// going through Foundation: on Linux, FoundationEssentials' reader leaks its
+/// 4 KiB buffer for every empty file it reads (LeakSanitizer reports it).
+public func fileText(_ path: String) -> String? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    if info.st_size == 0 { return "" }
+    return try? String(contentsOfFile: path, encoding: .utf8)
+}

@@ -4,7 +4,8 @@
  * What Swift cannot import cleanly from libwebsockets: expression macros
  * (LWS_PRE, option bits), the varargs logging macros, header-token enums
  * whose numbering depends on lws's build flags, and the pointer-to-pointer
- * HTTP header writers. Each function is a thin wrapper; none allocates.
+ * HTTP header writers. Each function is a thin wrapper; none allocates,
+ * except the client TLS context (owned by the caller, see below).
  *
  * Threading: like lws itself, every function that takes a wsi must be
  * called on the thread that services that wsi's context (the event loop).
@@ -20,6 +21,27 @@ size_t roomkit_lws_pre(void);
 /** Context option bits (LWS_SERVER_OPTION_*), combined for our two uses. */
 uint64_t roomkit_lws_options_client(void);
 uint64_t roomkit_lws_options_server(int tls);
+
+struct ssl_ctx_st;
+
+/** The client TLS context of an lws context that has TLS on, made as lws 4.1
+ *  makes its own (TLS client method, no compression; with `trust` the OS's
+ *  CA certificates plus `ca_file` when given; without, no trust store, for
+ *  listeners, which never connect out but get a client context all the same).
+ *  The caller owns it: it goes in `provided_client_ssl_ctx` and is freed
+ *  with roomkit_client_ssl_ctx_free once the lws context is destroyed.
+ *  Why we own it: lws 4.1 finds its own client SSL_CTX again at destroy time
+ *  through an OpenSSL ex-data index that every new context re-allocates, so
+ *  a context destroyed after another one was created never frees it (the
+ *  SSL_CTX and its CA store, ~680 KB, leak). Sets *ca_loaded to 0 when
+ *  `ca_file` could not be loaded (as with lws, the context is still returned
+ *  and verification then fails). NULL on failure. */
+struct ssl_ctx_st *roomkit_client_ssl_ctx_new(int trust, const char *ca_file, int *ca_loaded);
+void roomkit_client_ssl_ctx_free(struct ssl_ctx_st *ctx);
+
+/** Names the calling thread (as `top` and debuggers show it); Linux keeps
+ *  the first 15 bytes. */
+void roomkit_set_thread_name(const char *name);
 
 /** Route lws's own log lines (ERR and WARN, plus NOTICE when verbose) to emit. */
 void roomkit_lws_set_log(int verbose, void (*emit)(int level, const char *line));
