@@ -25,14 +25,14 @@ final class BotTokenHygieneTests: XCTestCase {
         }
         let eventsPath = harness.directory + "/events.ndjson"
         await eventually(10, "lobby LOGINED and denied LOGIN_FAILED in the event log") {
-            let log = (try? String(contentsOfFile: eventsPath, encoding: .utf8)) ?? ""
+            let log = fileText(eventsPath) ?? ""
             return log.contains(#""reason":"LOGINED""#) && log.contains(#""reason":"LOGIN_FAILED""#)
         }
         bot.signal(SIGTERM)
         let (status, standardOutput, standardError) = bot.finish()
         XCTAssertEqual(status, 0)
         output += standardOutput + standardError
-        let events = try String(contentsOfFile: eventsPath, encoding: .utf8)
+        let events = fileText(eventsPath) ?? ""
         for (name, text) in [("output", output), ("event log", events)] {
             XCTAssertFalse(text.isEmpty, "\(name) is empty")
             XCTAssertNil(text.range(of: #"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}"#, options: .regularExpression),

@@ -36,7 +36,7 @@ public final class RoomdProcess {
     /// Everything roomd wrote (stdout and stderr, all runs), kept next to
     /// its data directory so a chatty roomd never blocks on a full pipe.
     public var logPath: String { dataDirectory + ".log" }
-    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    public var log: String { fileText(logPath) ?? "" }
 
     /// Starts (or restarts, keeping the data) and waits for `listening on`.
     public func start() throws {
