@@ -175,9 +175,9 @@ extension RoomServer {
             # TYPE roomd_connections_refused_total counter
             roomd_connections_refused_total{limit="process"} \(web?.refusedAtConnectionLimit ?? 0)
             roomd_connections_refused_total{limit="address"} \(web?.refusedAtAddressLimit ?? 0)
-            # HELP roomd_unsolicited_dropped_total Messages without id (pings, malformed) dropped unanswered by the rate limit.
-            # TYPE roomd_unsolicited_dropped_total counter
-            roomd_unsolicited_dropped_total \(metrics.unsolicitedDropped)
+            # HELP roomd_unsolicited_over_limit_total Messages without id (pings, malformed, binary) that arrived over the rate limit.
+            # TYPE roomd_unsolicited_over_limit_total counter
+            roomd_unsolicited_over_limit_total \(metrics.unsolicitedOverLimit)
             # HELP roomd_rooms Rooms known to the server.
             # TYPE roomd_rooms gauge
             roomd_rooms \(rooms.count)

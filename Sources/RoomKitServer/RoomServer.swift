@@ -9,8 +9,8 @@ struct ServerMetrics {
     var bytesOut = 0
     var kicks = 0
     var authFailures = 0
-    /// Messages without `id` dropped unanswered by the rate limit.
-    var unsolicitedDropped = 0
+    /// Messages without `id` that arrived over the rate limit.
+    var unsolicitedOverLimit = 0
     var eventsPerSecond = 0.0
     var lastRateSample: (at: Int64, events: Int) = (0, 0)
 }
@@ -262,17 +262,18 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     }
 
     /// The same limit for messages that are not requests (pings, malformed
-    /// text, binary frames): false when the message must be dropped without
-    /// an answer (answering is what a flood would make the server pay for),
-    /// or after closing 1008 once continuously over for the grace period.
+    /// text, binary frames). Each is still answered as §2 says (they have no
+    /// `id` to refuse), but a connection continuously over the limit for the
+    /// grace period is closed 1008, so a flood that never asks for a reply
+    /// cannot keep the server answering. False after closing.
     private func admitUnsolicited(_ link: ClientLink, now: Int64) -> Bool {
         switch link.unsolicited.take(now: now, burst: configuration.rateLimitBurst, perSecond: configuration.rateLimitPerSecond,
                                      grace: configuration.rateLimitGrace.milliseconds, episodeGap: Self.refusalEpisodeGap) {
         case .admitted:
             return true
         case .refused:
-            metrics.unsolicitedDropped += 1
-            return false
+            metrics.unsolicitedOverLimit += 1
+            return true
         case .overTooLong:
             link.connection.close(code: 1008, reason: "message rate exceeded", discardQueued: true)
             return false

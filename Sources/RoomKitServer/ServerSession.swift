@@ -68,7 +68,7 @@ final class ClientLink: WebSocketDelegate {
     var requests: RateBucket
     /// Everything else the client sends (pings, malformed or id-less text,
     /// binary frames): the same numbers, so a flood that never asks for a
-    /// reply cannot bypass the limit (docs/PROTOCOL.md, "Limits").
+    /// reply is closed 1008 like a request flood (docs/PROTOCOL.md).
     var unsolicited: RateBucket
 
     init(connection: WebSocketConnection, server: RoomServer, now: Int64) {

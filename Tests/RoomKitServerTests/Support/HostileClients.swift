@@ -199,6 +199,7 @@ enum HostileClients {
         let start = Date()
         var sent = 0
         var rateLimited = 0
+        var answers = 0
         var closeCode: UInt16?
         while !session.socket.isClosed && Date().timeIntervalSince(start) < 10 {
             let due = Int(Date().timeIntervalSince(start) * rate)
@@ -209,6 +210,7 @@ enum HostileClients {
             for frame in session.socket.readAvailable(waitMilliseconds: 2) {
                 switch frame {
                 case .text(let text):
+                    answers += 1
                     if let reply = try? JSON.parse(text), reply.code == 1_009_004 { rateLimited += 1 }
                 case .close(let code): closeCode = code
                 default: break
@@ -217,7 +219,15 @@ enum HostileClients {
         }
         tally.sent(sent)
         tally.answered("reply 1009004", rateLimited)
-        if rateLimited == 0 || closeCode != 1008 {
+        // A token bucket admits everything that arrives no faster than it
+        // refills. Under a sanitizer roomd can be too slow to read a flood
+        // that fast (about 180 requests/s seen under ThreadSanitizer), so
+        // the limit is then not reached: reported, and checked only when
+        // not instrumented.
+        let answeredPerSecond = Double(answers) / max(Date().timeIntervalSince(start), 0.001)
+        if rateLimited == 0 && closeCode == nil && runningUnderSanitizer && answeredPerSecond < Double(target.rateLimitPerSecond) {
+            tally.count("flood:limit not reached (instrumented roomd answered \(Int(answeredPerSecond))/s)")
+        } else if rateLimited == 0 || closeCode != 1008 {
             tally.problem("\(who): \(sent) requests: \(rateLimited) replies 1009004, close \(String(describing: closeCode))")
         } else {
             tally.closed(1008)

@@ -40,8 +40,14 @@ struct HostileTarget: Sendable {
     let port: Int
     let maxMessageBytes: Int
     let rateLimitBurst: Int
+    let rateLimitPerSecond: Int
     let maxConnections: Int
 }
+
+/// True when this test process runs under ThreadSanitizer or
+/// AddressSanitizer (and so, in `make check-sanitizers`, do the roomd
+/// processes it spawns): some rates a flood relies on are then out of reach.
+let runningUnderSanitizer: Bool = dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil
 
 /// One hostile connection's life on a test thread: opens (retrying while
 /// the server answers 503 at its connection limit), says hello, and reads
