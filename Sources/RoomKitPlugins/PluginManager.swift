@@ -42,6 +42,10 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
     private var turnBatch: [(runtime: PluginRuntime, calls: [@Sendable () -> Void])] = []
 
     /// `onStatus` is called for every plugin status change (event log `plugin` lines).
+    ///
+    /// The manager owns its host, not the other way round: keep a reference
+    /// to the manager for as long as its plugins should see events and
+    /// rewrite URLs (a dropped manager's plugins simply stop being called).
     public init(host: RoomHost, logger: Logger = Logger(label: "roomkit.plugins"),
                 onStatus: @escaping @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void = { _, _, _ in }) {
         self.host = host
