@@ -61,7 +61,13 @@ final class RoomStore {
     private let db: SQLiteDatabase
     let directory: String
 
-    init(directory: String, synchronous: Synchronous = .normal) throws(StorageError) {
+    private let checkpointer: WALCheckpointer
+
+    /// Checkpoint failures so far (each is retried).
+    var checkpointFailures: Int { checkpointer.failures }
+
+    init(directory: String, synchronous: Synchronous = .normal,
+         checkpointInterval: Duration = .milliseconds(100)) throws(StorageError) {
         self.directory = directory
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -74,6 +80,11 @@ final class RoomStore {
             throw StorageError(code: -1, context: "PRAGMA journal_mode=WAL", message: "database refused WAL (got \(mode ?? "nil"))")
         }
         try db.execute("PRAGMA synchronous=\(synchronous.rawValue)")
+        // Checkpoints run on their own thread (WALCheckpointer), never inside
+        // a commit on the loop; the WAL file is cut back to 64 MiB after each
+        // reset so a burst does not leave a huge file behind.
+        try db.execute("PRAGMA wal_autocheckpoint=0")
+        try db.execute("PRAGMA journal_size_limit=\(64 << 20)")
         try db.execute("""
             CREATE TABLE IF NOT EXISTS rooms(
                 room TEXT PRIMARY KEY, created INTEGER NOT NULL, seq INTEGER NOT NULL);
@@ -91,9 +102,18 @@ final class RoomStore {
                 token_exp INTEGER NOT NULL, detached_at INTEGER, visible INTEGER NOT NULL,
                 ended_code INTEGER);
             """)
+        checkpointer = try WALCheckpointer(path: db.path, interval: checkpointInterval)
+        checkpointer.start()
     }
 
+    deinit {
+        close()
+    }
+
+    /// Stops the checkpoint thread, then closes the database (SQLite
+    /// checkpoints what is left as the last connection closes). Idempotent.
     func close() {
+        checkpointer.stop()
         db.close()
     }
 
