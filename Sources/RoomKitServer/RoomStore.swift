@@ -49,7 +49,8 @@ struct StoredRoom: Sendable {
 ///
 /// `synchronous`: `NORMAL` (default) survives a process crash (`kill -9`)
 /// without losing a committed transaction; `FULL` also survives power loss,
-/// at the cost of an fsync per commit. See docs/DURABILITY.md.
+/// at the cost of an fsync per commit. Checkpoints run on a thread of their
+/// own (`WALCheckpointer`). See docs/PROTOCOL.md, "Durability".
 ///
 /// Loop thread only.
 final class RoomStore {
