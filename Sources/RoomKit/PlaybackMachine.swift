@@ -196,6 +196,10 @@ public struct PlaybackMachine: Sendable {
         loadedEnd = max(loadedEnd, end)
         slices.append((slice.start, end))
         clock.limit = Double(isComplete ? slice.duration : loadedEnd)
+        // The frames up to the landing time are applied before the phase and
+        // time are reported, so a reader who sees scheduleTimeChanged(t) reads
+        // the state at t (not the snapshot's, one action later).
+        if stateLoaded { applyDueFrames(through: clock.time(at: now), &actions) }
         switch phase {
         case .waitingFirstFrame:
             if wantsPlay {
@@ -251,6 +255,20 @@ public struct PlaybackMachine: Sendable {
         lastReport = (now, time)
     }
 
+    /// Applies the queued frames at or before `t`, in order.
+    private mutating func applyDueFrames(through t: Double, _ actions: inout [Action]) {
+        var due: [RecordedFrame] = []
+        while queueHead < queue.count, Double(queue[queueHead].t) <= t {
+            due.append(queue[queueHead])
+            queueHead += 1
+        }
+        if queueHead > 256 && queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+        if !due.isEmpty { actions.append(.apply(due)) }
+    }
+
     // MARK: The clock's consequences
 
     /// Applies due frames, follows slices, enters buffering or ended,
@@ -262,16 +280,7 @@ public struct PlaybackMachine: Sendable {
             return
         }
         let t = clock.time(at: now)
-        var due: [RecordedFrame] = []
-        while queueHead < queue.count, Double(queue[queueHead].t) <= t {
-            due.append(queue[queueHead])
-            queueHead += 1
-        }
-        if queueHead > 256 && queueHead * 2 > queue.count {
-            queue.removeFirst(queueHead)
-            queueHead = 0
-        }
-        if !due.isEmpty { actions.append(.apply(due)) }
+        applyDueFrames(through: t, &actions)
         followSlices(t, &actions)
 
         if clock.isRunning && t >= clock.limit {

@@ -63,10 +63,12 @@ final class PlayerPlaybackMachineTests: XCTestCase {
         let start = m.handle(.play, now: 0)
         XCTAssertEqual(start, [.fetch(.init(id: 1, start: 0, end: 1000, snapshot: true)), .cancelTimer])
         let loaded = m.handle(.loaded(id: 1, slice(0, 1000, frames: [0, 400, 900], snapshot: true)), now: 10)
+        // The frames at the landing time are applied before phase and time
+        // are reported: whoever sees scheduleTime(0) reads the state at 0.
         XCTAssertEqual(Array(loaded.prefix(5)), [
-            .reset(RoomSnapshot(state: .initial)), .loadFirstFrame, .phase(.playing), .scheduleTime(0), .apply([
+            .reset(RoomSnapshot(state: .initial)), .loadFirstFrame, .apply([
                 RecordedFrame(t: 0, seq: 1, push: ["op": "magix"]),
-            ]),
+            ]), .phase(.playing), .scheduleTime(0),
         ])
         XCTAssertTrue(loaded.contains(.sliceChanged("0-1000")))
         XCTAssertEqual(fetches(loaded), [.init(id: 2, start: 1000, end: 2000, snapshot: false)], "one slice ahead")
