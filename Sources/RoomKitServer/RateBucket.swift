@@ -12,6 +12,16 @@ struct RateBucket: Sendable {
         case overTooLong
     }
 
+    /// The numbers of a bucket: tokens, refill per second, and the grace and
+    /// episode gap in ms.
+    struct Limits: Sendable {
+        var burst: Double
+        var perSecond: Double
+        var grace: Int64
+        var episodeGap: Int64
+    }
+
+    let limits: Limits
     private(set) var tokens: Double
     private var lastRefill: Int64
     /// When the current episode of refusals began.
@@ -19,23 +29,25 @@ struct RateBucket: Sendable {
     /// When a take last found the bucket empty.
     private var lastRefusalAt: Int64?
 
-    init(burst: Double, now: Int64) {
-        tokens = burst
+    /// A full bucket at `now` (ms).
+    init(_ limits: Limits, now: Int64) {
+        self.limits = limits
+        tokens = limits.burst
         lastRefill = now
     }
 
     /// Takes one token at `now` (ms).
-    mutating func take(now: Int64, burst: Double, perSecond: Double, grace: Int64, episodeGap: Int64) -> Outcome {
-        tokens = min(burst, tokens + Double(max(0, now - lastRefill)) / 1000 * perSecond)
+    mutating func take(now: Int64) -> Outcome {
+        tokens = min(limits.burst, tokens + Double(max(0, now - lastRefill)) / 1000 * limits.perSecond)
         lastRefill = now
         if tokens >= 1 {
             tokens -= 1
             return .admitted
         }
-        let sameEpisode = lastRefusalAt.map { now - $0 < episodeGap } ?? false
+        let sameEpisode = lastRefusalAt.map { now - $0 < limits.episodeGap } ?? false
         let since = sameEpisode ? overSince ?? now : now
         overSince = since
         lastRefusalAt = now
-        return now - since >= grace ? .overTooLong : .refused
+        return now - since >= limits.grace ? .overTooLong : .refused
     }
 }

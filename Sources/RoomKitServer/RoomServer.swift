@@ -249,8 +249,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     /// 1009004, or closing 1008 once the connection has been over its limit
     /// continuously for the grace period (see `RateBucket`).
     private func admitRequest(_ link: ClientLink, id: Int64, now: Int64) -> Bool {
-        switch link.requests.take(now: now, burst: configuration.rateLimitBurst, perSecond: configuration.rateLimitPerSecond,
-                                  grace: configuration.rateLimitGrace.milliseconds, episodeGap: Self.refusalEpisodeGap) {
+        switch link.requests.take(now: now) {
         case .admitted:
             return true
         case .refused:
@@ -267,8 +266,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     /// grace period is closed 1008, so a flood that never asks for a reply
     /// cannot keep the server answering. False after closing.
     private func admitUnsolicited(_ link: ClientLink, now: Int64) -> Bool {
-        switch link.unsolicited.take(now: now, burst: configuration.rateLimitBurst, perSecond: configuration.rateLimitPerSecond,
-                                     grace: configuration.rateLimitGrace.milliseconds, episodeGap: Self.refusalEpisodeGap) {
+        switch link.unsolicited.take(now: now) {
         case .admitted:
             return true
         case .refused:
@@ -282,6 +280,12 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
 
     /// A refusal this long (ms) after the previous one starts a new over-limit episode.
     static let refusalEpisodeGap: Int64 = 1000
+
+    /// The per-connection limits of PROTOCOL.md §1, for both of a link's buckets.
+    var rateLimits: RateBucket.Limits {
+        RateBucket.Limits(burst: configuration.rateLimitBurst, perSecond: configuration.rateLimitPerSecond,
+                          grace: configuration.rateLimitGrace.milliseconds, episodeGap: Self.refusalEpisodeGap)
+    }
 
     // MARK: Events
 

@@ -76,8 +76,8 @@ final class ClientLink: WebSocketDelegate {
         self.connection = connection
         self.server = server
         lastMessageAt = now
-        requests = RateBucket(burst: server.configuration.rateLimitBurst, now: now)
-        unsolicited = RateBucket(burst: server.configuration.rateLimitBurst, now: now)
+        requests = RateBucket(server.rateLimits, now: now)
+        unsolicited = RateBucket(server.rateLimits, now: now)
     }
 
     func webSocket(_ connection: WebSocketConnection, didReceive message: WebSocketMessage) {

@@ -28,8 +28,7 @@ final class WALCheckpointer: @unchecked Sendable {
     /// Opens a second connection to the database at `path`.
     init(path: String, interval: Duration) throws(StorageError) {
         db = try SQLiteDatabase(path: path)
-        let (seconds, attoseconds) = interval.components
-        self.interval = max(0.001, Double(seconds) + Double(attoseconds) / 1e18)
+        self.interval = Double(max(1, interval.milliseconds)) / 1000
     }
 
     func start() {
