@@ -186,7 +186,17 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
 
     func closed(_ link: ClientLink, _ event: WebSocketCloseEvent) {
         links.removeValue(forKey: ObjectIdentifier(link))
-        let now = wallMilliseconds()
+        detachSessions(of: link, now: wallMilliseconds())
+        logger.debug("connection closed", metadata: ["connection": "\(link.id)", "code": "\(event.code)"])
+        if stopping && links.isEmpty {
+            finishStop()
+        }
+    }
+
+    /// Detaches every session attached through `link`: each keeps its
+    /// membership until `heartbeatTimeout` after the link's last message
+    /// (PROTOCOL.md §4), then `sweep` removes it.
+    private func detachSessions(of link: ClientLink, now: Int64) {
         for session in link.sessions.values where session.link === link {
             session.link = nil
             session.detachedAt = now
@@ -194,13 +204,12 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             persist(session)
         }
         link.sessions.removeAll()
-        logger.debug("connection closed", metadata: ["connection": "\(link.id)", "code": "\(event.code)"])
-        if stopping && links.isEmpty {
-            finishStop()
-        }
     }
 
     func received(_ message: WebSocketMessage, on link: ClientLink) {
+        // A link given up for silence (`sweep`) no longer speaks for its sessions,
+        // whatever arrives before its close handshake ends.
+        guard !link.timedOut else { return }
         let now = wallMilliseconds()
         // An attached session's sign of life is its link's lastMessageAt; it is
         // copied to the session's lastSeen when the link closes (`closed`), so
@@ -383,7 +392,12 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     func sweep() {
         let now = wallMilliseconds()
         let heartbeat = configuration.heartbeatTimeout.milliseconds
-        for link in links.values where now - link.lastMessageAt >= heartbeat {
+        for link in links.values where !link.timedOut && now - link.lastMessageAt >= heartbeat {
+            // §4 counts the timeout from the last message, whatever the socket
+            // does: detach now, so the members below are removed in this sweep,
+            // not when the close handshake with a silent peer times out (~5 s).
+            link.timedOut = true
+            detachSessions(of: link, now: now)
             link.connection.close(code: 1001, reason: "heartbeat timeout", discardQueued: true)
         }
         let retention = configuration.sessionRetention.milliseconds

@@ -62,6 +62,9 @@ final class ClientLink: WebSocketDelegate {
     let server: RoomServer
     var greeted = false
     var lastMessageAt: Int64
+    /// Set by `sweep` when the heartbeat timeout passed: the link's sessions
+    /// are already detached and nothing it still delivers is read.
+    var timedOut = false
     /// Room ID → session attached through this connection.
     var sessions: [String: ServerSession] = [:]
     /// Requests (messages with `id`), PROTOCOL.md §1.

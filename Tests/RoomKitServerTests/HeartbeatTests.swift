@@ -1,5 +1,6 @@
 import Foundation
 import RoomKitProtocol
+import RoomKitTestSupport
 import XCTest
 
 /// PROTOCOL.md §4 items 3–4: membership outlives the socket until the
@@ -95,6 +96,34 @@ final class HeartbeatTests: ServerTestCase {
         XCTAssertEqual(try first.waitForClose(timeout: 3), 1001)
         let delete = try second.waitFor("userUpdate", room: "r1", timeout: 2) { $0.string("type") == "delete" }
         XCTAssertEqual(delete.array("users").first?.int("memberId"), login.int("memberId"))
+    }
+
+    /// A peer that stops sending *and* reading (a frozen host, a dead NAT
+    /// entry) never answers the close handshake. Its member must still go at
+    /// heartbeatTimeout after its last message, not when the handshake times
+    /// out (lws waits about 5 s): the proxy's blackhole keeps the socket open
+    /// and swallows everything both ways.
+    func testFrozenPeer_isRemovedAtHeartbeatTimeout_notAfterTheCloseHandshake() throws {
+        let server = try startShortHeartbeatServer()
+        let proxy = FaultProxy(targetPort: server.port)
+        defer { proxy.stop() }
+        let first = try server.connect(port: proxy.port)
+        let login = try first.login("r1", token: makeToken(user: "u1"), user: "u1")
+        XCTAssertEqual(login["ok"], true)
+        let (second, _) = try server.join("r1", user: "u2")
+        try second.startPinging(every: .milliseconds(200))
+        try first.send(["op": "ping", "t": 0])
+        _ = try first.waitFor("pong")
+        let lastMessage = Date()
+        proxy.setMode(.blackhole)
+        let delete = try second.waitFor("userUpdate", room: "r1", timeout: 6) { $0.string("type") == "delete" }
+        let silence = Date().timeIntervalSince(lastMessage)
+        XCTAssertEqual(delete.array("users").first?.int("memberId"), login.int("memberId"))
+        XCTAssertGreaterThanOrEqual(silence, 0.5, "removed before the heartbeat timeout")
+        // 0.6 s timeout + the sweep tick, with room for a loaded CI machine;
+        // waiting for the handshake took 5.6 s.
+        XCTAssertLessThan(silence, 2.5, "the removal waited for the close handshake")
+        try second.expectNothing("userUpdate", for: 0.3)
     }
 
     func testTimeout_removesTheUsersStreams() throws {
