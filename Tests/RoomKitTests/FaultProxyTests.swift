@@ -101,12 +101,15 @@ final class FaultProxyTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(again), 0.3, "latency removed for new bytes")
     }
 
-    func testSlicing_forwardsInWritesOfAtMostTheSliceSize() throws {
+    func testSlicing_forwardsInWritesOfAtMostTheSliceSize() async throws {
         proxy.setFaults(.init(sliceBytes: 50, sliceGap: .microseconds(200)))
         let fd = try XCTUnwrap(connectLoopback(port: proxy.port))
         defer { close(fd) }
         let bytes = payload(5_000)
         XCTAssertEqual(roundTrip(fd, bytes), bytes, "reassembled intact")
+        // The proxy counts a slice after its write returns, so the echo can
+        // reach us before the last slice is counted: wait for the count.
+        await eventually(5, "all 10,000 bytes counted") { self.proxy.stats.bytesForwarded >= 10_000 }
         let stats = proxy.stats
         XCTAssertEqual(stats.bytesForwarded, 10_000)
         XCTAssertGreaterThanOrEqual(stats.writes, 200, "10,000 bytes in slices of 50 need at least 200 writes")
