@@ -23,9 +23,10 @@ build decode Fuzz/FuzzDecode.swift
 build token Fuzz/FuzzToken.swift
 build manifest Fuzz/FuzzManifest.swift Sources/RoomKitPlugins/PluginManifest.swift
 build control Fuzz/FuzzControl.swift
+build push Fuzz/FuzzPush.swift
 
 status=0
-for target in ${FUZZ_TARGETS:-decode token manifest control}; do
+for target in ${FUZZ_TARGETS:-decode token manifest control push}; do
   scratch="$out/corpus/$target"
   mkdir -p "$scratch" "$out/crashes/$target"
   cp -n Fuzz/corpus/"$target"/* "$scratch"/ 2>/dev/null || true

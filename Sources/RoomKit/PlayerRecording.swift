@@ -85,7 +85,7 @@ public struct RecordingSlice: Sendable, Hashable {
 }
 
 /// The room as a player rebuilds it: a snapshot, then frames applied one
-/// by one with the client's rules (the same as `RoomHost`'s). Pure.
+/// by one through the shared `RoomContentModel.apply`, as a live room is. Pure.
 struct PlayerStateModel {
     /// Checks a `globalState` against the registered custom type (name, check).
     typealias GlobalStateCheck = (name: String, check: @Sendable (JSON) throws -> Void)
@@ -114,64 +114,30 @@ struct PlayerStateModel {
     /// it was and reports why; one whose `globalState` does not decode as the
     /// registered type is applied and reported.
     mutating func apply(_ frame: RecordedFrame, room: String) -> Outcome {
-        guard var next = state else { return Outcome(error: "no state to apply frame \(frame.seq) to") }
-        guard let op = frame.push["op"]?.stringValue else {
+        guard let current = state else { return Outcome(error: "no state to apply frame \(frame.seq) to") }
+        guard let members = frame.push.objectValue, let op = members["op"]?.stringValue else {
             return Outcome(error: "frame \(frame.seq) at \(frame.t) ms is not a room event")
         }
-        let push = frame.push
-        var outcome = Outcome()
-        switch op {
-        case "state":
-            guard let patch = push["patch"]?.objectValue else { return Outcome(error: "state frame \(frame.seq) has no patch") }
-            do {
-                let (room, _) = try next.roomState.applying(patch: patch)
-                next.globalState = room.globalState
-                next.sceneState = room.sceneState
-                next.broadcastState = room.broadcastState
-            } catch {
-                return Outcome(error: "state frame \(frame.seq): \(error.message)")
-            }
-            if patch["globalState"] != nil { outcome.error = checkGlobalState(next.globalState) }
-        case "memberState":
-            guard let memberId = push["memberId"]?.int64Value, let memberState = push["memberState"]?.objectValue else {
-                return Outcome(error: "memberState frame \(frame.seq) lacks memberId or memberState")
-            }
-            if let index = next.members.firstIndex(where: { $0.memberId == memberId }) {
-                next.members[index].memberState = memberState
-            }
-        case "userUpdate":
-            var users: [Member] = []
-            for json in push["users"]?.arrayValue ?? [] {
-                guard let user = try? Member(json: json) else { return Outcome(error: "userUpdate frame \(frame.seq): bad member") }
-                users.append(user)
-            }
-            let ids = Set(users.map(\.memberId))
-            next.members.removeAll { ids.contains($0.memberId) }
-            if push["type"]?.stringValue == "add" { next.members.append(contentsOf: users) }
-        case "streamUpdate":
-            var streams: [RoomKitProtocol.Stream] = []
-            for json in push["streams"]?.arrayValue ?? [] {
-                guard let stream = try? RoomKitProtocol.Stream(json: json) else {
-                    return Outcome(error: "streamUpdate frame \(frame.seq): bad stream")
-                }
-                streams.append(stream)
-            }
-            let ids = Set(streams.map(\.id))
-            next.streams.removeAll { ids.contains($0.id) }
-            if push["type"]?.stringValue == "add" { next.streams.append(contentsOf: streams) }
-        case "extraInfo":
-            guard let key = push["key"]?.stringValue, let value = push["value"]?.stringValue else {
-                return Outcome(error: "extraInfo frame \(frame.seq) lacks key or value")
-            }
-            next.extraInfo[key] = value
-        case "magix":
-            guard let from = push["from"]?.int64Value, let event = push["event"]?.stringValue else {
-                return Outcome(error: "magix frame \(frame.seq) lacks from or event")
-            }
-            outcome.magix = MagixEvent(room: room, seq: frame.seq, from: from, event: event, payload: push["payload"] ?? .null)
-        default:
-            return Outcome(error: "frame \(frame.seq) has an unknown op \(op)")
+        // The same decode and the same apply as a live room (RoomContentModel).
+        var snapshot = RoomSnapshot(state: current.roomState, members: current.members,
+                                    streams: current.streams, extraInfo: current.extraInfo)
+        let body: RoomEventBody
+        do throws(ProtocolError) {
+            body = try RoomEventBody.decode(op: op, members)
+            try snapshot.apply(body)
+        } catch {
+            return Outcome(error: "\(op) frame \(frame.seq): \(error.message)")
         }
+        var outcome = Outcome()
+        switch body {
+        case .state(_, let patch):
+            if patch["globalState"] != nil { outcome.error = checkGlobalState(snapshot.state.globalState) }
+        case .magix(let from, let event, let payload):
+            outcome.magix = MagixEvent(room: room, seq: frame.seq, from: from, event: event, payload: payload)
+        case .memberState, .userUpdate, .streamUpdate, .extraInfo:
+            break
+        }
+        let next = PlayerState(snapshot: snapshot)
         outcome.diff = PlayerStateDiff(from: state, to: next)
         state = next
         return outcome

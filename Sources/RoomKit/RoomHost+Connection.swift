@@ -187,37 +187,32 @@ extension RoomHost {
 
     func received(_ message: WebSocketMessage) {
         drive(.messageReceived)
-        guard let json = try? JSON.parse(message.bytes), let op = json["op"]?.stringValue else {
-            emit(.throwError(domain: "protocol", code: .malformed, message: "unreadable message from the server"), room: nil)
+        let push: ServerPush
+        do {
+            push = try ServerPush.decode(JSON.parse(message.bytes)).get()
+        } catch {
+            emit(.throwError(domain: "protocol", code: (error as? ProtocolError)?.code ?? .malformed,
+                             message: "unreadable message from the server: \(error)"), room: nil)
             return
         }
-        switch op {
-        case "reply":
-            guard let id = json["id"]?.int64Value, let request = pending.removeValue(forKey: id) else { return }
-            let fields = json.objectValue ?? [:]
-            if fields["ok"]?.boolValue == true {
-                request.completion(.success(fields))
-            } else {
-                let code = ErrorCode(rawValue: Int(fields["code"]?.int64Value ?? 1009500))
-                request.completion(.failure(RoomError(code: code, message: fields["message"]?.stringValue ?? "")))
-            }
-        case "pong":
+        switch push {
+        case .reply(let id, let result):
+            guard let request = pending.removeValue(forKey: id) else { return }
+            request.completion(result.mapError { RoomError(code: $0.code, message: $0.message) })
+        case .pong:
             break
-        case "error":
-            let code = ErrorCode(rawValue: Int(json["code"]?.int64Value ?? 1009500))
-            emit(.throwError(domain: "server", code: code, message: json["message"]?.stringValue ?? ""), room: nil)
-        case "kicked":
-            guard let roomID = json["room"]?.stringValue, let driver = drivers[roomID] else { return }
-            let code = ErrorCode(rawValue: Int(json["code"]?.int64Value ?? 1002055))
-            run(.kicked(code, json["reason"]?.stringValue ?? ""), on: driver)
-        case "tokenWillExpire":
-            guard let roomID = json["room"]?.stringValue, let driver = drivers[roomID] else { return }
-            let remaining = json["remaining"]?.int64Value ?? 0
+        case .error(let error, _):
+            emit(.throwError(domain: "server", code: error.code, message: error.message), room: nil)
+        case .kicked(let roomID, let code, let reason):
+            guard let driver = drivers[roomID] else { return }
+            run(.kicked(code, reason), on: driver)
+        case .tokenWillExpire(let roomID, let remaining):
+            guard let driver = drivers[roomID] else { return }
             emit(.tokenWillExpire(room: roomID, remaining: remaining), room: driver.room)
             renewAutomatically(driver)
-        default:
-            guard let roomID = json["room"]?.stringValue, let driver = drivers[roomID] else { return }
-            apply(push: json, op: op, driver: driver)
+        case .room(let roomPush):
+            guard let driver = drivers[roomPush.room] else { return }
+            apply(roomPush, driver: driver)
         }
     }
 

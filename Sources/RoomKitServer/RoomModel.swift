@@ -12,58 +12,28 @@ struct RoomModel: Sendable, Hashable {
     var nextMemberId: Int64 = 1
 
     /// Applies one logged event: the push members saw, plus the scene-tree
-    /// mutation for scene operations. Throws only on a corrupt log.
+    /// mutation for scene operations. The content changes through the one
+    /// shared `RoomContentModel.apply`; only the scene tree (which the
+    /// snapshot shows one directory of) and member numbering are roomd's own.
+    /// Throws only on a corrupt log.
     mutating func apply(push: JSON, mutation: JSON?) throws(ProtocolError) {
-        guard let op = push["op"]?.stringValue else {
+        guard let members = push.objectValue, let op = members["op"]?.stringValue else {
             throw .malformed("logged event without op")
         }
-        switch op {
-        case "state":
-            guard let patch = push["patch"]?.objectValue else { throw .malformed("state without patch") }
+        var body = try RoomEventBody.decode(op: op, members)
+        if case .state(let from, var patch) = body {
             if let mutation {
                 try applySceneMutation(mutation)
+                patch["sceneState"] = scenes.sceneState.json
+                body = .state(from: from, patch: patch)
             } else if patch["sceneState"] != nil {
                 let (next, _) = try snapshot.state.applying(patch: patch)
                 scenes = try SceneTree(sceneState: next.sceneState)
             }
-            var effective = patch
-            if mutation != nil { effective["sceneState"] = scenes.sceneState.json }
-            snapshot.state = try snapshot.state.applying(patch: effective).0
-        case "memberState":
-            guard let memberId = push["memberId"]?.int64Value, let state = push["memberState"]?.objectValue else {
-                throw .malformed("memberState without memberId")
-            }
-            if let index = snapshot.members.firstIndex(where: { $0.memberId == memberId }) {
-                snapshot.members[index].memberState = state
-            }
-        case "userUpdate":
-            let users = try (push["users"]?.arrayValue ?? []).map { (json) throws(ProtocolError) in try Member(json: json) }
-            if push["type"]?.stringValue == "add" {
-                for user in users {
-                    snapshot.members.removeAll { $0.memberId == user.memberId }
-                    snapshot.members.append(user)
-                    nextMemberId = max(nextMemberId, user.memberId + 1)
-                }
-            } else {
-                let gone = Set(users.map(\.memberId))
-                snapshot.members.removeAll { gone.contains($0.memberId) }
-            }
-        case "streamUpdate":
-            let streams = try (push["streams"]?.arrayValue ?? []).map { (json) throws(ProtocolError) in try Stream(json: json) }
-            let ids = Set(streams.map(\.id))
-            snapshot.streams.removeAll { ids.contains($0.id) }
-            if push["type"]?.stringValue == "add" {
-                snapshot.streams.append(contentsOf: streams)
-            }
-        case "extraInfo":
-            guard let key = push["key"]?.stringValue, let value = push["value"]?.stringValue else {
-                throw .malformed("extraInfo without key/value")
-            }
-            snapshot.extraInfo[key] = value
-        case "magix":
-            break
-        default:
-            throw .malformed("unknown logged op \(op)")
+        }
+        try snapshot.apply(body)
+        if case .userUpdate(.add, let users) = body {
+            for user in users { nextMemberId = max(nextMemberId, user.memberId + 1) }
         }
     }
 
