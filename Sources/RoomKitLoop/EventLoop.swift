@@ -33,9 +33,29 @@ public final class EventLoop: @unchecked Sendable {
     /// The cross-thread door's wakeup handle; freed in its close callback.
     private let wakeup: UnsafeMutablePointer<uv_async_t>
 
+    /// The loop's lifecycle as other threads see it (NIO's `ExternalState`),
+    /// kept with the task queue under one lock so a state change and the
+    /// queue can never disagree.
+    private enum ExternalState {
+        /// Accepting work.
+        case open
+        /// `shutdown()` was called: still accepting work until the loop
+        /// thread closes the door.
+        case shutdownRequested
+        /// The door is closed: `execute` refuses work.
+        case closed
+    }
+
+    /// The loop's lifecycle on its own thread (NIO's `InternalState`).
+    enum InternalState {
+        case running
+        /// Shutdown hooks have run and handles are closing.
+        case shuttingDown
+    }
+
     private struct Door {
         var tasks: [@Sendable () -> Void] = []
-        var open = true
+        var state = ExternalState.open
     }
     private let door = LockedValue(Door())
 
@@ -43,9 +63,12 @@ public final class EventLoop: @unchecked Sendable {
     /// The loop thread, joined by the first `shutdown()`. Written once, in init.
     private var thread = pthread_t()
     private let finished = DispatchSemaphore(value: 0)
+    /// Whether the first `shutdown()` has joined the thread, and how many
+    /// other `shutdown()` calls wait for it on `joinedSignal`.
+    private let joinState = LockedValue((joined: false, waiters: 0))
+    private let joinedSignal = DispatchSemaphore(value: 0)
     /// Result of `uv_loop_close`, written by the loop thread before it exits.
     private let closeResult = LockedValue<Int32>(0)
-    private let stopState = LockedValue<Bool>(false)
 
     /// Shutdown hooks, run in reverse order of registration. Loop thread only.
     private var shutdownHooks: [(id: Int, hook: () -> Void)] = []
@@ -56,8 +79,16 @@ public final class EventLoop: @unchecked Sendable {
     /// Run after the loop has closed every handle, before `uv_loop_close`.
     /// Loop thread only.
     private var finalizers: [() -> Void] = []
+    /// Loop thread only.
+    private(set) var internalState = InternalState.running
+
     /// Whether shutdown has begun. Loop thread only.
-    private(set) var isShuttingDown = false
+    var isShuttingDown: Bool {
+        switch internalState {
+        case .running: return false
+        case .shuttingDown: return true
+        }
+    }
 
     /// Creates the loop and starts its thread.
     public init(name: String = "roomkit-loop", logger: Logger = Logger(label: "roomkit.loop")) throws(LoopError) {
@@ -194,7 +225,10 @@ public final class EventLoop: @unchecked Sendable {
     @discardableResult
     public func execute(_ task: @escaping @Sendable () -> Void) -> Bool {
         door.withLock { door -> Bool in
-            guard door.open else { return false }
+            switch door.state {
+            case .open, .shutdownRequested: break
+            case .closed: return false
+            }
             door.tasks.append(task)
             if door.tasks.count == 1 {
                 // Under the lock, so the handle cannot be closed under us.
@@ -271,8 +305,10 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Begins shutdown on the loop thread: hooks, then our handles, then the door.
     private func beginShutdown() {
-        guard !isShuttingDown else { return }
-        isShuttingDown = true
+        switch internalState {
+        case .running: internalState = .shuttingDown
+        case .shuttingDown: return
+        }
         while let last = shutdownHooks.popLast() {
             last.hook()
         }
@@ -282,7 +318,7 @@ public final class EventLoop: @unchecked Sendable {
         // Close the door: run whatever is still queued, then refuse new work.
         drain()
         door.withLock { door in
-            door.open = false
+            door.state = .closed
         }
         drain()
         wakeup.pointee.data = nil
@@ -293,20 +329,38 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Shuts the loop down and waits for its thread to finish.
     ///
-    /// Must not be called on the loop thread. Calling it twice is harmless.
+    /// Must not be called on the loop thread. Calling it again, or from
+    /// several threads at once, is harmless: every call returns once the
+    /// thread has exited.
     /// Throws when `uv_loop_close` did not return 0 (a handle was leaked).
     public func shutdown() throws(LoopError) {
         precondition(!inEventLoop, "shutdown() must not be called on the loop thread")
-        let first = stopState.withLock { stopped -> Bool in
-            defer { stopped = true }
-            return !stopped
+        let first = door.withLock { door -> Bool in
+            switch door.state {
+            case .open:
+                door.state = .shutdownRequested
+                door.tasks.append { [self] in beginShutdown() }
+                if door.tasks.count == 1 { uv_async_send(wakeup) }
+                return true
+            case .shutdownRequested, .closed:
+                return false
+            }
         }
         if first {
-            let accepted = execute { [self] in beginShutdown() }
-            precondition(accepted, "loop door closed before shutdown")
             finished.wait()
             pthread_join(thread, nil)
             uv.deallocate()
+            let waiters = joinState.withLock { state -> Int in
+                state.joined = true
+                return state.waiters
+            }
+            for _ in 0..<waiters { joinedSignal.signal() }
+        } else {
+            let wait = joinState.withLock { state -> Bool in
+                if !state.joined { state.waiters += 1 }
+                return !state.joined
+            }
+            if wait { joinedSignal.wait() }
         }
         let rc = closeResult.withLock { $0 }
         if rc != 0 {

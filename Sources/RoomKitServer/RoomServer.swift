@@ -32,13 +32,37 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     var rooms: [String: ServerRoom] = [:]
     var links: [ObjectIdentifier: ClientLink] = [:]
     var metrics = ServerMetrics()
-    private(set) var web: WebServer?
     private var sweeper: LoopTimer?
-    /// Set once `stop()` began closing connections.
-    private var stopping = false
-    private var stopTimer: LoopTimer?
-    private var stopCompletions: [() -> Void] = []
+    /// The server's lifecycle (Hummingbird's `Server` shape): each state
+    /// carries what only it needs. Loop thread only.
+    private var state = State.stopped
     let startedAt: Int64
+
+    private enum State {
+        /// Accepting connections.
+        case running(WebServer)
+        /// `stop()` closed every connection with 1001 and waits for their
+        /// close frames (or its grace timer) before closing storage.
+        case stopping(WebServer, graceTimer: LoopTimer?, completions: [() -> Void])
+        /// Not listening; storage closed.
+        case stopped
+    }
+
+    /// The listener, until the server has stopped.
+    var web: WebServer? {
+        switch state {
+        case .running(let web), .stopping(let web, _, _): return web
+        case .stopped: return nil
+        }
+    }
+
+    /// Whether `stop()` (or the loop's shutdown) has begun.
+    var stopping: Bool {
+        switch state {
+        case .running: return false
+        case .stopping, .stopped: return true
+        }
+    }
 
     /// The port actually bound.
     public var port: Int { web?.port ?? 0 }
@@ -65,7 +89,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         web.maxMessageBytes = configuration.maxMessageBytes
         web.maxConnections = configuration.maxConnections
         web.maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
-        self.web = try WebServer(loop: loop, configuration: web, delegate: self, logger: logger)
+        state = .running(try WebServer(loop: loop, configuration: web, delegate: self, logger: logger))
         let tick = Duration.milliseconds(max(20, min(1000, min(configuration.heartbeatTimeout.milliseconds,
                                                                 configuration.tokenExpiryNotice.milliseconds) / 10)))
         sweeper = try loop.scheduleTimer(after: tick, repeating: tick) { [weak self] timer in
@@ -86,26 +110,31 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     /// loop's shutdown finishes a pending stop at once. Loop thread only.
     public func stop(gracePeriod: Duration = .seconds(1), completion: (() -> Void)? = nil) {
         loop.preconditionInEventLoop()
-        guard web != nil else {
+        switch state {
+        case .stopped:
             completion?()
-            return
-        }
-        if let completion { stopCompletions.append(completion) }
-        guard !stopping else { return }
-        beginStop()
-        if links.isEmpty { return finishStop() }
-        do {
-            stopTimer = try loop.scheduleTimer(after: gracePeriod) { [weak self] _ in self?.finishStop() }
-        } catch {
-            finishStop()
+        case .stopping(let web, let timer, var completions):
+            if let completion { completions.append(completion) }
+            state = .stopping(web, graceTimer: timer, completions: completions)
+        case .running:
+            beginStop()
+            guard case .stopping(let web, _, var completions) = state else { return }
+            if let completion { completions.append(completion) }
+            if links.isEmpty {
+                state = .stopping(web, graceTimer: nil, completions: completions)
+                return finishStop()
+            }
+            let timer = try? loop.scheduleTimer(after: gracePeriod) { [weak self] _ in self?.finishStop() }
+            state = .stopping(web, graceTimer: timer, completions: completions)
+            if timer == nil { finishStop() }
         }
     }
 
     /// Stops the timers, detaches every session durably and starts closing
     /// every connection with 1001. Idempotent.
     private func beginStop() {
-        guard !stopping else { return }
-        stopping = true
+        guard case .running(let web) = state else { return }
+        state = .stopping(web, graceTimer: nil, completions: [])
         sweeper?.cancel()
         sweeper = nil
         // Sessions stay retained: detach them durably so a restart resumes them.
@@ -124,14 +153,19 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
 
     /// Stops listening, closes storage and runs the stop completions. Idempotent.
     private func finishStop() {
-        guard let web else { return }
-        self.web = nil
-        stopTimer?.cancel()
-        stopTimer = nil
+        let web: WebServer, completions: [() -> Void]
+        switch state {
+        case .stopped:
+            return
+        case .running(let running):
+            (web, completions) = (running, [])
+        case .stopping(let stopping, let timer, let pending):
+            timer?.cancel()
+            (web, completions) = (stopping, pending)
+        }
+        state = .stopped
         web.stop()
         store.close()
-        let completions = stopCompletions
-        stopCompletions = []
         for completion in completions { completion() }
     }
 

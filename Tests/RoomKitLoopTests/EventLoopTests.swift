@@ -93,6 +93,30 @@ final class EventLoopTests: XCTestCase {
         XCTAssertFalse(loop.execute {}, "a shut-down loop must refuse work")
     }
 
+    /// The lifecycle states: work queued before and during shutdown runs
+    /// (exactly once), work after the door closed is refused, and a second
+    /// (concurrent) shutdown() returns without waiting twice or throwing.
+    func testShutdown_runsWorkQueuedBeforeTheDoorCloses_refusesLaterWork_andIsIdempotent() throws {
+        let loop = try EventLoop(name: "test-lifecycle")
+        let ran = LockedValue(0)
+        for _ in 0..<100 { XCTAssertTrue(loop.execute { ran.withLock { $0 += 1 } }) }
+        let hookRan = LockedValue(0)
+        _ = try onLoop(loop) {
+            loop.addShutdownHook {
+                // A hook may still queue work: it runs before the door closes.
+                _ = loop.execute { hookRan.withLock { $0 += 1 } }
+            }
+        }
+        let concurrent = Thread { try? loop.shutdown() }
+        concurrent.start()
+        XCTAssertNoThrow(try loop.shutdown())
+        XCTAssertNoThrow(try loop.shutdown())
+        XCTAssertEqual(ran.withLock { $0 }, 100)
+        XCTAssertEqual(hookRan.withLock { $0 }, 1)
+        XCTAssertFalse(loop.execute { ran.withLock { $0 += 1 } })
+        XCTAssertEqual(ran.withLock { $0 }, 100)
+    }
+
     func testSignalWatcher_deliversSignalOnLoopThread() throws {
         let loop = try EventLoop(name: "test-signal")
         final class Record: @unchecked Sendable { var signals: [Int32] = []; var onLoop = false } // loop only

@@ -112,6 +112,25 @@ final class ConnectionTests: ServerTestCase {
         XCTAssertTrue(try client.isOpen())
     }
 
+    /// The server's lifecycle states: a stop while stopping only adds its
+    /// completion, one after the stop finished completes at once, and every
+    /// completion runs exactly once.
+    func testStop_calledWhileStoppingAndAfter_runsEachCompletionOnce() throws {
+        let server = try startServer()
+        let client = try server.connect()
+        let calls = LockedValue<[String]>([])
+        try server.loop.runAndWait {
+            server.server.stop(gracePeriod: .seconds(2)) { calls.withLock { $0.append("first") } }
+            server.server.stop { calls.withLock { $0.append("second") } }
+        }
+        XCTAssertEqual(try client.waitForClose(), 1001)
+        let deadline = Date().addingTimeInterval(5)
+        while calls.withLock({ $0.count }) < 2 && Date() < deadline { usleep(5_000) }
+        try server.loop.runAndWait { server.server.stop { calls.withLock { $0.append("after") } } }
+        XCTAssertEqual(calls.withLock { $0 }, ["first", "second", "after"])
+        XCTAssertEqual(server.port, 0, "no longer listening")
+    }
+
     func testSilentConnection_isClosed1001AfterHeartbeatTimeout() throws {
         let server = try startServer {
             $0.heartbeatInterval = .milliseconds(200)
