@@ -2,8 +2,9 @@
 //
 // RoomKit: a framework for programs that sit in many real-time rooms at once.
 // The module graph is a strict stack (see docs/ARCHITECTURE.md):
-//   C system libraries + shims -> RoomKitLoop -> RoomKitProtocol
-//   -> RoomKitServer (roomd) / client engine -> plugin host -> executables.
+//   C system libraries + shims -> RoomKitLoop (I/O) and RoomKitProtocol (pure
+//   values; it does not depend on the loop) -> RoomKitServer (roomd) / client
+//   engine (RoomKit) -> plugin host -> executables.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [

@@ -159,11 +159,12 @@ public final class EventLoop: @unchecked Sendable {
             guard let handle, let data = handle.pointee.data else { return }
             Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().drain()
         }
-        if rc < 0 {
-            return LoopError(code: .uv, function: "uv_async_init", errno: rc,
-                             detail: String(cString: uv_strerror(rc)))
+        do {
+            try uvCheck(rc, "uv_async_init")
+            return nil
+        } catch {
+            return error
         }
-        return nil
     }
 
     /// The loop thread's body: run until every handle is closed, then close the loop.
@@ -362,11 +363,7 @@ public final class EventLoop: @unchecked Sendable {
             }
             if wait { joinedSignal.wait() }
         }
-        let rc = closeResult.withLock { $0 }
-        if rc != 0 {
-            throw LoopError(code: .uv, function: "uv_loop_close", errno: rc,
-                            detail: String(cString: uv_strerror(rc)))
-        }
+        try uvCheck(closeResult.withLock { $0 }, "uv_loop_close")
     }
 
     /// Milliseconds of the loop's cached clock (`uv_now`). Loop thread only.

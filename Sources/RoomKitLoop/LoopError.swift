@@ -40,10 +40,14 @@ public struct LoopError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Maps a libuv result to `LoopError` when it is negative.
+/// Maps a libuv result to `LoopError` when it is negative (`uv_loop_close`
+/// reports a busy loop as a negative code too). `onFailure` runs first, to
+/// release what the failed call would have owned: a callback it will never
+/// call, a handle it never initialised.
 @discardableResult
-func uvCheck(_ result: Int32, _ function: String) throws(LoopError) -> Int32 {
+func uvCheck(_ result: Int32, _ function: String, onFailure: () -> Void = {}) throws(LoopError) -> Int32 {
     if result < 0 {
+        onFailure()
         throw LoopError(code: .uv, function: function, errno: result,
                         detail: String(cString: uv_strerror(result)))
     }

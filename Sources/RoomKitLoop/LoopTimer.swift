@@ -23,12 +23,7 @@ public final class LoopTimer: LoopOwnedHandle, @unchecked Sendable {
         self.loop = loop
         self.handler = handler
         let handle = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
-        let rc = uv_timer_init(loop.uv, handle)
-        if rc < 0 {
-            handle.deallocate()
-            throw LoopError(code: .uv, function: "uv_timer_init", errno: rc,
-                            detail: String(cString: uv_strerror(rc)))
-        }
+        try uvCheck(uv_timer_init(loop.uv, handle), "uv_timer_init") { handle.deallocate() }
         handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         self.handle = handle
     }

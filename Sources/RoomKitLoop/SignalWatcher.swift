@@ -19,12 +19,9 @@ public final class SignalWatcher: LoopOwnedHandle, @unchecked Sendable {
         self.handler = handler
         for signum in signals {
             let handle = UnsafeMutablePointer<uv_signal_t>.allocate(capacity: 1)
-            let rc = uv_signal_init(loop.uv, handle)
-            if rc < 0 {
+            try uvCheck(uv_signal_init(loop.uv, handle), "uv_signal_init") {
                 handle.deallocate()
                 close()
-                throw LoopError(code: .uv, function: "uv_signal_init", errno: rc,
-                                detail: String(cString: uv_strerror(rc)))
             }
             handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
             handles.append(handle)
@@ -33,11 +30,7 @@ public final class SignalWatcher: LoopOwnedHandle, @unchecked Sendable {
                 let watcher = Unmanaged<SignalWatcher>.fromOpaque(data).takeUnretainedValue()
                 watcher.handler?(signum)
             }, signum)
-            if started < 0 {
-                close()
-                throw LoopError(code: .uv, function: "uv_signal_start", errno: started,
-                                detail: String(cString: uv_strerror(started)))
-            }
+            try uvCheck(started, "uv_signal_start") { close() }
         }
         loop.register(self)
     }

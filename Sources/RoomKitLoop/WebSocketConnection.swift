@@ -1,5 +1,6 @@
 import CLibWebSockets
 import CRoomKitShims
+import Synchronization
 
 /// One WebSocket connection, client or server side, on the event loop.
 ///
@@ -285,5 +286,3 @@ public final class WebSocketConnection: TransportPeer, @unchecked Sendable {
 
     private static let emptyFrame = WebSocketFrame(bytes: [])
 }
-
-import Synchronization
