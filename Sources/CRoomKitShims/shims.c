@@ -150,6 +150,8 @@ void roomkit_lws_close_now(struct lws *wsi) {
     lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC);
 }
 
+__thread void *roomkit_current_loop = NULL;
+
 void roomkit_set_thread_name(const char *name) {
     char cut[16];
     strncpy(cut, name, sizeof cut - 1);

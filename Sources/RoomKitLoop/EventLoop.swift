@@ -59,7 +59,6 @@ public final class EventLoop: @unchecked Sendable {
     }
     private let door = LockedValue(Door())
 
-    private let threadIdentity = LockedValue<pthread_t?>(nil)
     /// The loop thread, joined by the first `shutdown()`. Written once, in init.
     private var thread = pthread_t()
     private let finished = DispatchSemaphore(value: 0)
@@ -117,7 +116,7 @@ public final class EventLoop: @unchecked Sendable {
         // can wait until the thread is gone, thread-local destructors included.
         let body = ThreadBody { [self, name] in
             roomkit_set_thread_name(name)
-            threadIdentity.withLock { $0 = pthread_self() }
+            roomkit_set_current_loop(Unmanaged.passUnretained(self).toOpaque())
             started.signal()
             run()
         }
@@ -251,10 +250,10 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: Thread identity
 
-    /// Whether the caller is running on this loop's thread.
+    /// Whether the caller is running on this loop's thread: one thread-local
+    /// read, cheap enough for `LoopBound`'s check on every access.
     public var inEventLoop: Bool {
-        guard let id = threadIdentity.withLock({ $0 }) else { return false }
-        return pthread_equal(id, pthread_self()) != 0
+        roomkit_get_current_loop() == Unmanaged.passUnretained(self).toOpaque()
     }
 
     /// Traps (in debug builds) when not called on the loop thread.

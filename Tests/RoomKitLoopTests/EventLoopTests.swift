@@ -117,6 +117,27 @@ final class EventLoopTests: XCTestCase {
         XCTAssertEqual(ran.withLock { $0 }, 100)
     }
 
+    /// `inEventLoop` (the check behind `LoopBound`) is true on the loop's
+    /// own thread only: not on the caller's, not on another loop's.
+    func testInEventLoop_isTrueOnlyOnItsOwnThread_andLoopBoundWorksThere() throws {
+        let first = try EventLoop(name: "test-first")
+        let second = try EventLoop(name: "test-second")
+        defer {
+            XCTAssertNoThrow(try first.shutdown())
+            XCTAssertNoThrow(try second.shutdown())
+        }
+        XCTAssertFalse(first.inEventLoop)
+        XCTAssertTrue(try onLoop(first) { first.inEventLoop })
+        XCTAssertFalse(try onLoop(second) { first.inEventLoop })
+        XCTAssertTrue(try onLoop(second) { second.inEventLoop })
+        let bound = LoopBound([Int](), loop: first)
+        try onLoop(first) {
+            bound.value.append(1)
+            bound.withValue { $0.append(2) }
+        }
+        XCTAssertEqual(try onLoop(first) { bound.value }, [1, 2])
+    }
+
     func testSignalWatcher_deliversSignalOnLoopThread() throws {
         let loop = try EventLoop(name: "test-signal")
         final class Record: @unchecked Sendable { var signals: [Int32] = []; var onLoop = false } // loop only

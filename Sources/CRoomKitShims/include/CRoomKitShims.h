@@ -43,6 +43,13 @@ void roomkit_client_ssl_ctx_free(struct ssl_ctx_st *ctx);
  *  the first 15 bytes. */
 void roomkit_set_thread_name(const char *name);
 
+/// The loop running on the calling thread (an opaque `EventLoop` pointer), or
+/// NULL: set once by each loop thread, so "am I on this loop?" is one
+/// thread-local read instead of a lock (NIO's thread-specific check).
+extern __thread void *roomkit_current_loop;
+static inline void *roomkit_get_current_loop(void) { return roomkit_current_loop; }
+static inline void roomkit_set_current_loop(void *loop) { roomkit_current_loop = loop; }
+
 /** Route lws's own log lines (ERR and WARN, plus NOTICE when verbose) to emit. */
 void roomkit_lws_set_log(int verbose, void (*emit)(int level, const char *line));
 
