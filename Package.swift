@@ -35,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // MARK: C system libraries (installed with apt; see README)
@@ -61,6 +62,7 @@ let package = Package(
             dependencies: [
                 "CLibUV", "CLibWebSockets", "CRoomKitShims",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
 
@@ -76,6 +78,7 @@ let package = Package(
             dependencies: [
                 "RoomKitLoop", "RoomKitProtocol", "CSQLite3",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(
@@ -84,6 +87,7 @@ let package = Package(
                 "RoomKitServer", "RoomKitLoop", "RoomKitProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
 
@@ -93,6 +97,7 @@ let package = Package(
             dependencies: [
                 "RoomKitLoop", "RoomKitProtocol",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
 
@@ -107,6 +112,7 @@ let package = Package(
             dependencies: [
                 "CRoomKitPluginABI", "RoomKit", "RoomKitLoop", "RoomKitProtocol",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
         .target(
@@ -123,6 +129,7 @@ let package = Package(
             dependencies: [
                 "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
@@ -133,6 +140,7 @@ let package = Package(
                 "RoomKitBot", "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(
@@ -141,6 +149,7 @@ let package = Package(
                 "RoomKit", "RoomKitPlugins", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Examples/MultiRoomBot",
             exclude: ["plugins.json"],
