@@ -16,7 +16,7 @@ extension BotRunner {
         let clock = ContinuousClock()
         let giveUp = clock.now + configuration.reconnectWindow
         var attempt = 0
-        while !Task.isCancelled {
+        while !Task.isCancelled, phase.withLock({ $0 }) != .stopping {
             do {
                 try await host.loginRoom(room, user: config.user, tokenProvider: tokens)
                 return

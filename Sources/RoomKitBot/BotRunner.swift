@@ -175,10 +175,12 @@ public final class BotRunner: @unchecked Sendable {
     /// event log is flushed.
     public func stop() async {
         phase.withLock { $0 = .stopping }
-        let pending = joining.withLock { $0 }
-        pending?.cancel()
-        _ = await host.logoutRoom()
-        await pending?.value
+        if let pending = joining.withLock({ $0 }) {
+            pending.cancel()
+            await drain(pending)
+        } else {
+            _ = await host.logoutRoom()
+        }
         await host.shutdown()
         plugins.unloadAll()
         if let control {
@@ -188,6 +190,23 @@ public final class BotRunner: @unchecked Sendable {
         events.close()
         try? loop.shutdown()
         phase.withLock { $0 = .stopped }
+    }
+
+    /// Logs out of every room until the cancelled first logins have ended:
+    /// a login that began in the instant of the cancel, after a logout pass
+    /// looked, is ended by the next pass (each pass waits for its logouts).
+    private func drain(_ pending: Task<Void, Never>) async {
+        let ended = LockedValue(false)
+        let watcher = Task {
+            await pending.value
+            ended.withLock { $0 = true }
+        }
+        repeat {
+            _ = await host.logoutRoom()
+            if ended.withLock({ $0 }) { break }
+            try? await Task.sleep(for: .milliseconds(20))
+        } while !ended.withLock({ $0 })
+        await watcher.value
     }
 
     /// Records a room joined (or left) through the control API, and writes
