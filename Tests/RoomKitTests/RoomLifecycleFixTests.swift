@@ -117,6 +117,26 @@ final class RoomLifecycleFixTests: XCTestCase {
         }
     }
 
+    func testMachine_loginImpossible_reportsLoginingThenLoginFailed_andSendsNothing() {
+        var m = RoomSessionMachine(loginTimeout: 30_000, reconnectWindow: 1_200_000)
+        let actions = m.handle(.loginImpossible(.tokenInvalid, "no token"), now: 0, connectionReady: true)
+        XCTAssertEqual(actions, [.phase(.connecting), .report(.logining, .success), .phase(.disconnected),
+                                 .report(.loginFailed, .tokenInvalid),
+                                 .finishLogin(RoomError(code: .tokenInvalid, message: "no token", reason: .loginFailed))])
+        XCTAssertEqual(m.state, .idle)
+    }
+
+    func testMachine_loginWithdrawnBeforeItWentOut_thenLogout_endsAtOnceWithoutALogoutRequest() {
+        var m = RoomSessionMachine(loginTimeout: 30_000, reconnectWindow: 1_200_000)
+        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+        XCTAssertEqual(m.handle(.loginWithdrawn, now: 1, connectionReady: true), [])
+        let actions = m.handle(.logoutRequested, now: 2, connectionReady: true)
+        XCTAssertFalse(actions.contains(.sendLogout))
+        XCTAssertTrue(actions.contains(.report(.logout, .success)))
+        XCTAssertTrue(actions.contains(.finishLogout))
+        XCTAssertEqual(m.state, .idle)
+    }
+
     func testReconnectFailed_whenTheServerRefusesTheResumesToken_reports1002053_andTheCauseInExtendedDataAndTheLog() async throws {
         final class States: RoomHostDelegate, @unchecked Sendable {  // @unchecked Sendable: guarded by lock
             let lock = NSLock()
