@@ -39,7 +39,7 @@ public final class BotRunner: @unchecked Sendable {
     let joined = LockedValue<Set<String>>([])
     /// Where the bot is in its life; `stopping` freezes the state file (a
     /// shutdown's LOGOUTs must not erase the rooms a restart rejoins).
-    let phase = LockedValue(Lifecycle.initial)
+    let phase = LockedValue(BotLifecycle.initial)
     /// The first logins (and their retries), cancelled by `stop()`.
     let joining = LockedValue<Task<Void, Never>?>(nil)
     private var control: ControlAPI?
@@ -233,7 +233,7 @@ public final class BotRunner: @unchecked Sendable {
 }
 
 /// Where a `BotRunner` is in its life.
-public enum Lifecycle: Sendable, Hashable {
+enum BotLifecycle: Sendable, Hashable {
     /// Created; nothing started.
     case initial
     /// Control API up; the first logins are running.
