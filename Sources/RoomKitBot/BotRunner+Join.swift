@@ -16,7 +16,7 @@ extension BotRunner {
         let clock = ContinuousClock()
         let giveUp = clock.now + configuration.reconnectWindow
         var attempt = 0
-        while !Task.isCancelled, phase.withLock({ $0 }) != .stopping {
+        while !Task.isCancelled, !isStopping {
             do {
                 try await host.loginRoom(room, user: config.user, tokenProvider: tokens)
                 return
@@ -54,7 +54,7 @@ extension BotRunner {
 
     /// A remembered room whose login failed for good is no room the bot is in.
     private func forgetFailed(_ room: String) {
-        guard phase.withLock({ $0 }) != .stopping else { return }
+        guard !isStopping else { return }
         remember(room, joined: false)
     }
 

@@ -227,8 +227,13 @@ public final class BotRunner: @unchecked Sendable {
     /// is no longer in it, so a restart must not rejoin it. Not while
     /// stopping: the shutdown's own LOGOUTs keep the rooms for the restart.
     private func left(_ room: String) {
-        guard phase.withLock({ $0 }) != .stopping else { return }
+        guard !isStopping else { return }
         remember(room, joined: false)
+    }
+
+    /// Whether `stop()` has begun (the state file is frozen from then on).
+    var isStopping: Bool {
+        phase.withLock { $0 == .stopping || $0 == .stopped }
     }
 }
 
