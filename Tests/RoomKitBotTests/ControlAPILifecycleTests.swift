@@ -85,7 +85,14 @@ final class ControlAPILifecycleTests: XCTestCase {
         XCTAssertEqual(try JSON.parse(body)["reason"], "LOGIN_FAILED")
         XCTAssertEqual(try JSON.parse(body)["errorCode"], 1_002_033)
         XCTAssertNil(try JSON.parse(body)["code"], "not the generic error shape")
+
+        // A switch to a room with no token is refused before leaving the source.
+        let (switched, answer) = http(port, "POST", "/v1/rooms/lobby/switch", #"{"to":"elsewhere"}"#)
+        XCTAssertEqual(switched, 409, answer)
+        XCTAssertEqual(try JSON.parse(answer)["errorCode"], 1_002_033)
+        XCTAssertEqual(bot.host.room("lobby")?.reason, .logined)
         await bot.stop()
+        XCTAssertEqual(try loggedReasons(harness, "lobby"), ["LOGINING 0", "LOGINED 0", "LOGOUT 0"], "left only at the stop")
         XCTAssertEqual(try loggedReasons(harness, "elsewhere"), ["LOGINING 0", "LOGIN_FAILED 1002033"])
         try harness.close()
     }
