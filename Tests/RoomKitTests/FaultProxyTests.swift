@@ -107,6 +107,9 @@ final class FaultProxyTests: XCTestCase {
         defer { close(fd) }
         let bytes = payload(5_000)
         XCTAssertEqual(roundTrip(fd, bytes), bytes, "reassembled intact")
+        // The pump counts a flush after its send(2): the echo can arrive before the count.
+        let deadline = Date().addingTimeInterval(2)
+        while proxy.stats.bytesForwarded < 10_000 && Date() < deadline { usleep(1_000) }
         let stats = proxy.stats
         XCTAssertEqual(stats.bytesForwarded, 10_000)
         XCTAssertGreaterThanOrEqual(stats.writes, 200, "10,000 bytes in slices of 50 need at least 200 writes")
