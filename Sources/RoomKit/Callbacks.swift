@@ -41,7 +41,10 @@ public struct RoomStateDiff: Sendable, Hashable {
 
 /// Everything the engine reports, as one value (the `AsyncSequence` form).
 public enum RoomEvent: Sendable, Hashable {
-    case roomStateChanged(room: String, reason: RoomReason, errorCode: ErrorCode)
+    /// `extendedData` is the seed's `onRoomStateChanged` extended data: for
+    /// `RECONNECT_FAILED` after the server refused the resume, `cause` holds
+    /// the server's code (`errorCode` stays 1002053).
+    case roomStateChanged(room: String, reason: RoomReason, errorCode: ErrorCode, extendedData: [String: JSON] = [:])
     case phaseChanged(room: String, phase: RoomPhase)
     /// Another member changed the room state (`from` nil for server-side changes).
     case roomStateModified(room: String, from: Int64?, diff: RoomStateDiff)
@@ -59,7 +62,7 @@ public enum RoomEvent: Sendable, Hashable {
     /// The room the event concerns (nil for `throwError`).
     public var room: String? {
         switch self {
-        case .roomStateChanged(let room, _, _), .phaseChanged(let room, _), .roomStateModified(let room, _, _),
+        case .roomStateChanged(let room, _, _, _), .phaseChanged(let room, _), .roomStateModified(let room, _, _),
              .beingAbleToCommitChange(let room, _), .disconnectWithError(let room, _), .kickedWithReason(let room, _, _),
              .catchErrorWhenAppendFrame(let room, _, _), .userUpdate(let room, _, _), .streamUpdate(let room, _, _),
              .extraInfoUpdate(let room, _, _), .tokenWillExpire(let room, _):

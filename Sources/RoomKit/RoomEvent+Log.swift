@@ -24,8 +24,10 @@ extension RoomEvent {
     /// Plugins receive the same object as their room-event payload.
     public var logFields: [String: JSON] {
         switch self {
-        case .roomStateChanged(let room, let reason, let code):
-            return ["room": .string(room), "reason": .string(reason.rawValue), "errorCode": .int(Int64(code.rawValue))]
+        case .roomStateChanged(let room, let reason, let code, let extendedData):
+            // Extended data (e.g. `cause`) joins the line; it never replaces a standard field.
+            let fields: [String: JSON] = ["room": .string(room), "reason": .string(reason.rawValue), "errorCode": .int(Int64(code.rawValue))]
+            return fields.merging(extendedData) { standard, _ in standard }
         case .phaseChanged(let room, let phase):
             return ["room": .string(room), "phase": .string(phase.rawValue)]
         case .roomStateModified(let room, let from, let diff):

@@ -143,6 +143,14 @@ extension RoomHost {
         }
     }
 
+    /// Takes request `id` back if it is still queued (not yet on the wire).
+    /// Its completion never runs. Returns whether it was withdrawn.
+    func withdrawQueued(_ id: Int64) -> Bool {
+        guard pending[id] != nil, outbox[outboxHead...].contains(where: { $0.id == id }) else { return false }
+        pending.removeValue(forKey: id)  // flushOutbox skips requests no longer pending
+        return true
+    }
+
     func failPending(_ error: RoomError) {
         let all = pending
         pending.removeAll()

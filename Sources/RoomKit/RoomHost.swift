@@ -156,20 +156,31 @@ public final class RoomHost: @unchecked Sendable {
 
     /// Logs in to `roomID` and returns once `LOGINED`. Reports `LOGINING`
     /// first; throws a `RoomError` with reason `LOGIN_FAILED` (1002033 bad
-    /// token, 1002053 timeout, or the server's code). With no `token`, the
-    /// token provider supplies one.
+    /// token, 1002053 timeout, or the server's code). With no `token`,
+    /// `tokenProvider` (else the host's token provider) supplies one; when
+    /// none can be had, the room reports `LOGINING` then `LOGIN_FAILED` 1002033.
     @discardableResult
-    public func loginRoom(_ roomID: String, user: LoginUser, token: String? = nil, writable: Bool = true,
-                          delegate: (any RoomDelegate)? = nil) async throws -> Room {
+    public func loginRoom(_ roomID: String, user: LoginUser, token: String? = nil, tokenProvider: (any TokenProvider)? = nil,
+                          writable: Bool = true, delegate: (any RoomDelegate)? = nil) async throws -> Room {
         guard RoomID.isValid(roomID) else {
             throw RoomError(code: .invalidArgument, message: "invalid room ID '\(roomID)'", reason: .loginFailed)
         }
-        let token = try await resolveToken(token, room: roomID, user: user.id)
+        let resolved: Result<String, RoomError>
+        do {
+            resolved = .success(try await resolveToken(token, room: roomID, user: user.id, provider: tokenProvider))
+        } catch {
+            resolved = .failure(error)
+        }
         let room = handle(for: roomID)
         if let delegate { room.delegate = delegate }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let accepted = loop.execute { [self] in
-                startLogin(roomID, user: user, token: token, writable: writable, continuation: continuation)
+                switch resolved {
+                case .success(let token):
+                    startLogin(roomID, user: user, token: token, writable: writable, continuation: continuation)
+                case .failure(let error):
+                    startImpossibleLogin(roomID, user: user, writable: writable, error: error, continuation: continuation)
+                }
             }
             if !accepted { continuation.resume(throwing: RoomError(code: .internalError, message: "host is shut down")) }
         }
@@ -199,16 +210,32 @@ public final class RoomHost: @unchecked Sendable {
         return rooms.sorted()
     }
 
-    /// Leaves `from` (`LOGOUT`, or `LOGOUT_FAILED` when not logged in) and
-    /// logs in to `to` as the same user (`LOGINING`, then `LOGINED` or
-    /// `LOGIN_FAILED`).
+    /// Leaves `from` (`LOGOUT`) and logs in to `to` as the same user
+    /// (`LOGINING`, then `LOGINED` or `LOGIN_FAILED`).
+    ///
+    /// What can be known locally is checked before `from` is left, and
+    /// throws with `from` untouched: `from` not logged in (`LOGOUT_FAILED`
+    /// 1002002, reported), an invalid target ID (1009006), a target already
+    /// logged in (1009007), no token for the target (1002033). When the
+    /// target's login itself fails, `from` stays left, as in the seed.
     @discardableResult
-    public func switchRoom(from: String, to: String, token: String? = nil, delegate: (any RoomDelegate)? = nil) async throws -> Room {
-        let user = try await loop.submit { [self] in drivers[from]?.user }
-        try? await logoutRoom(from)
+    public func switchRoom(from: String, to: String, token: String? = nil, tokenProvider: (any TokenProvider)? = nil,
+                           delegate: (any RoomDelegate)? = nil) async throws -> Room {
+        let (user, targetJoined) = try await loop.submit { [self] in
+            (drivers[from].flatMap { $0.machine.isLoggedIn ? $0.user : nil }, drivers[to]?.machine.isLoggedIn ?? false)
+        }
         guard let user else {
+            try await logoutRoom(from)  // reports LOGOUT_FAILED 1002002 and throws
             throw RoomError(code: .logoutNotLoggedIn, message: "switchRoom: not logged in to \(from)", reason: .logoutFailed)
         }
+        guard RoomID.isValid(to) else {
+            throw RoomError(code: .invalidArgument, message: "switchRoom: invalid room ID '\(to)'", reason: .loginFailed)
+        }
+        guard !targetJoined else {
+            throw RoomError(code: .alreadyLoggedIn, message: "switchRoom: already logged in to \(to)", reason: .loginFailed)
+        }
+        let token = try await resolveToken(token, room: to, user: user.id, provider: tokenProvider)
+        try await logoutRoom(from)
         return try await loginRoom(to, user: user, token: token, delegate: delegate ?? room(from)?.delegate)
     }
 
@@ -239,9 +266,10 @@ public final class RoomHost: @unchecked Sendable {
         broadcaster.finish()
     }
 
-    private func resolveToken(_ token: String?, room: String, user: String) async throws -> String {
+    private func resolveToken(_ token: String?, room: String, user: String,
+                              provider: (any TokenProvider)?) async throws(RoomError) -> String {
         if let token { return token }
-        guard let tokenProvider else {
+        guard let tokenProvider = provider ?? tokenProvider else {
             throw RoomError(code: .tokenInvalid, message: "no token given and no token provider", reason: .loginFailed)
         }
         do {

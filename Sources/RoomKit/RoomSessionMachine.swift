@@ -23,7 +23,13 @@ public struct RoomSessionMachine: Sendable, Hashable {
     /// What happened.
     public enum Input: Sendable, Hashable {
         case loginRequested
+        /// A login that cannot even be sent (no token could be had): reported
+        /// as LOGINING then LOGIN_FAILED with this code, like any failed login.
+        case loginImpossible(ErrorCode, String)
         case logoutRequested
+        /// The login request queued by `.sendLogin` was taken back before it
+        /// reached the wire (a logout came first): the server never saw it.
+        case loginWithdrawn
         /// The shared connection is ready (hello answered).
         case connectionReady
         /// The shared connection was lost, with a description for `fireDisconnectWithError`.
@@ -41,8 +47,9 @@ public struct RoomSessionMachine: Sendable, Hashable {
         /// Send `login`; `resume` when continuing a session.
         case sendLogin(resume: Bool)
         case sendLogout
-        /// Report a reason and code (`onRoomStateChanged`).
-        case report(RoomReason, ErrorCode)
+        /// Report a reason and code (`onRoomStateChanged`); `cause` is the
+        /// server's code behind it, when that differs (extended data `cause`).
+        case report(RoomReason, ErrorCode, cause: ErrorCode? = nil)
         /// Report a phase change (`firePhaseChanged`).
         case phase(RoomPhase)
         /// Arm the session's single timer for `at` (replacing any earlier one).
@@ -89,6 +96,13 @@ public struct RoomSessionMachine: Sendable, Hashable {
             actions.append(.setDeadline(deadline))
             if connectionReady { actions.append(.sendLogin(resume: false)) }
 
+        case (.idle, .loginImpossible(let code, let message)):
+            report(.logining, .success, into: &actions)
+            report(.loginFailed, code, into: &actions)
+            actions.append(.finishLogin(RoomError(code: code, message: message, reason: .loginFailed)))
+        case (.logining(true, let deadline), .loginWithdrawn):
+            state = .logining(sent: false, deadline: deadline)
+
         case (.logining(false, let deadline), .connectionReady):
             state = .logining(sent: true, deadline: deadline)
             actions.append(.sendLogin(resume: false))
@@ -130,8 +144,10 @@ public struct RoomSessionMachine: Sendable, Hashable {
             if code.isKick {
                 actions += kick(code, message)
             } else if code == .tokenInvalid || code == .notPermitted {
-                // The server will not take us back with this token: no retry helps.
-                actions += fail(.reconnectFailed, code, message)
+                // The server will not take us back with this token: no retry
+                // helps. RECONNECT_FAILED is 1002053 (seed, PROTOCOL.md §11);
+                // the server's refusal travels as the cause.
+                actions += fail(.reconnectFailed, .timedOut, message, cause: code)
             } else {
                 // Transient (rate limit, server error): the driver retries on the next connection.
                 state = .reconnecting(sent: false, deadline: deadline)
@@ -172,13 +188,13 @@ public struct RoomSessionMachine: Sendable, Hashable {
         return actions
     }
 
-    private mutating func fail(_ reason: RoomReason, _ code: ErrorCode, _ message: String) -> [Action] {
+    private mutating func fail(_ reason: RoomReason, _ code: ErrorCode, _ message: String, cause: ErrorCode? = nil) -> [Action] {
         let wasLogining: Bool
         if case .logining = state { wasLogining = true } else { wasLogining = false }
         var actions: [Action] = [.cancelDeadline]
         state = .idle
         logoutAfterLogin = false
-        report(reason, code, into: &actions)
+        report(reason, code, cause: cause, into: &actions)
         if wasLogining { actions.append(.finishLogin(RoomError(code: code, message: message, reason: reason))) }
         actions.append(.forgetSession)
         return actions
@@ -202,9 +218,9 @@ public struct RoomSessionMachine: Sendable, Hashable {
         return actions
     }
 
-    private mutating func report(_ reason: RoomReason, _ code: ErrorCode, into actions: inout [Action]) {
+    private mutating func report(_ reason: RoomReason, _ code: ErrorCode, cause: ErrorCode? = nil, into actions: inout [Action]) {
         if let phase = reason.phase { setPhase(phase, into: &actions) }
-        actions.append(.report(reason, code))
+        actions.append(.report(reason, code, cause: cause))
     }
 
     private mutating func setPhase(_ next: RoomPhase, into actions: inout [Action]) {

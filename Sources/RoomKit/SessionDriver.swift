@@ -20,6 +20,9 @@ final class SessionDriver {
     var logoutWaiters: [CheckedContinuation<Void, any Error>] = []
     /// Whether this login is a resume (RECONNECTED) rather than a first login.
     var resuming = false
+    /// The request ID of the login last handed to `send` (to withdraw it
+    /// from the outbox when a logout comes before it went out).
+    var loginRequestID: Int64?
 
     init(room: Room, machine: RoomSessionMachine, user: LoginUser, token: String, wantsWritable: Bool) {
         self.room = room
@@ -35,40 +38,63 @@ extension RoomHost {
 
     func startLogin(_ roomID: String, user: LoginUser, token: String, writable: Bool,
                     continuation: CheckedContinuation<Void, any Error>) {
-        let room = handle(for: roomID)
-        let driver: SessionDriver
-        if let existing = drivers[roomID] {
-            guard !existing.machine.isLoggedIn else {
-                return continuation.resume(throwing: RoomError(
-                    code: .alreadyLoggedIn, message: "already logged in to \(roomID)", reason: .loginFailed))
-            }
-            driver = existing
-            driver.user = user
-            driver.token = token
-            driver.wantsWritable = writable
-        } else {
-            driver = SessionDriver(room: room,
-                                   machine: RoomSessionMachine(loginTimeout: configuration.loginTimeout.ms,
-                                                               reconnectWindow: configuration.reconnectWindow.ms),
-                                   user: user, token: token, wantsWritable: writable)
-            drivers[roomID] = driver
-        }
-        driver.loginWaiters.append(continuation)
+        guard let driver = idleDriver(roomID, user: user, token: token, writable: writable, continuation: continuation) else { return }
         driver.resuming = false
         ensureTicker()
         run(.loginRequested, on: driver)
         updateConnectionWanted()
     }
 
+    /// A login for which no token could be had: the room still reports
+    /// LOGINING, then LOGIN_FAILED with `error`'s code, and the call throws.
+    func startImpossibleLogin(_ roomID: String, user: LoginUser, writable: Bool, error: RoomError,
+                              continuation: CheckedContinuation<Void, any Error>) {
+        guard let driver = idleDriver(roomID, user: user, token: "", writable: writable, continuation: continuation) else { return }
+        run(.loginImpossible(error.code, error.message), on: driver)
+    }
+
+    /// The room's driver, made or reused for a new login with `continuation`
+    /// waiting on it; nil (and the continuation resumed) when already logged in.
+    private func idleDriver(_ roomID: String, user: LoginUser, token: String, writable: Bool,
+                            continuation: CheckedContinuation<Void, any Error>) -> SessionDriver? {
+        let driver: SessionDriver
+        if let existing = drivers[roomID] {
+            guard !existing.machine.isLoggedIn else {
+                continuation.resume(throwing: RoomError(
+                    code: .alreadyLoggedIn, message: "already logged in to \(roomID)", reason: .loginFailed))
+                return nil
+            }
+            driver = existing
+            driver.user = user
+            driver.token = token
+            driver.wantsWritable = writable
+        } else {
+            driver = SessionDriver(room: handle(for: roomID),
+                                   machine: RoomSessionMachine(loginTimeout: configuration.loginTimeout.ms,
+                                                               reconnectWindow: configuration.reconnectWindow.ms),
+                                   user: user, token: token, wantsWritable: writable)
+            drivers[roomID] = driver
+        }
+        driver.loginWaiters.append(continuation)
+        return driver
+    }
+
     func startLogout(_ roomID: String, continuation: CheckedContinuation<Void, any Error>) {
         guard let driver = drivers[roomID], driver.machine.isLoggedIn else {
-            let room = handle(for: roomID)
-            room.update { $0.reason = .logoutFailed; $0.errorCode = .logoutNotLoggedIn }
+            // No handle is made for a room never logged in to: it would stay
+            // listed (allRooms, GET /v1/rooms) although it was never joined.
+            let room = self.room(roomID)
+            room?.update { $0.reason = .logoutFailed; $0.errorCode = .logoutNotLoggedIn }
             emit(.roomStateChanged(room: roomID, reason: .logoutFailed, errorCode: .logoutNotLoggedIn), room: room)
             return continuation.resume(throwing: RoomError(
                 code: .logoutNotLoggedIn, message: "not logged in to \(roomID)", reason: .logoutFailed))
         }
         driver.logoutWaiters.append(continuation)
+        if case .logining(sent: true, _) = driver.machine.state, let id = driver.loginRequestID, withdrawQueued(id) {
+            // The login never left the outbox (pacing): cancel it rather
+            // than wait for a reply to a request the server will never see.
+            run(.loginWithdrawn, on: driver)
+        }
         run(.logoutRequested, on: driver)
     }
 
@@ -88,9 +114,14 @@ extension RoomHost {
                 // Whatever the answer (even 1002002), the server no longer has us.
                 run(.logoutAnswered, on: driver)
             }
-        case .report(let reason, let code):
+        case .report(let reason, let code, let cause):
             room.update { $0.reason = reason; $0.errorCode = code }
-            emit(.roomStateChanged(room: room.id, reason: reason, errorCode: code), room: room)
+            let extendedData: [String: JSON] = cause.map { ["cause": .int(Int64($0.rawValue))] } ?? [:]
+            emit(.roomStateChanged(room: room.id, reason: reason, errorCode: code, extendedData: extendedData), room: room)
+            if reason.phase == .disconnected {
+                // The session is over (logout, failure, kick): nothing can be committed.
+                setWritable(false, driver: driver)
+            }
         case .phase(let phase):
             room.update { $0.phase = phase }
             emit(.phaseChanged(room: room.id, phase: phase), room: room)
@@ -150,6 +181,7 @@ extension RoomHost {
         let point = resume ? driver.session.map { ResumePoint(session: $0, seq: driver.lastSeq) } : nil
         driver.resuming = resume
         let request = LoginRequest(token: driver.token, user: driver.user, writable: driver.wantsWritable, resume: point)
+        driver.loginRequestID = nextRequestID
         send(.login(request), room: driver.room.id, timeout: false) { [self] result in
             loginAnswered(driver, result)
         }

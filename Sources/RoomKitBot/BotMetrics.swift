@@ -1,4 +1,3 @@
-import CoreMetrics
 import Foundation
 import Prometheus
 import RoomKit
@@ -6,31 +5,33 @@ import RoomKitLoop
 import RoomKitPlugins
 import Synchronization
 
-/// `/metrics` through swift-metrics with Prometheus exposition. Each bot has
-/// its own registry (no process-wide bootstrap), so several bots in one
-/// process, as in tests, do not mix their numbers.
+/// `/metrics` in Prometheus exposition, every family with a `# HELP` line.
+/// Each bot has its own registry (no process-wide bootstrap), so several
+/// bots in one process, as in tests, do not mix their numbers.
+///
+/// Rates are left to Prometheus (`rate(roombot_events_total[1m])`): a scrape
+/// only reads, so any number of scrapers see the same monotonic counters.
 final class BotMetrics: @unchecked Sendable {
-    // @unchecked Sendable: swift-metrics handlers are thread-safe; `rate`,
-    // `pluginTotals` and `lagTimer` are guarded by their lock or touched on the loop.
+    // @unchecked Sendable: Prometheus metrics are thread-safe; `pluginTotals`
+    // is guarded by its lock; `lagTimer` is touched on the loop thread only.
     let registry = PrometheusCollectorRegistry()
-    private let factory: PrometheusMetricsFactory
-    private let events: CoreMetrics.Counter
-    private let eventsPerSecond: CoreMetrics.Gauge
-    private let loopLag: CoreMetrics.Gauge
-    private let rate = LockedValue<(since: Date, count: Int)>((Date(), 0))
+    private let events: Prometheus.Counter
+    private let loopLag: Prometheus.Gauge
     private let pluginTotals = LockedValue<[String: (calls: Int, failures: Int)]>([:])
     private var lagTimer: LoopTimer?
 
     init() {
-        factory = PrometheusMetricsFactory(registry: registry)
-        events = CoreMetrics.Counter(label: "roombot_events_total", dimensions: [], factory: factory)
-        eventsPerSecond = CoreMetrics.Gauge(label: "roombot_events_per_second", dimensions: [], factory: factory)
-        loopLag = CoreMetrics.Gauge(label: "roombot_event_loop_lag_seconds", dimensions: [], factory: factory)
+        events = registry.makeCounter(descriptor: Self.named("roombot_events_total", "Framework events raised since the bot started (one per event-log line)."), labels: [])
+        loopLag = registry.makeGauge(descriptor: Self.named("roombot_event_loop_lag_seconds", "How late the last 100 ms event-loop timer fired."), labels: [])
+    }
+
+    /// A metric's name and `# HELP` text (the unit is part of `name`).
+    private static func named(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
     }
 
     func count(_ event: RoomEvent) {
         events.increment()
-        rate.withLock { $0.count += 1 }
     }
 
     /// Measures how late a 100 ms loop timer fires: the event loop's lag.
@@ -40,7 +41,7 @@ final class BotMetrics: @unchecked Sendable {
             var expected = Date().addingTimeInterval(period)
             lagTimer = try loop.scheduleTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { [loopLag] _ in
                 let now = Date()
-                loopLag.record(max(0, now.timeIntervalSince(expected)))
+                loopLag.set(max(0, now.timeIntervalSince(expected)))
                 expected = now.addingTimeInterval(period)
             }
         }
@@ -50,33 +51,28 @@ final class BotMetrics: @unchecked Sendable {
         try? loop.runAndWait { [self] in lagTimer?.cancel(); lagTimer = nil }
     }
 
-    /// Updates the point-in-time figures, then renders the registry.
+    /// Brings the point-in-time figures up to date, then renders the registry.
+    /// Counters only ever move forward: plugin totals advance by what the
+    /// plugin host counted since the previous scrape.
     func exposition(host: RoomHost, plugins: PluginManager) -> String {
         var byReason: [RoomReason: Int] = [:]
         for room in host.allRooms { byReason[room.reason, default: 0] += 1 }
         for reason in RoomReason.allCases {
-            CoreMetrics.Gauge(label: "roombot_sessions", dimensions: [("reason", reason.rawValue)], factory: factory)
-                .record(byReason[reason] ?? 0)
+            registry.makeGauge(descriptor: Self.named("roombot_sessions", "Rooms of this bot by their last reported reason."), labels: [("reason", reason.rawValue)])
+                .set(Double(byReason[reason] ?? 0))
         }
-        let perSecond = rate.withLock { window -> Double in
-            let elapsed = Date().timeIntervalSince(window.since)
-            let value = elapsed > 0 ? Double(window.count) / elapsed : 0
-            if elapsed >= 1 { window = (Date(), 0) }
-            return value
-        }
-        eventsPerSecond.record(perSecond)
         for report in plugins.reports {
-            let dimensions = [("plugin", report.name)]
+            let labels = [("plugin", report.name)]
             let previous = pluginTotals.withLock { totals -> (calls: Int, failures: Int) in
                 defer { totals[report.name] = (report.calls, report.failures) }
                 return totals[report.name] ?? (0, 0)
             }
-            CoreMetrics.Counter(label: "roombot_plugin_calls_total", dimensions: dimensions, factory: factory)
-                .increment(by: max(0, report.calls - previous.calls))
-            CoreMetrics.Counter(label: "roombot_plugin_failures_total", dimensions: dimensions, factory: factory)
-                .increment(by: max(0, report.failures - previous.failures))
-            CoreMetrics.Gauge(label: "roombot_plugin_latency_seconds", dimensions: dimensions, factory: factory)
-                .record(report.meanMicroseconds / 1_000_000)
+            registry.makeCounter(descriptor: Self.named("roombot_plugin_calls_total", "Calls into each plugin."), labels: labels)
+                .increment(by: Int64(max(0, report.calls - previous.calls)))
+            registry.makeCounter(descriptor: Self.named("roombot_plugin_failures_total", "Plugin calls that failed or ran over their timeoutMs."), labels: labels)
+                .increment(by: Int64(max(0, report.failures - previous.failures)))
+            registry.makeGauge(descriptor: Self.named("roombot_plugin_latency_seconds", "Mean duration of one plugin call."), labels: labels)
+                .set(report.meanMicroseconds / 1_000_000)
         }
         return registry.emitToString()
     }

@@ -20,8 +20,9 @@ public struct BotOverrides: Sendable {
 /// The bot host: one loop, one `RoomHost`, the manifest's plugins, the event
 /// log, the control API and the state file, started and stopped in order.
 public final class BotRunner: @unchecked Sendable {
-    // @unchecked Sendable: `joined` has its own lock; the rest is set in
-    // `start()` before any concurrent use and read-only afterwards.
+    // @unchecked Sendable: `joined`, `phase` and `joining` have their own
+    // locks; `control` and `manifest` are set in `startServices()` before any
+    // concurrent use and read-only afterwards.
 
     public let config: BotConfig
     public let loop: EventLoop
@@ -32,8 +33,15 @@ public final class BotRunner: @unchecked Sendable {
     let tokens: BotTokenProvider
     let state: BotStateFile
     let metrics: BotMetrics
-    /// Rooms joined at run time through the control API (the state file's content).
+    /// Rooms joined at run time through the control API (the state file's
+    /// content). The lock is held while the file is written, so the file
+    /// always ends with the newest set.
     let joined = LockedValue<Set<String>>([])
+    /// Where the bot is in its life; `stopping` freezes the state file (a
+    /// shutdown's LOGOUTs must not erase the rooms a restart rejoins).
+    let phase = LockedValue(BotLifecycle.initial)
+    /// The first logins (and their retries), cancelled by `stop()`.
+    let joining = LockedValue<Task<Void, Never>?>(nil)
     private var control: ControlAPI?
     private var manifest: PluginManifest?
 
@@ -55,10 +63,17 @@ public final class BotRunner: @unchecked Sendable {
             problems.append(ConfigError(file: "--room", field: "", problem: "invalid room ID '\(room)'"))
         }
         if let control = config.control {
-            if let (host, _) = BotConfig.hostPort(control) {
+            if let (host, port) = BotConfig.hostPort(control) {
                 if !BotConfig.isLoopback(host) && config.controlToken == nil {
                     problems.append(ConfigError(file: "--control", field: "", problem:
                         "binds to \(host), which is not loopback: set controlToken in the config to require authentication"))
+                } else if let problem = BindCheck.problem(host: host, port: port) {
+                    // Checked before libwebsockets tries: a bind it refuses
+                    // leaves the loop with handles it cannot close (a crash).
+                    let source = overrides.control != nil
+                        ? ConfigError(file: "--control", field: "", problem: problem)
+                        : ConfigError(file: (config.path as NSString).lastPathComponent, field: "control", problem: problem)
+                    problems.append(source)
                 }
             } else {
                 problems.append(ConfigError(file: "--control", field: "", problem: "must be HOST:PORT"))
@@ -90,51 +105,82 @@ public final class BotRunner: @unchecked Sendable {
             events.write("plugin", fields)
         }
         metrics = BotMetrics()
-        host.addObserver { [events, metrics] event in
+        host.addObserver { [weak self, events, metrics] event in
             events.write(event)
             metrics.count(event)
+            if case .roomStateChanged(let room, let reason, _, _) = event,
+               reason == .logout || reason == .kickOut || reason == .reconnectFailed {
+                self?.left(room)
+            }
         }
     }
 
     /// The control API's bound port, once started.
     public var controlPort: Int? { control?.port }
 
-    /// Loads plugins, serves the control API, and logs in to the configured
-    /// rooms and those the state file remembers. Returns when every login has
-    /// an outcome (failures are in the event log; they do not stop the bot).
+    /// `startServices()`, then the first logins; returns when every login
+    /// has an outcome (failures are in the event log; they do not stop the bot).
     public func start() async throws {
+        try startServices()
+        await startJoining().value
+    }
+
+    /// Loads plugins and serves the control API, at once: it answers (and
+    /// `/readyz` says which rooms are not in yet) while the logins run.
+    public func startServices() throws {
+        phase.withLock { $0 = .starting }
         if let manifest {
             for error in plugins.load(manifest) {
                 logger.error("plugin not loaded", metadata: ["error": "\(error)"])
             }
         }
+        joined.withLock { $0 = Set(state.load()) }
         if let address = config.control, let (hostName, port) = BotConfig.hostPort(address) {
             let api = ControlAPI(runner: self)
             try loop.runAndWait { try api.listen(host: hostName, port: port) }
             control = api
         }
         try metrics.startLagProbe(loop: loop)
-        let remembered = state.load()
-        joined.withLock { $0 = Set(remembered) }
-        var rooms = config.rooms
-        for room in remembered where !rooms.contains(room) { rooms.append(room) }
-        await withTaskGroup(of: Void.self) { group in
-            for room in rooms {
-                group.addTask { [self] in
-                    do {
-                        try await host.loginRoom(room, user: config.user, token: try await tokens.token(room: room, user: config.user.id))
-                    } catch {
-                        logger.warning("login failed", metadata: ["room": "\(room)", "error": "\(error)"])
-                    }
-                }
-            }
-        }
     }
 
-    /// Graceful stop: every room reaches LOGOUT (others see the user leave at
-    /// once), plugins unload, the control API closes, the event log is flushed.
+    /// Starts logging in to the configured rooms and those the state file
+    /// remembers, each retried after a transient failure (`join(_:)`). The
+    /// task ends when every room has an outcome; `stop()` cancels it.
+    @discardableResult
+    public func startJoining() -> Task<Void, Never> {
+        let rooms = targetRooms
+        let task = Task { [self] in
+            await withTaskGroup(of: Void.self) { group in
+                for room in rooms {
+                    group.addTask { [self] in await join(room) }
+                }
+            }
+            phase.withLock { if $0 == .starting { $0 = .running } }
+        }
+        joining.withLock { $0 = task }
+        return task
+    }
+
+    /// The rooms the bot should be in: the configured ones, then those
+    /// joined through the control API (the state file).
+    var targetRooms: [String] {
+        var rooms = config.rooms
+        for room in joined.withLock({ $0 }).sorted() where !rooms.contains(room) { rooms.append(room) }
+        return rooms
+    }
+
+    /// Graceful stop, also in the middle of the first logins: those still
+    /// pending are cancelled, every room joined reaches LOGOUT (others see
+    /// the user leave at once), plugins unload, the control API closes, the
+    /// event log is flushed.
     public func stop() async {
-        _ = await host.logoutRoom()
+        phase.withLock { $0 = .stopping }
+        if let pending = joining.withLock({ $0 }) {
+            pending.cancel()
+            await drain(pending)
+        } else {
+            _ = await host.logoutRoom()
+        }
         await host.shutdown()
         plugins.unloadAll()
         if let control {
@@ -143,18 +189,64 @@ public final class BotRunner: @unchecked Sendable {
         metrics.stopLagProbe(loop: loop)
         events.close()
         try? loop.shutdown()
+        phase.withLock { $0 = .stopped }
     }
 
-    /// Records a room joined (or left) through the control API.
-    func remember(_ room: String, joined isJoined: Bool) {
-        let rooms = joined.withLock { set -> [String] in
-            if isJoined { set.insert(room) } else { set.remove(room) }
-            return Array(set)
+    /// Logs out of every room until the cancelled first logins have ended:
+    /// a login that began in the instant of the cancel, after a logout pass
+    /// looked, is ended by the next pass (each pass waits for its logouts).
+    private func drain(_ pending: Task<Void, Never>) async {
+        let ended = LockedValue(false)
+        let watcher = Task {
+            await pending.value
+            ended.withLock { $0 = true }
         }
-        do {
-            try state.save(rooms)
-        } catch {
-            logger.error("state file not written", metadata: ["path": "\(state.path)", "error": "\(error)"])
+        repeat {
+            _ = await host.logoutRoom()
+            if ended.withLock({ $0 }) { break }
+            try? await Task.sleep(for: .milliseconds(20))
+        } while !ended.withLock({ $0 })
+        await watcher.value
+    }
+
+    /// Records a room joined (or left) through the control API, and writes
+    /// the state file when the set changed.
+    func remember(_ room: String, joined isJoined: Bool) {
+        joined.withLock { set in
+            let changed = isJoined ? set.insert(room).inserted : set.remove(room) != nil
+            guard changed else { return }
+            do {
+                try state.save(Array(set))
+            } catch {
+                logger.error("state file not written", metadata: ["path": "\(state.path)", "error": "\(error)"])
+            }
         }
     }
+
+    /// A room's session ended (LOGOUT, KICK_OUT, RECONNECT_FAILED): the bot
+    /// is no longer in it, so a restart must not rejoin it. Not while
+    /// stopping: the shutdown's own LOGOUTs keep the rooms for the restart.
+    private func left(_ room: String) {
+        guard !isStopping else { return }
+        remember(room, joined: false)
+    }
+
+    /// Whether `stop()` has begun (the state file is frozen from then on).
+    var isStopping: Bool {
+        phase.withLock { $0 == .stopping || $0 == .stopped }
+    }
+}
+
+/// Where a `BotRunner` is in its life.
+enum BotLifecycle: Sendable, Hashable {
+    /// Created; nothing started.
+    case initial
+    /// Control API up; the first logins are running.
+    case starting
+    /// Every first login has an outcome.
+    case running
+    /// `stop()` is logging out and tearing down.
+    case stopping
+    /// Stopped.
+    case stopped
 }

@@ -43,7 +43,7 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
         }
         Task {
             let (status, body) = await Self.route(request, runner: runner)
-            if status == 200, request.path == "/metrics" || request.path == "/healthz" {
+            if status == 200, request.path == "/metrics" || request.path == "/healthz" || request.path == "/readyz" {
                 responder.respond(status: 200, contentType: "text/plain; version=0.0.4", text: body.stringValue ?? "")
             } else {
                 responder.respond(status: status, text: body.jsonString)
@@ -57,11 +57,25 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
         do {
             switch (request.method, parts) {
             case ("GET", ["healthz"]):
+                // Liveness: the process and its loop answer.
                 return (200, "ok")
+            case ("GET", ["readyz"]):
+                // Readiness: every room the bot should be in is LOGINED or RECONNECTED.
+                let notReady = runner.roomsNotReady
+                if notReady.isEmpty { return (200, "ready") }
+                return (503, ["ready": false, "notReady": .array(notReady.map {
+                    ["room": .string($0.room), "reason": .string($0.reason.rawValue), "errorCode": .int(Int64($0.errorCode.rawValue))]
+                })])
             case ("GET", ["metrics"]):
                 return (200, .string(runner.metrics.exposition(host: host, plugins: runner.plugins)))
             case ("GET", ["v1", "rooms"]):
-                let rooms = host.allRooms.sorted { $0.id < $1.id }.map { room -> JSON in
+                // The rooms the bot should be in, whatever their state, and
+                // any other room with a live session; not rooms merely named
+                // by a failed request or left through the control API.
+                let wanted = Set(runner.targetRooms)
+                let live: Set<RoomReason> = [.logining, .logined, .reconnecting, .reconnected]
+                let listed = host.allRooms.filter { wanted.contains($0.id) || live.contains($0.reason) }
+                let rooms = listed.sorted { $0.id < $1.id }.map { room -> JSON in
                     let c = room.content
                     return ["room": .string(room.id), "reason": .string(c.reason.rawValue), "phase": .string(c.phase.rawValue),
                             "errorCode": .int(Int64(c.errorCode.rawValue)), "memberId": c.memberId.map(JSON.int) ?? .null,
@@ -97,11 +111,11 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
         let fields = try parse(body)
         switch action {
         case "login":
-            let token: String
-            if let given = fields["token"]?.stringValue { token = given } else { token = try await runner.tokens.token(room: room, user: runner.config.user.id) }
             do {
-                let handle = try await host.loginRoom(room, user: runner.config.user, token: token,
-                                                      writable: fields["writable"]?.boolValue ?? true)
+                // Without a token in the body the bot's auth supplies one; when
+                // it has none, the engine reports LOGINING then LOGIN_FAILED 1002033.
+                let handle = try await host.loginRoom(room, user: runner.config.user, token: fields["token"]?.stringValue,
+                                                      tokenProvider: runner.tokens, writable: fields["writable"]?.boolValue ?? true)
                 runner.remember(room, joined: true)
                 return (200, loginAnswer(handle))
             } catch let failure as RoomError {
@@ -117,11 +131,11 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
             }
         case "switch":
             guard let target = fields["to"]?.stringValue else { throw BodyError(message: "body.to must be a room ID") }
-            let token: String
-            if let given = fields["token"]?.stringValue { token = given } else { token = try await runner.tokens.token(room: target, user: runner.config.user.id) }
             do {
-                let handle = try await host.switchRoom(from: room, to: target, token: token)
-                runner.remember(room, joined: false)
+                // The engine checks the target (ID, already joined, token) before
+                // leaving `room`; the state file follows the LOGOUT it reports.
+                let handle = try await host.switchRoom(from: room, to: target, token: fields["token"]?.stringValue,
+                                                       tokenProvider: runner.tokens)
                 runner.remember(target, joined: true)
                 return (200, loginAnswer(handle))
             } catch let failure as RoomError {

@@ -36,10 +36,12 @@ struct Replay: AsyncParsableCommand {
         guard (0.5...16).contains(speed) else { throw ValidationError("--speed: must be between 0.5 and 16") }
         guard RoomID.isValid(room) else { throw ValidationError("--room: invalid room ID '\(room)'") }
         if let from, let to, from > to { throw ValidationError("--from: is after --to") }
+        // The same check and words as `run`: an unknown level is an error, not "warning".
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
     }
 
     func run() async throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .warning
+        let level = Logger.Level(rawValue: logLevel) ?? .warning  // validated in validate()
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level

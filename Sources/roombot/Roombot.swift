@@ -76,8 +76,10 @@ struct Run: AsyncParsableCommand {
                 stop.continuation.yield(signal)
             }
         }
+        // The control API and the signal watcher are up before the first
+        // login: an operator can look (and stop) while the rooms join.
         do {
-            try await runner.start()
+            try runner.startServices()
         } catch {
             await runner.stop()
             throw UsageProblems(lines: ["--control: cannot serve the control API: \(error)"])
@@ -86,6 +88,7 @@ struct Run: AsyncParsableCommand {
             logger.info("control API listening", metadata: ["address": "\(botConfig.control.map { BotConfig.hostPort($0)?.host ?? "" } ?? ""):\(port)"])
             FileHandle.standardError.write(Data("control on \(port)\n".utf8))
         }
+        runner.startJoining()
         for await signal in stop.stream {
             logger.info("stopping", metadata: ["signal": "\(signal)"])
             break

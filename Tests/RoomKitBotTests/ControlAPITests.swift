@@ -77,7 +77,7 @@ final class ControlAPITests: XCTestCase {
         XCTAssertEqual(runner.host.room("lobby")?.phase, .connected, "a reload touches no room")
         XCTAssertEqual(http(port, "GET", "/healthz").1, "ok")
         let metrics = http(port, "GET", "/metrics").1
-        for name in ["roombot_sessions{reason=\"LOGINED\"}", "roombot_events_total", "roombot_events_per_second",
+        for name in ["roombot_sessions{reason=\"LOGINED\"}", "roombot_events_total",
                      "roombot_plugin_calls_total{plugin=\"url-rewrite\"}", "roombot_plugin_failures_total",
                      "roombot_plugin_latency_seconds", "roombot_event_loop_lag_seconds"] {
             XCTAssertTrue(metrics.contains(name), "metrics lack \(name)")

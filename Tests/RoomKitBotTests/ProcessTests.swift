@@ -58,6 +58,9 @@ final class ProcessTests: XCTestCase {
 
         let second = try ChildProcess("roombot", ["run", "--config", path, "--log-level", "warning"])
         port = try controlPort(second)
+        // The control API is up before the logins: wait until the bot is ready.
+        let secondPort = port
+        await eventually(10, "ready") { http(secondPort, "GET", "/readyz").0 == 200 }
         let rooms = try JSON.parse(http(port, "GET", "/v1/rooms").1).arrayValue ?? []
         let logined = rooms.filter { $0["reason"] == "LOGINED" }.compactMap { $0["room"]?.stringValue }.sorted()
         XCTAssertEqual(logined, ["joined-later", "lobby"])

@@ -11,7 +11,7 @@ final class RoomSessionMachineTests: XCTestCase {
     private func reports(_ actions: [RoomSessionMachine.Action]) -> [String] {
         actions.compactMap {
             switch $0 {
-            case .report(let reason, let code): return "\(reason) \(code.rawValue)"
+            case .report(let reason, let code, _): return "\(reason) \(code.rawValue)"
             case .phase(let phase): return "phase \(phase)"
             default: return nil
             }
