@@ -108,7 +108,9 @@ extension RoomHost {
 /// Room-ID glob patterns (`*`, `lobby-*`, `room-?`), via fnmatch(3), as the
 /// plugin manifest's `rooms` and `addURLInterrupter(rooms:)` use them.
 public enum RoomGlob {
-    /// Whether `room` matches `pattern`.
+    /// Whether `room` matches `pattern`. Inlinable: plugin dispatch calls it
+    /// per plugin per event.
+    @inlinable
     public static func matches(_ pattern: String, _ room: String) -> Bool {
         // "*" (the default) matches every room: skip fnmatch on the per-event path.
         pattern == "*" || fnmatch(pattern, room, 0) == 0
