@@ -76,6 +76,16 @@ static void on_room_event(void *self, int32_t kind, const char *room, const char
     host->dispatch_magix(host->context, room, "reply", reply, NULL);
 }
 
+/* A reply that could not be sent (a read-only session, a rate limit)
+ * comes back here, with the action's name as domain and its error code. */
+static void on_error(void *self, const char *domain, int64_t code, const char *message) {
+    (void)self;
+    if (!host) return;
+    char line[256];
+    snprintf(line, sizeof line, "echo-commands: %s failed (%lld): %s", domain, (long long)code, message);
+    host->log(host->context, ROOMKIT_LOG_WARNING, line);
+}
+
 static roomkit_plugin descriptor = {
     .struct_size = sizeof(roomkit_plugin),
     .abi_major = ROOMKIT_PLUGIN_ABI_MAJOR,
@@ -83,6 +93,7 @@ static roomkit_plugin descriptor = {
     .self = NULL,
     .on_load = on_load,
     .on_unload = on_unload,
+    .throw_error = on_error,
     .on_room_event = on_room_event,
 };
 

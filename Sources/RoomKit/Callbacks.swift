@@ -130,36 +130,6 @@ extension CommonCallbacks {
     public func urlInterrupter(_ url: String) async -> String { url }
 }
 
-/// Fans events out to `AsyncStream` subscribers. Thread-safe.
-final class EventBroadcaster: Sendable {
-    private let subscribers = LockedValue<[UUID: AsyncStream<RoomEvent>.Continuation]>([:])
-
-    func stream(bufferingNewest limit: Int) -> AsyncStream<RoomEvent> {
-        let id = UUID()
-        let (stream, continuation) = AsyncStream<RoomEvent>.makeStream(bufferingPolicy: .bufferingNewest(limit))
-        continuation.onTermination = { [weak self] _ in
-            self?.subscribers.withLock { _ = $0.removeValue(forKey: id) }
-        }
-        subscribers.withLock { $0[id] = continuation }
-        return stream
-    }
-
-    var isEmpty: Bool { subscribers.withLock { $0.isEmpty } }
-
-    func yield(_ event: RoomEvent) {
-        let targets = subscribers.withLock { Array($0.values) }
-        for continuation in targets { continuation.yield(event) }
-    }
-
-    func finish() {
-        let targets = subscribers.withLock { all -> [AsyncStream<RoomEvent>.Continuation] in
-            defer { all.removeAll() }
-            return Array(all.values)
-        }
-        for continuation in targets { continuation.finish() }
-    }
-}
-
 /// Supplies tokens so the host can log in, resume and renew by itself.
 public protocol TokenProvider: Sendable {
     /// A valid token for `user` in `room`.

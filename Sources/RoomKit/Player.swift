@@ -40,7 +40,6 @@ public final class Player: Sendable {
     public let loop: EventLoop
     let cache = LockedValue(PlayerCache())
     let callbackQueue: DispatchQueue?
-    let broadcaster = PlayerEventBroadcaster()
     private let driver: PlayerDriver
     private let delegateBox: LockedValue<(any PlayerEventDelegate)?>
     private let customGlobalState = LockedValue<PlayerStateModel.GlobalStateCheck?>(nil)
@@ -206,20 +205,20 @@ public final class Player: Sendable {
     /// subscription that keeps the newest `limit` events; it ends when the
     /// player stops.
     public func events(bufferingNewest limit: Int = 100_000) -> AsyncStream<PlayerEvent> {
-        broadcaster.stream(bufferingNewest: limit)
+        driver.broadcaster.stream(bufferingNewest: limit)
     }
 
     /// Calls `observer` on the loop thread for every event, synchronously
-    /// and in order (for event logs).
-    public func addObserver(_ observer: @escaping @Sendable (PlayerEvent) -> Void) {
-        let driver = self.driver
-        loop.execute { driver.observers.append(observer) }
+    /// and in order (for event logs), before the streams and the delegate.
+    /// Cancel the token to remove the observer.
+    @discardableResult
+    public func addObserver(_ observer: @escaping @Sendable (PlayerEvent) -> Void) -> RegistrationToken {
+        driver.broadcaster.addObserver(observer)
     }
 
-    /// Hands one event to the streams, then to the delegate (on the callback
-    /// queue, or now on the loop). Loop thread only, after the observers.
+    /// Hands one event to the delegate (on the callback queue, or now on the
+    /// loop). Loop thread only, after the observers and streams.
     func publish(_ event: PlayerEvent) {
-        broadcaster.yield(event)
         guard let delegate else { return }
         if let callbackQueue {
             callbackQueue.async { event.deliver(to: delegate, player: self) }

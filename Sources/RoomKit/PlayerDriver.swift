@@ -17,8 +17,9 @@ final class PlayerDriver: @unchecked Sendable {
     let server: HTTPURL
     let logger: Logger
     weak var player: Player?
-    /// Synchronous observers (event logs), in registration order.
-    var observers: [(PlayerEvent) -> Void] = []
+    /// Observers (event logs) and streams. Owned here, not by the `Player`,
+    /// so observers still hear a dropped player's last events.
+    let broadcaster = EventBroadcaster<PlayerEvent>()
 
     private var machine: PlaybackMachine
     private var model = PlayerStateModel()
@@ -114,7 +115,7 @@ final class PlayerDriver: @unchecked Sendable {
     }
 
     private func emit(_ event: PlayerEvent) {
-        for observer in observers { observer(event) }
+        broadcaster.yield(event)
         player?.publish(event)
     }
 
@@ -192,6 +193,6 @@ final class PlayerDriver: @unchecked Sendable {
         client = nil
         if let id = shutdownHookID { loop.removeShutdownHook(id) }
         shutdownHookID = nil
-        player?.broadcaster.finish()
+        broadcaster.finish()
     }
 }

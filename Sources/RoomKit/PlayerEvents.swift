@@ -97,39 +97,3 @@ extension PlayerEvent {
         }
     }
 }
-
-/// Fans player events out to `AsyncStream` subscribers. Thread-safe.
-final class PlayerEventBroadcaster: Sendable {
-    private let subscribers = LockedValue<(streams: [UUID: AsyncStream<PlayerEvent>.Continuation], finished: Bool)>(([:], false))
-
-    func stream(bufferingNewest limit: Int) -> AsyncStream<PlayerEvent> {
-        let id = UUID()
-        let (stream, continuation) = AsyncStream<PlayerEvent>.makeStream(bufferingPolicy: .bufferingNewest(limit))
-        continuation.onTermination = { [weak self] _ in
-            self?.subscribers.withLock { _ = $0.streams.removeValue(forKey: id) }
-        }
-        let finished = subscribers.withLock { state -> Bool in
-            if !state.finished { state.streams[id] = continuation }
-            return state.finished
-        }
-        if finished { continuation.finish() }
-        return stream
-    }
-
-    func yield(_ event: PlayerEvent) {
-        let targets = subscribers.withLock { Array($0.streams.values) }
-        for continuation in targets { continuation.yield(event) }
-    }
-
-    /// Ends every stream; later subscriptions end at once.
-    func finish() {
-        let targets = subscribers.withLock { state -> [AsyncStream<PlayerEvent>.Continuation] in
-            defer {
-                state.streams.removeAll()
-                state.finished = true
-            }
-            return Array(state.streams.values)
-        }
-        for continuation in targets { continuation.finish() }
-    }
-}

@@ -129,7 +129,7 @@ public final class Room: Sendable {
         var rewritten = scenes
         for i in rewritten.indices {
             if let src = rewritten[i].ppt?.src {
-                rewritten[i].ppt?.src = await (try host).interruptURL(src)
+                rewritten[i].ppt?.src = await (try host).interruptURL(src, room: id)
             }
         }
         return try await (try host).request(.putScenes(dir: dir, scenes: rewritten, index: index), room: id)
@@ -150,7 +150,7 @@ public final class Room: Sendable {
     @discardableResult
     public func insertImage(_ image: Image) async throws -> (seq: Int64, url: String) {
         var image = image
-        image.url = await (try host).interruptURL(image.url)
+        image.url = await (try host).interruptURL(image.url, room: id)
         let seq = try await (try host).request(.insertImage(image), room: id)
         return (seq, image.url)
     }

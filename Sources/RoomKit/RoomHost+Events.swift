@@ -2,14 +2,13 @@ import Dispatch
 import RoomKitProtocol
 
 extension RoomHost {
-    /// Raises one event: loop observers first (synchronously, in order), then
-    /// the stream subscribers, then the delegates and magix listeners on the
-    /// callback queue (or the loop).
+    /// Raises one event, once to each listener: the loop observers first
+    /// (synchronously, in order; plugin dispatch is one of them), then the
+    /// stream subscribers, then the host delegates, the common callbacks, the
+    /// room's delegate and magix listeners on the callback queue (or the loop).
     func emit(_ event: RoomEvent, room: Room?) {
-        for observer in observers { observer(event) }
         broadcaster.yield(event)
-        let hostDelegate = delegate
-        let common = commonCallbacks
+        let (hostDelegates, common) = callbacks.listeners
         let roomDelegate = room?.delegate
         let listeners: [@Sendable (MagixEvent) -> Void]
         if case .magix(let magix) = event, let room {
@@ -17,9 +16,9 @@ extension RoomHost {
         } else {
             listeners = []
         }
-        guard hostDelegate != nil || common != nil || roomDelegate != nil || !listeners.isEmpty else { return }
+        guard !hostDelegates.isEmpty || common != nil || roomDelegate != nil || !listeners.isEmpty else { return }
         let deliver: @Sendable () -> Void = {
-            Self.deliver(event, room: room, host: hostDelegate, common: common, roomDelegate: roomDelegate, listeners: listeners)
+            Self.deliver(event, room: room, hosts: hostDelegates, common: common, roomDelegate: roomDelegate, listeners: listeners)
         }
         if let callbackQueue {
             callbackQueue.async(execute: deliver)
@@ -28,11 +27,11 @@ extension RoomHost {
         }
     }
 
-    private static func deliver(_ event: RoomEvent, room: Room?, host: (any RoomHostDelegate)?, common: (any CommonCallbacks)?,
+    private static func deliver(_ event: RoomEvent, room: Room?, hosts: [any RoomHostDelegate], common: (any CommonCallbacks)?,
                                 roomDelegate: (any RoomDelegate)?, listeners: [@Sendable (MagixEvent) -> Void]) {
         switch event {
         case .roomStateChanged(let roomID, let reason, let code, let extendedData):
-            host?.onRoomStateChanged(reason: reason, errorCode: code, extendedData: extendedData, roomID: roomID)
+            for host in hosts { host.onRoomStateChanged(reason: reason, errorCode: code, extendedData: extendedData, roomID: roomID) }
         case .phaseChanged(_, let phase):
             if let room { roomDelegate?.firePhaseChanged(room, phase: phase) }
         case .roomStateModified(_, _, let diff):
@@ -49,13 +48,13 @@ extension RoomHost {
             if let room { roomDelegate?.fireMagixEvent(room, event: magix) }
             for listener in listeners { listener(magix) }
         case .userUpdate(let roomID, let type, let users):
-            host?.onRoomUserUpdate(roomID: roomID, type: type, users: users)
+            for host in hosts { host.onRoomUserUpdate(roomID: roomID, type: type, users: users) }
         case .streamUpdate(let roomID, let type, let streams):
-            host?.onRoomStreamUpdate(roomID: roomID, type: type, streams: streams)
+            for host in hosts { host.onRoomStreamUpdate(roomID: roomID, type: type, streams: streams) }
         case .extraInfoUpdate(let roomID, let key, let value):
-            host?.onRoomExtraInfoUpdate(roomID: roomID, key: key, value: value)
+            for host in hosts { host.onRoomExtraInfoUpdate(roomID: roomID, key: key, value: value) }
         case .tokenWillExpire(let roomID, let remaining):
-            host?.onRoomTokenWillExpire(roomID: roomID, remainingSeconds: remaining)
+            for host in hosts { host.onRoomTokenWillExpire(roomID: roomID, remainingSeconds: remaining) }
         case .throwError(let domain, let code, let message):
             common?.throwError(domain: domain, code: code, message: message)
         }

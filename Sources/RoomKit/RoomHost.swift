@@ -55,8 +55,10 @@ public final class RoomHost: @unchecked Sendable {
     let url: WebSocketURL
     let tokenProvider: (any TokenProvider)?
     let callbackQueue: DispatchQueue?
-    let broadcaster = EventBroadcaster()
-    private let delegates = LockedValue<(host: (any RoomHostDelegate)?, common: (any CommonCallbacks)?)>((nil, nil))
+    /// Observers and event streams.
+    let broadcaster = EventBroadcaster<RoomEvent>()
+    /// Delegates, common callbacks and the URL chain (RoomHost+Callbacks.swift).
+    let callbacks = HostCallbacks()
     private let handles = LockedValue<[String: Room]>([:])
     /// Checks that a globalState decodes as the registered type (name, check).
     private let customGlobalState = LockedValue<(name: String, check: @Sendable (JSON) throws -> Void)?>(nil)
@@ -74,7 +76,6 @@ public final class RoomHost: @unchecked Sendable {
     var lastRefill: UInt64 = 0
     var deadlines = DeadlineQueue<String>()
     var ticker: LoopTimer?
-    var observers: [(RoomEvent) -> Void] = []
     var isShutDown = false
     var random = SystemRandomNumberGenerator()
 
@@ -93,18 +94,6 @@ public final class RoomHost: @unchecked Sendable {
         bucket = configuration.requestBurst
     }
 
-    /// Host-wide callbacks (`onRoomStateChanged`, user/stream/extra-info updates, token expiry).
-    public var delegate: (any RoomHostDelegate)? {
-        get { delegates.withLock { $0.host } }
-        set { delegates.withLock { $0.host = newValue } }
-    }
-
-    /// Common callbacks (`throwError`, `urlInterrupter`).
-    public var commonCallbacks: (any CommonCallbacks)? {
-        get { delegates.withLock { $0.common } }
-        set { delegates.withLock { $0.common = newValue } }
-    }
-
     /// Registers the custom global state type (the seed's
     /// `setCustomGlobalStateClass`): another member's change whose
     /// `globalState` does not decode as `type` raises
@@ -117,15 +106,18 @@ public final class RoomHost: @unchecked Sendable {
     var globalStateType: (name: String, check: @Sendable (JSON) throws -> Void)? { customGlobalState.withLock { $0 } }
 
     /// Every event, in the order the engine raised it, as an `AsyncSequence`.
-    /// Each call makes a new subscription that keeps the newest `limit` events.
+    /// Each call makes a new subscription that keeps the newest `limit` events;
+    /// it ends at `shutdown()` (at once when subscribed after it).
     public func events(bufferingNewest limit: Int = 100_000) -> AsyncStream<RoomEvent> {
         broadcaster.stream(bufferingNewest: limit)
     }
 
     /// Calls `observer` on the loop thread for every event, synchronously and
-    /// in order (for event logs and plugin dispatch).
-    public func addObserver(_ observer: @escaping @Sendable (RoomEvent) -> Void) {
-        loop.execute { [self] in observers.append(observer) }
+    /// in order (for event logs and plugin dispatch), before the streams and
+    /// delegates hear it. Cancel the token to remove the observer.
+    @discardableResult
+    public func addObserver(_ observer: @escaping @Sendable (RoomEvent) -> Void) -> RegistrationToken {
+        broadcaster.addObserver(observer)
     }
 
     /// The handle of a room this host has seen, if any.
@@ -145,11 +137,6 @@ public final class RoomHost: @unchecked Sendable {
             rooms[id] = room
             return room
         }
-    }
-
-    func interruptURL(_ url: String) async -> String {
-        guard let common = commonCallbacks else { return url }
-        return await common.urlInterrupter(url)
     }
 
     // MARK: Room lifecycle

@@ -27,9 +27,11 @@ struct MappedPlugin: @unchecked Sendable {
 /// mapped for the life of the process, so no callback can outlive its code.
 enum PluginLoader {
     /// Maps `spec.library` (or `path`, e.g. a fresh copy for a reload) and validates its descriptor.
+    /// The path reaching dlopen is always absolute, so it never goes
+    /// through the dynamic linker's search path (`LD_LIBRARY_PATH`).
     static func map(_ spec: PluginSpec, path: String? = nil) throws(PluginLoadError) -> MappedPlugin {
         let where_ = "plugins[\(spec.index)] (\(spec.name))"
-        let file = path ?? spec.library
+        let file = absolute(path ?? spec.library)
         guard FileManager.default.fileExists(atPath: file) else {
             throw PluginLoadError(plugin: spec.name, stage: .missingFile, message: "\(where_).library: no such file: \(file)")
         }
@@ -83,28 +85,67 @@ enum PluginLoader {
         processLifetime.withLock { $0.append(pointer) }
     }
 
+    /// `path` made absolute against the current directory (a bare name
+    /// handed to dlopen would be looked up in the linker's search path).
+    static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        return ((FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path) as NSString).standardizingPath
+    }
+
+    /// Where reload copies go (`$TMPDIR/roomkit-plugins`).
+    static var copyDirectory: URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("roomkit-plugins", isDirectory: true)
+    }
+
     /// A private copy of `library`, so a changed file can be mapped beside
     /// the old one (dlopen of the same path would return the old mapping).
+    /// Remove it with `removeCopy` once mapped.
     static func sideBySideCopy(of library: String) throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("roomkit-plugins", isDirectory: true)
+        let directory = copyDirectory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let copy = directory.appendingPathComponent("\(UUID().uuidString)-\((library as NSString).lastPathComponent)").path
-        try FileManager.default.copyItem(atPath: library, toPath: copy)
+        try FileManager.default.copyItem(atPath: absolute(library), toPath: copy)
         return copy
     }
+
+    /// Deletes a reload copy. Safe once dlopen has returned, mapped or not:
+    /// on Linux a mapping keeps its file's pages after the name is gone, and
+    /// the library is never dlclosed.
+    static func removeCopy(_ copy: String) {
+        try? FileManager.default.removeItem(atPath: copy)
+    }
+}
+
+/// What `roombot check` found for one plugin.
+public struct PluginCheck: Sendable, Hashable {
+    public let spec: PluginSpec
+    /// The absolute path that was (or would be) handed to dlopen.
+    public let library: String
+    /// The plugin's ABI version as its descriptor declares it ("1.0"); nil when not mapped.
+    public let abi: String?
+    /// The problem, one line; nil when the plugin maps and checks cleanly.
+    public let problem: String?
 }
 
 /// `roombot check`: maps every plugin of a validated manifest and checks its
 /// entry, ABI and declared hooks, without starting it or joining any room.
+/// Disabled plugins are checked too (they may be enabled by a reload).
 public enum PluginChecker {
     /// One line per problem (empty when all is well).
     public static func check(_ manifest: PluginManifest) -> [String] {
-        manifest.plugins.compactMap { spec -> String? in
+        inspect(manifest).compactMap(\.problem)
+    }
+
+    /// Every plugin, in manifest order, with its resolved path and ABI.
+    public static func inspect(_ manifest: PluginManifest) -> [PluginCheck] {
+        manifest.plugins.sorted { $0.index < $1.index }.map { spec -> PluginCheck in
+            let library = PluginLoader.absolute(spec.library)
             do throws(PluginLoadError) {
-                _ = try PluginLoader.map(spec)
-                return nil
+                let mapped = try PluginLoader.map(spec)
+                let header = mapped.descriptor.pointee
+                return PluginCheck(spec: spec, library: library, abi: "\(header.abi_major).\(header.abi_minor)", problem: nil)
             } catch {
-                return error.message
+                return PluginCheck(spec: spec, library: library, abi: nil, problem: error.message)
             }
         }
     }

@@ -20,13 +20,16 @@ public struct PluginReport: Sendable, Hashable {
 }
 
 /// Loads the manifest's plugins into a `RoomHost` and dispatches to them:
-/// URL interrupters as a chain in `order`, `throwError` to every plugin that
+/// URL interrupters join the host's chain (`addURLInterrupter`, in `order`,
+/// for the rooms their globs match), `throwError` goes to every plugin that
 /// declares it, room and magix events in order to the plugins whose `rooms`
-/// globs match. A failing plugin is quarantined; rooms never wait for one.
+/// globs match. It hears every event once, as one observer of the host, and
+/// leaves the host's `commonCallbacks` and delegates to the app. A failing
+/// plugin is quarantined; rooms never wait for one.
 ///
 /// Safe from any thread.
-public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked Sendable {
-    // @unchecked Sendable: mutable state lives in `runtimes`/`reports` (LockedValue),
+public final class PluginManager: PluginHostActions, @unchecked Sendable {
+    // @unchecked Sendable: mutable state lives in LockedValues,
     // except `turnBatch`, which only the loop thread touches (dispatch, flush).
 
     public let host: RoomHost
@@ -34,8 +37,14 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
     private let runtimes = LockedValue<[PluginRuntime]>([])
     /// Failures at load time, kept for reports.
     private let failed = LockedValue<[String: (spec: PluginSpec, message: String)]>([:])
+    /// Plugins the manifest disables (`enabled: false`), kept for reports.
+    private let disabled = LockedValue<[String: PluginSpec]>([:])
     /// Old runtimes replaced by a reload, kept alive (their code stays mapped).
     private let retired = LockedValue<[PluginRuntime]>([])
+    /// The host observer this manager dispatches from.
+    private let observation = LockedValue<RegistrationToken?>(nil)
+    /// Each running URL-interrupter plugin's place in the host's URL chain.
+    private let interrupters = LockedValue<[ObjectIdentifier: RegistrationToken]>([:])
     private let listener: @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void
     /// Loop thread only: the room events raised during the current loop turn,
     /// per plugin in order, posted as one batch per plugin when the turn ends.
@@ -51,20 +60,32 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
         self.host = host
         self.logger = logger
         listener = onStatus
-        // Through a forwarder that does not own the manager: the manager owns
-        // the host, so the host holding it strongly would be a cycle.
-        host.commonCallbacks = CommonCallbacksForwarder(self)
-        host.addObserver { [weak self] event in self?.dispatch(event) }
+        // Weakly: the manager owns the host, so the host holding it strongly
+        // would be a cycle. The one route for every event, throwError included.
+        let token = host.addObserver { [weak self] event in self?.dispatch(event) }
+        observation.withLock { $0 = token }
     }
 
-    /// Loads every enabled plugin of `manifest`. A plugin that fails to load
-    /// is reported (`failed`) and skipped; the others load. Returns the errors.
+    deinit {
+        observation.withLock { $0 }?.cancel()
+        for token in interrupters.withLock({ Array($0.values) }) { token.cancel() }
+    }
+
+    /// Loads every enabled plugin of `manifest`; a disabled one (`enabled:
+    /// false`) is not mapped and shows as `unloaded` in `reports`. A plugin
+    /// that fails to load is reported (`failed`) and skipped; the others
+    /// load. Returns the errors.
     @discardableResult
     public func load(_ manifest: PluginManifest) -> [PluginLoadError] {
         var errors: [PluginLoadError] = []
-        for spec in manifest.plugins where spec.enabled {
+        for spec in manifest.plugins {
+            guard spec.enabled else {
+                disabled.withLock { $0[spec.name] = spec }
+                logger.info("plugin disabled in the manifest", metadata: ["plugin": "\(spec.name)"])
+                continue
+            }
             do {
-                try start(spec, path: nil)
+                activate(try start(spec, path: nil))
             } catch {
                 errors.append(error)
             }
@@ -72,7 +93,8 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
         return errors
     }
 
-    private func start(_ spec: PluginSpec, path: String?) throws(PluginLoadError) {
+    /// Maps and starts (on_load) one plugin; it gets no calls until `activate`.
+    private func start(_ spec: PluginSpec, path: String?) throws(PluginLoadError) -> PluginRuntime {
         let mapped: MappedPlugin
         do {
             mapped = try PluginLoader.map(spec, path: path)
@@ -89,14 +111,43 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
             noteFailure(spec, error.description)
             throw error
         }
-        runtimes.withLock { list in
+        logger.debug("plugin started", metadata: ["plugin": "\(spec.name)", "mapped": "\(mapped.mappedPath)"])
+        return runtime
+    }
+
+    /// Switches dispatch to `runtime`, retiring the instance it replaces
+    /// (whose `unloaded` is reported before the new one's `loaded`).
+    private func activate(_ runtime: PluginRuntime) {
+        let spec = runtime.spec
+        let old = runtimes.withLock { list -> PluginRuntime? in
+            let old = list.first { $0.spec.name == spec.name }
             list.removeAll { $0.spec.name == spec.name }
             list.append(runtime)
             list.sort { ($0.spec.order, $0.spec.index) < ($1.spec.order, $1.spec.index) }
+            return old
         }
         failed.withLock { _ = $0.removeValue(forKey: spec.name) }
-        logger.info("plugin loaded", metadata: ["plugin": "\(spec.name)", "library": "\(mapped.mappedPath)"])
+        disabled.withLock { _ = $0.removeValue(forKey: spec.name) }
+        if let old { retire(old, because: "replaced by a reload") }
+        if spec.hooks.contains(.urlInterrupter) {
+            let token = host.addURLInterrupter(order: spec.order, rooms: spec.rooms) { [weak runtime] url in
+                guard let runtime else { return url }
+                return await Self.interrupt(url, with: runtime)
+            }
+            interrupters.withLock { $0[ObjectIdentifier(runtime)] = token }
+        }
+        logger.info("plugin loaded", metadata: ["plugin": "\(spec.name)", "library": "\(spec.library)"])
         listener(spec.name, .loaded, nil)
+    }
+
+    /// Takes `runtime` out of the URL chain and stops it (on_unload runs after
+    /// its queued calls; its code stays mapped), and reports `unloaded`.
+    private func retire(_ runtime: PluginRuntime, because reason: String?) {
+        interrupters.withLock { $0.removeValue(forKey: ObjectIdentifier(runtime)) }?.cancel()
+        runtime.stop()
+        retired.withLock { $0.append(runtime) }
+        logger.info("plugin unloaded", metadata: ["plugin": "\(runtime.spec.name)", "reason": "\(reason ?? "unload")"])
+        listener(runtime.spec.name, .unloaded, reason)
     }
 
     private func noteFailure(_ spec: PluginSpec, _ message: String) {
@@ -105,17 +156,28 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
         listener(spec.name, .failed, message)
     }
 
-    /// Loads the (changed) library of `name` beside the running one, switches
-    /// dispatch to it, then unloads the old instance after its queued calls.
-    /// The old code stays mapped; no room is touched. `spec` may carry a new config.
+    /// Loads the (changed) library of `spec.name` beside the running one,
+    /// switches dispatch to it, then unloads the old instance after its queued
+    /// calls (reported `unloaded`, then the new one `loaded`). The old code
+    /// stays mapped; no room is touched. `spec` may carry a new config. A spec
+    /// with `enabled: false` only unloads the running instance. When the new
+    /// library fails to load, the old instance keeps running.
     public func reload(_ spec: PluginSpec) throws {
-        let copy = try PluginLoader.sideBySideCopy(of: spec.library)
-        let old = runtimes.withLock { $0.first { $0.spec.name == spec.name } }
-        try start(spec, path: copy)
-        if let old {
-            old.stop()
-            retired.withLock { $0.append(old) }
+        guard spec.enabled else {
+            let old = runtimes.withLock { list -> PluginRuntime? in
+                defer { list.removeAll { $0.spec.name == spec.name } }
+                return list.first { $0.spec.name == spec.name }
+            }
+            failed.withLock { _ = $0.removeValue(forKey: spec.name) }
+            disabled.withLock { $0[spec.name] = spec }
+            if let old { retire(old, because: "disabled in the manifest") }
+            return
         }
+        let copy = try PluginLoader.sideBySideCopy(of: spec.library)
+        // Once dlopen has mapped the copy (in start), the file is not needed:
+        // on Linux a mapping outlives its file, and we never dlclose.
+        defer { PluginLoader.removeCopy(copy) }
+        activate(try start(spec, path: copy))
     }
 
     /// Unloads every plugin: on_unload runs after each one's queued calls.
@@ -124,6 +186,7 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
     public func unloadAll(wait: Duration = .seconds(1)) {
         let all = runtimes.withLock { list -> [PluginRuntime] in defer { list.removeAll() }; return list }
         for runtime in all {
+            interrupters.withLock { $0.removeValue(forKey: ObjectIdentifier(runtime)) }?.cancel()
             runtime.stop()
             let drained = DispatchSemaphore(value: 0)
             runtime.queue.async { drained.signal() }
@@ -151,6 +214,10 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
         for (_, entry) in failed.withLock({ $0 }) {
             result.append(PluginReport(name: entry.spec.name, status: .failed, hooks: entry.spec.hooks.map(\.rawValue).sorted(),
                                        calls: 0, failures: 0, meanMicroseconds: 0, message: entry.message))
+        }
+        for (_, spec) in disabled.withLock({ $0 }) where !result.contains(where: { $0.name == spec.name }) {
+            result.append(PluginReport(name: spec.name, status: .unloaded, hooks: spec.hooks.map(\.rawValue).sorted(),
+                                       calls: 0, failures: 0, meanMicroseconds: 0, message: "disabled in the manifest"))
         }
         return result.sorted { $0.name < $1.name }
     }
@@ -202,25 +269,35 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
         }
     }
 
+    /// Hands an error to every plugin that declares `throwError`. The host's
+    /// `throwError` events arrive here through the observer, once each.
     public func throwError(domain: String, code: ErrorCode, message: String) {
         for runtime in active where runtime.spec.hooks.contains(.throwError) {
             runtime.throwError(domain: domain, code: Int64(code.rawValue), message: message)
         }
     }
 
-    /// The URL chain: each interrupter in `order` gets the previous output; a
-    /// failure (timeout, NULL, invalid UTF-8) leaves that step's input unchanged.
-    public func urlInterrupter(_ url: String) async -> String {
+    /// The plugins' part of the URL chain for `room` (every URL-interrupter
+    /// plugin when nil), as the host runs it: each in `order` gets the
+    /// previous output; a failure (timeout, NULL, invalid UTF-8) leaves that
+    /// step's input unchanged. For tests and tools; actions go through
+    /// `host.interruptURL(_:room:)`.
+    public func urlInterrupter(_ url: String, room: String? = nil) async -> String {
         var current = url
         for runtime in active where runtime.spec.hooks.contains(.urlInterrupter) {
-            let input = current
-            // Off the caller's thread: the step may block until its timeout.
-            let output = await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
-                DispatchQueue.global().async { continuation.resume(returning: runtime.interrupt(input)) }
-            }
-            if let output { current = output }
+            if let room, !runtime.spec.rooms.contains(where: { Glob.matches($0, room) }) { continue }
+            current = await Self.interrupt(current, with: runtime)
         }
         return current
+    }
+
+    /// One step of the URL chain, off the caller's thread (it may block
+    /// until its timeout); a failed step returns its input.
+    private static func interrupt(_ url: String, with runtime: PluginRuntime) async -> String {
+        let output = await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
+            DispatchQueue.global().async { continuation.resume(returning: runtime.interrupt(url)) }
+        }
+        return output ?? url
     }
 
     static func kind(of event: RoomEvent) -> roomkit_room_event_kind? {
@@ -253,14 +330,21 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
         }
     }
 
+    /// Queues an action; its failure reaches the acting plugin as
+    /// `throw_error` (domain: the action's name, code: the request's error
+    /// code), as roomkit_plugin.h promises, whether or not it declares the
+    /// `throwError` hook (that hook subscribes to the host's own errors).
     private func act(_ plugin: String, room: String, _ what: String, _ body: @escaping @Sendable (Room) async throws -> Void) -> Bool {
         guard let handle = host.room(room) else { return false }
         let logger = self.logger
-        Task {
+        let runtime = runtimes.withLock { $0.first { $0.spec.name == plugin } }
+        Task { [weak runtime] in
             do {
                 try await body(handle)
             } catch {
                 logger.warning("plugin action failed", metadata: ["plugin": "\(plugin)", "action": "\(what)", "room": "\(room)", "error": "\(error)"])
+                let code = (error as? RoomError)?.code ?? .internalError
+                runtime?.throwError(domain: what, code: Int64(code.rawValue), message: "\(what) in \(room) failed: \(error)")
             }
         }
         return true
@@ -293,27 +377,10 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
     }
 }
 
-/// Room-ID glob patterns (`*`, `lobby-*`, `room-?`), via fnmatch(3).
+/// Room-ID glob patterns (`*`, `lobby-*`, `room-?`): the engine's `RoomGlob`,
+/// so the URL chain and event dispatch match rooms the same way.
 enum Glob {
     static func matches(_ pattern: String, _ text: String) -> Bool {
-        // "*" (the default) matches every room: skip fnmatch on the per-event path.
-        pattern == "*" || fnmatch(pattern, text, 0) == 0
-    }
-}
-
-/// The host's common callbacks, forwarded to a `PluginManager` it does not own.
-private final class CommonCallbacksForwarder: CommonCallbacks, @unchecked Sendable {
-    // @unchecked Sendable: `manager` is set once, in init; weak loads are atomic.
-    private weak var manager: PluginManager?
-
-    init(_ manager: PluginManager) { self.manager = manager }
-
-    func throwError(domain: String, code: ErrorCode, message: String) {
-        manager?.throwError(domain: domain, code: code, message: message)
-    }
-
-    func urlInterrupter(_ url: String) async -> String {
-        guard let manager else { return url }
-        return await manager.urlInterrupter(url)
+        RoomGlob.matches(pattern, text)
     }
 }

@@ -9,7 +9,9 @@ public enum PluginHook: String, Sendable, Hashable, CaseIterable {
 /// One validated manifest entry (CLI.md "Plugin manifest").
 public struct PluginSpec: Sendable, Hashable {
     public var name: String
-    /// Absolute path of the library (relative paths resolved against the manifest).
+    /// Absolute path of the library: a relative one (a bare name included) is
+    /// resolved against the manifest file's directory, or the current
+    /// directory when the manifest path has none. Never a search-path name.
     public var library: String
     public var entry: String
     public var abi: Int
@@ -88,7 +90,9 @@ public struct PluginManifest: Sendable {
     /// Validates an already-parsed manifest whose file is `path`.
     public init(json: JSON, path: String) throws(ManifestErrors) {
         let file = (path as NSString).lastPathComponent
-        let directory = ((path as NSString).deletingLastPathComponent as NSString).standardizingPath
+        // Absolute, so a bare `"library": "libx.so"` never reaches dlopen
+        // without a slash (it would search LD_LIBRARY_PATH; docs/SECURITY.md).
+        let directory = PluginLoader.absolute((path as NSString).deletingLastPathComponent)
         var errors: [ManifestError] = []
         func fail(_ field: String, _ problem: String) { errors.append(ManifestError(file: file, field: field, problem: problem)) }
 

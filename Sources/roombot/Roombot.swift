@@ -111,8 +111,14 @@ struct Check: ParsableCommand {
             throw UsageProblems(lines: error.errors.map(\.description))
         }
         let file = (manifest as NSString).lastPathComponent
-        let problems = PluginChecker.check(parsed).map { "\(file): \($0)" }
+        let results = PluginChecker.inspect(parsed)
+        let problems = results.compactMap { $0.problem.map { "\(file): \($0)" } }
         if !problems.isEmpty { throw UsageProblems(lines: problems) }
+        // The path dlopen gets (always absolute) and the ABI the library declares.
+        for result in results {
+            let disabled = result.spec.enabled ? "" : " (disabled)"
+            print("\(file): plugins[\(result.spec.index)] (\(result.spec.name)): \(result.library), ABI \(result.abi ?? "?")\(disabled)")
+        }
         print("\(file): \(parsed.plugins.count) plugin(s) OK")
     }
 }

@@ -150,7 +150,7 @@ final class RoomLifecycleFixTests: XCTestCase {
         let events = EventRecorder()
         let host = try harness.host(recorder: events)  // no provider: the resume reuses the login's token
         let states = States()
-        host.delegate = states
+        host.add(delegate: states)
         // The token expires while the connection is down, so the resume is refused with 1002033.
         try await host.loginRoom("lobby", user: harness.user("a"), token: harness.token("a", ttl: 2))
         harness.proxy.setMode(.down)

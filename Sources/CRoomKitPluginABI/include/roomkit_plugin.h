@@ -100,7 +100,11 @@ typedef struct roomkit_host_api {
 
     void (*log)(void *context, int level, const char *message);
     /* Actions return 0 when queued, -1 for bad arguments (not JSON, unknown
-     * room). They complete asynchronously; failures arrive as throw_error. */
+     * room). They complete asynchronously; a failure arrives as one
+     * throw_error call to the plugin that acted (whether or not its manifest
+     * declares the throwError hook), with the action's name as domain
+     * ("dispatch_magix", "set_global_state", "insert_image", "put_scenes")
+     * and the request's error code (e.g. 1009003 on a read-only session). */
     int (*dispatch_magix)(void *context, const char *room, const char *event,
                           const char *payload_json, const char *to_json_or_null);
     int (*set_global_state)(void *context, const char *room, const char *patch_json);
