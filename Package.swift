@@ -69,6 +69,14 @@ let package = Package(
             dependencies: ["COpenSSLCrypto"],
             swiftSettings: swiftSettings),
 
+        // MARK: What every executable shares: --version, log formats, secrets, sd_notify
+        .plugin(name: "BuildRevision", capability: .buildTool(), path: "BuildTools/BuildRevision"),
+        .target(
+            name: "RoomKitCLI",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings,
+            plugins: ["BuildRevision"]),
+
         // MARK: The reference room server and its CLI
         .target(
             name: "RoomKitServer",
@@ -80,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "roomd",
             dependencies: [
-                "RoomKitServer", "RoomKitLoop", "RoomKitProtocol",
+                "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -129,7 +137,7 @@ let package = Package(
         .executableTarget(
             name: "roombot",
             dependencies: [
-                "RoomKitBot", "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol",
+                "RoomKitBot", "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -137,7 +145,7 @@ let package = Package(
         .executableTarget(
             name: "MultiRoomBot",
             dependencies: [
-                "RoomKit", "RoomKitPlugins", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol",
+                "RoomKit", "RoomKitPlugins", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -172,6 +180,10 @@ let package = Package(
         .testTarget(
             name: "RoomKitServerTests",
             dependencies: ["RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "OperationsTests",
+            dependencies: ["RoomKitProtocol", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitProtocolTests",

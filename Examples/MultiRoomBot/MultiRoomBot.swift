@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import RoomKitCLI
 
 /// `multiroom-bot`: an example of embedding RoomKit directly (not a wrapper
 /// of `roombot`). It starts an in-process roomd (or uses `--server`), fills
@@ -16,7 +17,8 @@ struct MultiRoomBot: AsyncParsableCommand {
             With no arguments it starts an embedded roomd on 127.0.0.1 (a free port, a temporary \
             data directory), simulated participants in six rooms, and a bot that joins every room \
             and loads the shipped plugins. Then it plays a tour and exits 0.
-            """)
+            """,
+        version: "multiroom-bot \(BuildInfo.versionText)")
 
     @Flag(help: "Shorter pauses (for tests): the tour takes a few seconds.")
     var quick = false

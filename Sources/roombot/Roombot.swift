@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import RoomKit
 import RoomKitBot
+import RoomKitCLI
 import RoomKitLoop
 import RoomKitPlugins
 
@@ -12,6 +13,7 @@ struct Roombot: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roombot",
         abstract: "Keeps a bot in many rooms, with plugins, a control API and an event log.",
+        version: "roombot \(BuildInfo.versionText)",
         subcommands: [Run.self, Replay.self, Check.self])
 }
 

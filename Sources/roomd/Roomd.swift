@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import RoomKitCLI
 import RoomKitLoop
 import RoomKitProtocol
 import RoomKitServer
@@ -10,6 +11,7 @@ struct Roomd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roomd",
         abstract: "The RoomKit reference room server (protocol room.v1).",
+        version: "roomd \(BuildInfo.versionText)",
         subcommands: [Serve.self, Token.self])
 }
 
