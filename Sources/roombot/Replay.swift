@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import RoomKit
 import RoomKitBot
+import RoomKitCLI
 import RoomKitLoop
 import RoomKitPlugins
 import RoomKitProtocol
@@ -17,8 +18,10 @@ struct Replay: AsyncParsableCommand {
     var server: String
     @Option(help: "The room to replay.")
     var room: String
-    @Option(help: "A token for that room (any role).")
-    var token: String
+    @Option(help: "A token for that room, any role (shown by ps: prefer --token-file or ROOMBOT_TOKEN).")
+    var token: String?
+    @Option(name: .customLong("token-file"), help: "A file holding the token (trailing newline ignored).")
+    var tokenFile: String?
     @Option(help: "Start, ms since the epoch (default: the room's creation).")
     var from: Int64?
     @Option(help: "End, ms since the epoch (default: now).")
@@ -39,6 +42,13 @@ struct Replay: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let token: String
+        do {
+            token = try SecretOption(flag: "--token", fileFlag: "--token-file", environment: "ROOMBOT_TOKEN")
+                .require(value: self.token, file: tokenFile)
+        } catch {
+            throw UsageProblems(lines: [error.description])
+        }
         let level = Logger.Level(rawValue: logLevel) ?? .warning
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

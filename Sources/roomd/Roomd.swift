@@ -22,6 +22,16 @@ struct FlagError: Error, CustomStringConvertible {
     var description: String { "\(flag): \(problem)" }
 }
 
+/// The HS256 secret from `--secret`, `--secret-file` or `ROOMD_SECRET` (docs/CLI.md).
+func resolveSecret(value: String?, file: String?) throws -> String {
+    do {
+        return try SecretOption(flag: "--secret", fileFlag: "--secret-file", environment: "ROOMD_SECRET")
+            .require(value: value, file: file)
+    } catch {
+        throw FlagError(flag: error.flag, problem: error.problem)
+    }
+}
+
 /// Seconds with decimals (`0.5`) as a Duration, validated.
 func seconds(_ value: Double, flag: String) throws -> Duration {
     guard value.isFinite, value > 0 else { throw FlagError(flag: flag, problem: "must be a positive number of seconds") }
@@ -57,8 +67,10 @@ struct Serve: ParsableCommand {
 
     @Option(help: "HOST:PORT to listen on (port 0 picks a free port).")
     var listen = "127.0.0.1:7700"
-    @Option(help: "HS256 secret shared with the token issuer.")
-    var secret: String
+    @Option(help: "HS256 secret shared with the token issuer (shown by ps: prefer --secret-file or ROOMD_SECRET).")
+    var secret: String?
+    @Option(name: .customLong("secret-file"), help: "A file holding the HS256 secret (trailing newline ignored).")
+    var secretFile: String?
     @Option(help: "Directory for the durable room log (created if missing).")
     var data: String
     @Option(name: .customLong("heartbeat-interval"), help: "Seconds between client pings.")
@@ -96,7 +108,7 @@ struct Serve: ParsableCommand {
         let host = parts.dropLast().joined(separator: ":")
         guard !host.isEmpty else { throw FlagError(flag: "--listen", problem: "missing host in '\(listen)'") }
         try checkBindable(host: host, port: port)
-        guard !secret.isEmpty else { throw FlagError(flag: "--secret", problem: "must not be empty") }
+        let secret = try resolveSecret(value: self.secret, file: secretFile)
         var configuration = ServerConfiguration(secret: secret, dataDirectory: data)
         configuration.host = host
         configuration.port = port
@@ -195,8 +207,10 @@ struct Serve: ParsableCommand {
 struct Token: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print a signed room token (JWT HS256) and nothing else.")
 
-    @Option(help: "HS256 secret.")
-    var secret: String
+    @Option(help: "HS256 secret (shown by ps: prefer --secret-file or ROOMD_SECRET).")
+    var secret: String?
+    @Option(name: .customLong("secret-file"), help: "A file holding the HS256 secret (trailing newline ignored).")
+    var secretFile: String?
     @Option(help: "User ID (the token's sub).")
     var user: String
     @Option(help: "Room ID, or * for any room.")
@@ -214,7 +228,7 @@ struct Token: ParsableCommand {
             throw FlagError(flag: "--room", problem: "invalid room ID '\(room)'")
         }
         guard !user.isEmpty else { throw FlagError(flag: "--user", problem: "must not be empty") }
-        guard !secret.isEmpty else { throw FlagError(flag: "--secret", problem: "must not be empty") }
+        let secret = try resolveSecret(value: self.secret, file: secretFile)
         guard ttl.isFinite, ttl > 0 else { throw FlagError(flag: "--ttl", problem: "must be a positive number of seconds") }
         let now = Int64(Date().timeIntervalSince1970)
         let claims = TokenClaims(sub: user, room: room, role: role, exp: now + Int64(ttl.rounded(.up)), iat: now)
