@@ -1,7 +1,7 @@
 import Foundation
 
-/// A secret option that could not be resolved: `--secret-file: cannot read /etc/roomd/secret`.
-public struct SecretError: Error, Sendable, Hashable, CustomStringConvertible {
+/// A command-line option that cannot be used, e.g. `--secret-file: cannot read /etc/roomd/secret`.
+public struct OptionError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The flag (or environment variable) at fault.
     public let flag: String
     /// What is wrong with it.
@@ -37,26 +37,26 @@ public struct SecretOption: Sendable, Hashable {
     /// Call from any thread.
     public func resolve(value: String?, file: String?,
                         environment variables: [String: String] = ProcessInfo.processInfo.environment)
-        throws(SecretError) -> String? {
+        throws(OptionError) -> String? {
         switch (value, file) {
         case (_?, _?):
-            throw SecretError(flag: flag, problem: "give \(flag) or \(fileFlag), not both")
+            throw OptionError(flag: flag, problem: "give \(flag) or \(fileFlag), not both")
         case (let text?, nil):
-            guard !text.isEmpty else { throw SecretError(flag: flag, problem: "must not be empty") }
+            guard !text.isEmpty else { throw OptionError(flag: flag, problem: "must not be empty") }
             return text
         case (nil, let path?):
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw SecretError(flag: fileFlag, problem: "cannot read \(path)")
+                throw OptionError(flag: fileFlag, problem: "cannot read \(path)")
             }
             guard var text = String(data: data, encoding: .utf8) else {
-                throw SecretError(flag: fileFlag, problem: "\(path) is not UTF-8 text")
+                throw OptionError(flag: fileFlag, problem: "\(path) is not UTF-8 text")
             }
             while let last = text.last, last == "\n" || last == "\r" || last == "\r\n" { text.removeLast() }
-            guard !text.isEmpty else { throw SecretError(flag: fileFlag, problem: "\(path) is empty") }
+            guard !text.isEmpty else { throw OptionError(flag: fileFlag, problem: "\(path) is empty") }
             return text
         case (nil, nil):
             guard let text = variables[environment] else { return nil }
-            guard !text.isEmpty else { throw SecretError(flag: environment, problem: "is set but empty") }
+            guard !text.isEmpty else { throw OptionError(flag: environment, problem: "is set but empty") }
             return text
         }
     }
@@ -64,9 +64,9 @@ public struct SecretOption: Sendable, Hashable {
     /// As `resolve`, but a missing secret is an error saying the three ways to give it.
     public func require(value: String?, file: String?,
                         environment variables: [String: String] = ProcessInfo.processInfo.environment)
-        throws(SecretError) -> String {
+        throws(OptionError) -> String {
         guard let secret = try resolve(value: value, file: file, environment: variables) else {
-            throw SecretError(flag: flag, problem: "missing: give \(fileFlag) FILE, set \(environment), or \(flag) (visible in ps)")
+            throw OptionError(flag: flag, problem: "missing: give \(fileFlag) FILE, set \(environment), or \(flag) (visible in ps)")
         }
         return secret
     }

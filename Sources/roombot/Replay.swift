@@ -34,6 +34,8 @@ struct Replay: AsyncParsableCommand {
     var manifest: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "warning"
+    @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
+    var logFormat = "text"
 
     func validate() throws {
         guard (0.5...16).contains(speed) else { throw ValidationError("--speed: must be between 0.5 and 16") }
@@ -50,11 +52,9 @@ struct Replay: AsyncParsableCommand {
             throw UsageProblems(lines: [error.description])
         }
         let level = Logger.Level(rawValue: logLevel) ?? .warning
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        let format: LogFormat
+        do { format = try LogFormat(flag: logFormat) } catch { throw UsageProblems(lines: [error.description]) }
+        format.bootstrap(level: level)
         let logger = Logger(label: "roombot.replay")
         var parsedManifest: PluginManifest?
         if let manifest {
@@ -118,7 +118,11 @@ struct Replay: AsyncParsableCommand {
         log.close()
         try? loop.shutdown()
         if case .failure(let error) = result {
-            FileHandle.standardError.write(Data("roombot: replay of \(room) failed: \(Self.explain(error))\n".utf8))
+            if format == .json {
+                logger.error("replay failed", metadata: ["room": "\(room)", "reason": "\(Self.explain(error))"])
+            } else {
+                FileHandle.standardError.write(Data("roombot: replay of \(room) failed: \(Self.explain(error))\n".utf8))
+            }
             throw ExitCode(1)
         }
     }

@@ -41,16 +41,16 @@ struct Run: AsyncParsableCommand {
     var state: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
+    @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
+    var logFormat = "text"
 
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw UsageProblems(lines: ["--log-level: unknown level '\(logLevel)'"])
         }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        let format: LogFormat
+        do { format = try LogFormat(flag: logFormat) } catch { throw UsageProblems(lines: [error.description]) }
+        format.bootstrap(level: level)
         let logger = Logger(label: "roombot")
         let botConfig: BotConfig
         do {
@@ -86,7 +86,8 @@ struct Run: AsyncParsableCommand {
         }
         if let port = runner.controlPort {
             logger.info("control API listening", metadata: ["address": "\(botConfig.control.map { BotConfig.hostPort($0)?.host ?? "" } ?? ""):\(port)"])
-            FileHandle.standardError.write(Data("control on \(port)\n".utf8))
+            // In json mode stderr carries JSON lines only; the log line above has the port.
+            if format == .text { FileHandle.standardError.write(Data("control on \(port)\n".utf8)) }
         }
         for await signal in stop.stream {
             logger.info("stopping", metadata: ["signal": "\(signal)"])

@@ -87,6 +87,8 @@ struct Serve: ParsableCommand {
     var synchronous = "normal"
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
+    @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
+    var logFormat = "text"
     @Option(name: .customLong("rate-limit"), help: "Requests per second per connection (token bucket refill).")
     var rateLimit = 200.0
     @Option(name: .customLong("rate-limit-burst"), help: "Requests a connection may send at once (token bucket size).")
@@ -169,11 +171,9 @@ struct Serve: ParsableCommand {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw FlagError(flag: "--log-level", problem: "unknown level '\(logLevel)'")
         }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        let format: LogFormat
+        do { format = try LogFormat(flag: logFormat) } catch { throw FlagError(flag: error.flag, problem: error.problem) }
+        format.bootstrap(level: level)
         let logger = Logger(label: "roomd")
         // We may be started with SIGINT/SIGTERM blocked (the mask is inherited,
         // e.g. from a dispatch worker thread); the loop thread inherits ours.
