@@ -89,8 +89,13 @@ struct Run: AsyncParsableCommand {
             // In json mode stderr carries JSON lines only; the log line above has the port.
             if format == .text { FileHandle.standardError.write(Data("control on \(port)\n".utf8)) }
         }
+        // systemd (Type=notify): started once every configured room was tried.
+        let notifier = SystemdNotifier()
+        let loggedIn = runner.host.allRooms.filter { $0.reason == .logined }.count
+        notifier.ready(status: "\(loggedIn) of \(runner.host.allRooms.count) rooms logged in")
         for await signal in stop.stream {
             logger.info("stopping", metadata: ["signal": "\(signal)"])
+            notifier.stopping()
             break
         }
         await runner.stop()

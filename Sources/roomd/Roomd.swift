@@ -180,11 +180,13 @@ struct Serve: ParsableCommand {
         SignalWatcher.unblock([SIGINT, SIGTERM])
         let loop = try EventLoop(name: "roomd", logger: logger)
         let stopped = DispatchSemaphore(value: 0)
+        let notifier = SystemdNotifier()  // systemd Type=notify; nothing without $NOTIFY_SOCKET
         let started = Result<Int, any Error> {
             try loop.runAndWait {
                 let server = try RoomServer(loop: loop, configuration: configuration, logger: logger)
                 _ = try SignalWatcher(loop: loop, signals: [SIGINT, SIGTERM]) { signal in
                     logger.info("stopping", metadata: ["signal": "\(signal)"])
+                    notifier.stopping()
                     // Completes once the close frames are out and storage is closed.
                     server.stop { stopped.signal() }
                 }
@@ -194,6 +196,7 @@ struct Serve: ParsableCommand {
         switch started {
         case .success(let port):
             FileHandle.standardOutput.write(Data("listening on \(configuration.host):\(port)\n".utf8))
+            notifier.ready(status: "listening on \(configuration.host):\(port)")
         case .failure(let error):
             try? loop.shutdown()
             if error is StorageError { throw FlagError(flag: "--data", problem: "\(error)") }
