@@ -77,12 +77,22 @@ let package = Package(
             swiftSettings: swiftSettings,
             plugins: ["BuildRevision"]),
 
+        // MARK: Metrics: swift-metrics onto Prometheus text, with HELP, and process metrics
+        .target(
+            name: "RoomKitMetrics",
+            dependencies: [
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings),
+
         // MARK: The reference room server and its CLI
         .target(
             name: "RoomKitServer",
             dependencies: [
-                "RoomKitLoop", "RoomKitProtocol", "CSQLite3",
+                "RoomKitLoop", "RoomKitProtocol", "CSQLite3", "RoomKitMetrics",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(
@@ -128,7 +138,7 @@ let package = Package(
         .target(
             name: "RoomKitBot",
             dependencies: [
-                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol",
+                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

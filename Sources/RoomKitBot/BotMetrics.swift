@@ -3,6 +3,7 @@ import Foundation
 import Prometheus
 import RoomKit
 import RoomKitLoop
+import RoomKitMetrics
 import RoomKitPlugins
 import Synchronization
 
@@ -13,7 +14,7 @@ final class BotMetrics: @unchecked Sendable {
     // @unchecked Sendable: swift-metrics handlers are thread-safe; `rate`,
     // `pluginTotals` and `lagTimer` are guarded by their lock or touched on the loop.
     let registry = PrometheusCollectorRegistry()
-    private let factory: PrometheusMetricsFactory
+    private let factory: DocumentedMetricsFactory
     private let events: CoreMetrics.Counter
     private let eventsPerSecond: CoreMetrics.Gauge
     private let loopLag: CoreMetrics.Gauge
@@ -22,7 +23,7 @@ final class BotMetrics: @unchecked Sendable {
     private var lagTimer: LoopTimer?
 
     init() {
-        factory = PrometheusMetricsFactory(registry: registry)
+        factory = DocumentedMetricsFactory(registry: registry, help: Self.help)  // HELP lines: promtool needs them
         events = CoreMetrics.Counter(label: "roombot_events_total", dimensions: [], factory: factory)
         eventsPerSecond = CoreMetrics.Gauge(label: "roombot_events_per_second", dimensions: [], factory: factory)
         loopLag = CoreMetrics.Gauge(label: "roombot_event_loop_lag_seconds", dimensions: [], factory: factory)

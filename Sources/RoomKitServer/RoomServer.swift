@@ -32,6 +32,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     var rooms: [String: ServerRoom] = [:]
     var links: [ObjectIdentifier: ClientLink] = [:]
     var metrics = ServerMetrics()
+    /// `/metrics` (RoomServer+Metrics.swift): histograms, process metrics, the registry.
+    let exporter: ServerMetricsExporter
     private(set) var web: WebServer?
     private var sweeper: LoopTimer?
     /// Set once `stop()` began closing connections.
@@ -51,6 +53,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         signer = TokenSigner(secret: configuration.secret)
+        exporter = ServerMetricsExporter(version: configuration.buildVersion, revision: configuration.buildRevision)
         startedAt = wallMilliseconds()
         store = try RoomStore(directory: configuration.dataDirectory,
                               synchronous: configuration.synchronousFull ? .full : .normal)
@@ -239,7 +242,9 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         if let id = envelope.id {
             guard admitRequest(link, id: id, now: now) else { return }
+            let started = monotonicNanoseconds()
             handle(envelope.request, id: id, room: envelope.room, link: link, now: now)
+            exporter.requestTimer(envelope.request.op).recordSince(started)
         } else if admitUnsolicited(link, now: now), case .ping(let t) = envelope.request {
             link.send(ServerMessage.pong(t: t, serverTime: now))
         }
@@ -306,6 +311,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         room.eventsSinceSnapshot += 1
         let snapshotDue = room.eventsSinceSnapshot >= configuration.snapshotEvery
+        let commitStarted = monotonicNanoseconds()
         do {
             try store.append(StoredEvent(room: room.id, seq: seq, ts: now, push: bytes, mutation: mutation,
                                          recipients: recipients),
@@ -316,6 +322,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             logger.error("event not stored", metadata: ["room": "\(room.id)", "error": "\(error)"])
             throw ProtocolError(code: .internalError, message: "storage failed")
         }
+        exporter.commitLatency.recordSince(commitStarted)
         if snapshotDue { room.eventsSinceSnapshot = 0 }
         room.model = next
         room.seq = seq
@@ -323,12 +330,14 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         let frame = WebSocketFrame(bytes: bytes)
         room.remember(RecoveryEntry(seq: seq, ts: now, frame: frame, recipients: recipients),
                       keepAtLeast: configuration.recoveryEvents, window: configuration.recoveryWindow.milliseconds, now: now)
+        let fanoutStarted = monotonicNanoseconds()
         let allowed = recipients.map(Set.init)
         for session in room.sessions.values {
             guard let link = session.link, session !== origin else { continue }
             if let allowed, !allowed.contains(session.userId) { continue }
             link.send(frame)
         }
+        exporter.fanoutLatency.recordSince(fanoutStarted)
         return seq
     }
 

@@ -5,6 +5,9 @@ import Foundation
 public struct ServerConfiguration: Sendable {
     /// Address and port to listen on (port 0 picks a free one).
     public var host = "127.0.0.1"
+    /// The `version` and `revision` labels of `roomd_build_info` in `/metrics`.
+    public var buildVersion = "unknown"
+    public var buildRevision = "unknown"
     public var port = 7700
     /// HS256 secret shared with the app's backend.
     public var secret: String

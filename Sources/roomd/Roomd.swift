@@ -112,6 +112,8 @@ struct Serve: ParsableCommand {
         try checkBindable(host: host, port: port)
         let secret = try resolveSecret(value: self.secret, file: secretFile)
         var configuration = ServerConfiguration(secret: secret, dataDirectory: data)
+        configuration.buildVersion = BuildInfo.version
+        configuration.buildRevision = BuildInfo.revision
         configuration.host = host
         configuration.port = port
         configuration.heartbeatInterval = try seconds(heartbeatInterval, flag: "--heartbeat-interval")
