@@ -7,6 +7,7 @@ extension RoomServer {
         let now = wallMilliseconds()
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         do {
+            try checkListener(server, parts: parts, request: request)
             switch (request.method, parts.count, parts) {
             case ("GET", 1, ["healthz"]):
                 responder.respond(status: 200, contentType: "text/plain", text: "ok")

@@ -35,6 +35,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     /// `/metrics` (RoomServer+Metrics.swift): histograms, process metrics, the registry.
     let exporter: ServerMetricsExporter
     private(set) var web: WebServer?
+    /// The admin/metrics listener (RoomServer+Admin.swift), when configured.
+    var adminWeb: WebServer?
     private var sweeper: LoopTimer?
     /// Set once `stop()` began closing connections.
     private var stopping = false
@@ -69,6 +71,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         web.maxConnections = configuration.maxConnections
         web.maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
         self.web = try WebServer(loop: loop, configuration: web, delegate: self, logger: logger)
+        try startAdminListener()
         let tick = Duration.milliseconds(max(20, min(1000, min(configuration.heartbeatTimeout.milliseconds,
                                                                 configuration.tokenExpiryNotice.milliseconds) / 10)))
         sweeper = try loop.scheduleTimer(after: tick, repeating: tick) { [weak self] timer in
@@ -132,6 +135,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         stopTimer?.cancel()
         stopTimer = nil
         web.stop()
+        adminWeb?.stop()
+        adminWeb = nil
         store.close()
         let completions = stopCompletions
         stopCompletions = []
@@ -178,6 +183,9 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     // MARK: Connections
 
     public func webServer(_ server: WebServer, didAccept connection: WebSocketConnection) {
+        if server === adminWeb {
+            return connection.close(code: 1008, reason: "no WebSocket endpoint on the admin listener")
+        }
         if stopping {
             return connection.close(code: 1001, reason: "server shutting down")
         }

@@ -5,6 +5,12 @@ import Foundation
 public struct ServerConfiguration: Sendable {
     /// Address and port to listen on (port 0 picks a free one).
     public var host = "127.0.0.1"
+    /// A second, plain-HTTP listener for `/metrics`, `/healthz` and the
+    /// admin API (nil: none, and the public listener serves them). When set,
+    /// the public listener answers those paths (except `/healthz`) with 404.
+    public var adminHost: String?
+    /// The admin listener's port (0 picks a free one).
+    public var adminPort = 0
     /// The `version` and `revision` labels of `roomd_build_info` in `/metrics`.
     public var buildVersion = "unknown"
     public var buildRevision = "unknown"

@@ -71,6 +71,9 @@ struct Serve: ParsableCommand {
     var secret: String?
     @Option(name: .customLong("secret-file"), help: "A file holding the HS256 secret (trailing newline ignored).")
     var secretFile: String?
+    @Option(name: .customLong("admin-listen"),
+            help: "HOST:PORT of a separate plain-HTTP listener for /metrics, /healthz and the admin API (then not on --listen).")
+    var adminListen: String?
     @Option(help: "Directory for the durable room log (created if missing).")
     var data: String
     @Option(name: .customLong("heartbeat-interval"), help: "Seconds between client pings.")
@@ -110,8 +113,25 @@ struct Serve: ParsableCommand {
         let host = parts.dropLast().joined(separator: ":")
         guard !host.isEmpty else { throw FlagError(flag: "--listen", problem: "missing host in '\(listen)'") }
         try checkBindable(host: host, port: port)
+        var admin: (host: String, port: Int)?
+        if let adminListen {
+            let adminParts = adminListen.split(separator: ":", omittingEmptySubsequences: false)
+            guard adminParts.count >= 2, let adminPort = Int(adminParts.last!), (0...65535).contains(adminPort),
+                  !adminParts.dropLast().joined(separator: ":").isEmpty else {
+                throw FlagError(flag: "--admin-listen", problem: "expected HOST:PORT, got '\(adminListen)'")
+            }
+            admin = (adminParts.dropLast().joined(separator: ":"), adminPort)
+            if adminPort != 0 && adminPort == port {
+                throw FlagError(flag: "--admin-listen", problem: "must differ from --listen")
+            }
+            do { try checkBindable(host: admin!.host, port: adminPort) } catch let error as FlagError {
+                throw FlagError(flag: "--admin-listen", problem: error.problem)
+            }
+        }
         let secret = try resolveSecret(value: self.secret, file: secretFile)
         var configuration = ServerConfiguration(secret: secret, dataDirectory: data)
+        configuration.adminHost = admin?.host
+        configuration.adminPort = admin?.port ?? 0
         configuration.buildVersion = BuildInfo.version
         configuration.buildRevision = BuildInfo.revision
         configuration.host = host
@@ -183,7 +203,7 @@ struct Serve: ParsableCommand {
         let loop = try EventLoop(name: "roomd", logger: logger)
         let stopped = DispatchSemaphore(value: 0)
         let notifier = SystemdNotifier()  // systemd Type=notify; nothing without $NOTIFY_SOCKET
-        let started = Result<Int, any Error> {
+        let started = Result<(Int, Int?), any Error> {
             try loop.runAndWait {
                 let server = try RoomServer(loop: loop, configuration: configuration, logger: logger)
                 _ = try SignalWatcher(loop: loop, signals: [SIGINT, SIGTERM]) { signal in
@@ -192,12 +212,15 @@ struct Serve: ParsableCommand {
                     // Completes once the close frames are out and storage is closed.
                     server.stop { stopped.signal() }
                 }
-                return server.port
+                return (server.port, server.adminPort)
             }
         }
         switch started {
-        case .success(let port):
+        case .success(let (port, adminPort)):
             FileHandle.standardOutput.write(Data("listening on \(configuration.host):\(port)\n".utf8))
+            if let adminPort, let adminHost = configuration.adminHost {
+                FileHandle.standardOutput.write(Data("admin listening on \(adminHost):\(adminPort)\n".utf8))
+            }
             notifier.ready(status: "listening on \(configuration.host):\(port)")
         case .failure(let error):
             try? loop.shutdown()
