@@ -30,6 +30,9 @@ struct Replay: AsyncParsableCommand {
     var speed = 1.0
     @Option(help: "Event log: a file path, or - for stdout.")
     var events = "-"
+    @Option(name: .customLong("progress-interval"),
+            help: "Seconds between progress lines on stderr when it is not a terminal; 0: none (a terminal gets one line in place).")
+    var progressInterval = 5.0
     @Option(help: "Plugin manifest: plugins declaring the player hook receive the player events.")
     var manifest: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
@@ -38,6 +41,9 @@ struct Replay: AsyncParsableCommand {
     var logFormat = "text"
 
     func validate() throws {
+        guard progressInterval >= 0, progressInterval.isFinite else {
+            throw ValidationError("--progress-interval: must be a number of seconds >= 0")
+        }
         guard (0.5...16).contains(speed) else { throw ValidationError("--speed: must be between 0.5 and 16") }
         guard RoomID.isValid(room) else { throw ValidationError("--room: invalid room ID '\(room)'") }
         if let from, let to, from > to { throw ValidationError("--from: is after --to") }
@@ -107,12 +113,15 @@ struct Replay: AsyncParsableCommand {
             }
         }
         player.playbackSpeed = speed
+        let progress = ReplayProgress(player: player, room: room, format: format, logger: logger,
+                                      interval: progressInterval > 0 ? .milliseconds(Int64(progressInterval * 1000)) : nil)
         player.play()
         var result: Result<Void, PlayerError> = .success(())
         for await first in outcome.stream {
             result = first
             break
         }
+        progress.finish(ended: (try? result.get()) != nil)
         player.stop()
         plugins?.unloadAll()
         log.close()
