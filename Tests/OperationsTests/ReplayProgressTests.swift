@@ -81,4 +81,28 @@ final class ReplayProgressTests: XCTestCase {
         XCTAssertEqual(run.status, 0, run.stderr)
         XCTAssertEqual(run.stderr, "")
     }
+
+    func testReplay_onATerminal_redrawsOneLineInPlace() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { throw XCTSkip("no script(1) for a pty") }
+        let roomd = RoomdProcess(secret: "progress-secret")
+        try roomd.start()
+        defer { roomd.stop() }
+        let directory = try temporaryDirectory("progress-tty")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await recordRoom(roomd, directory: directory)
+        let now = Int64(Date().timeIntervalSince1970)
+        let token = TokenSigner(secret: "progress-secret").sign(TokenClaims(sub: "viewer", room: "talk", role: .reader, exp: now + 60, iat: now))
+        let command = [try builtProduct("roombot"), "replay", "--server", "ws://127.0.0.1:\(roomd.port)/v1/rooms", "--room", "talk",
+                       "--speed", "2", "--events", directory + "/events"].map { "'\($0)'" }.joined(separator: " ")
+        // script(1) runs the command on a pseudo-terminal and copies what it writes.
+        let run = try XCTUnwrap(runTool(["script", "-qfec", command, "/dev/null"], environment: ["ROOMBOT_TOKEN": token, "TERM": "xterm"]))
+        XCTAssertEqual(run.status, 0, run.stdout)
+        let redraws = run.stdout.components(separatedBy: "\r\u{1B}[Kreplay talk: ").count - 1
+        XCTAssertGreaterThanOrEqual(redraws, 2, "redrawn 4 times a second for ~0.75 s: \(run.stdout.debugDescription)")
+        XCTAssertFalse(run.stdout.contains("roombot: replay talk:"), "no periodic lines on a terminal")
+        let lastLine = try XCTUnwrap(run.stdout.components(separatedBy: "\r\u{1B}[K").last)
+        XCTAssertTrue(lastLine.hasPrefix("replay talk: ") && lastLine.contains("(100%) at 2x"), lastLine.debugDescription)
+        XCTAssertEqual(run.stdout.filter { $0 == "\n" || $0 == "\r\n" }.count, 1, "one line, ended once: \(run.stdout.debugDescription)")
+        XCTAssertTrue(fileText(directory + "/events")?.contains(#""magixEvent":"tick""#) ?? false)
+    }
 }
