@@ -43,6 +43,9 @@ struct Run: AsyncParsableCommand {
     var logLevel = "info"
     @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
     var logFormat = "text"
+    @Option(name: .customLong("progress-interval"),
+            help: "Seconds between login progress lines on stderr while joining more than 100 rooms; 0: only the last.")
+    var progressInterval = 1.0
 
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
@@ -78,8 +81,11 @@ struct Run: AsyncParsableCommand {
                 stop.continuation.yield(signal)
             }
         }
+        let logins = LoginProgress(host: runner.host, interval: .milliseconds(Int64(max(0, progressInterval) * 1000)),
+                                   format: format, logger: logger)
         do {
             try await runner.start()
+            logins.finish()
         } catch {
             await runner.stop()
             throw UsageProblems(lines: ["--control: cannot serve the control API: \(error)"])
