@@ -42,8 +42,11 @@ public enum LogFormat: String, Sendable, CaseIterable {
 public struct JSONLogHandler: LogHandler {
     /// The logger's label (`roomd`, `roombot`, …).
     public let label: String
+    /// Events below this level are dropped (swift-log checks it before `log`).
     public var logLevel: Logger.Level
+    /// Metadata on every line of this logger; an event's own wins on a clash.
     public var metadata: Logger.Metadata = [:]
+    /// Metadata added at each event (task-local context), under the event's own.
     public var metadataProvider: Logger.MetadataProvider?
     private let write: @Sendable ([UInt8]) -> Void
 
@@ -75,11 +78,13 @@ public struct JSONLogHandler: LogHandler {
 
     private static let lock = NSLock()
 
+    /// One entry of `metadata`.
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
+    /// Writes `event` as one JSON line, on the calling thread.
     public func log(event: LogEvent) {
         var all = metadata
         if let provided = metadataProvider?.get() { all.merge(provided) { $1 } }

@@ -6,10 +6,12 @@ public struct OptionError: Error, Sendable, Hashable, CustomStringConvertible {
     public let flag: String
     /// What is wrong with it.
     public let problem: String
+    /// Makes the error for `flag` (a flag or an environment variable).
     public init(flag: String, problem: String) {
         self.flag = flag
         self.problem = problem
     }
+    /// One line: `--flag: problem`.
     public var description: String { "\(flag): \(problem)" }
 }
 
@@ -24,6 +26,7 @@ public struct SecretOption: Sendable, Hashable {
     /// The environment variable read when neither flag is given, e.g. `ROOMD_SECRET`.
     public let environment: String
 
+    /// Names the three sources of one secret.
     public init(flag: String, fileFlag: String, environment: String) {
         self.flag = flag
         self.fileFlag = fileFlag

@@ -24,6 +24,7 @@ public struct DocumentedMetricsFactory: CoreMetrics.MetricsFactory, Sendable {
     /// Buckets of every aggregating recorder (a value histogram).
     public var valueBuckets: [Double] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
 
+    /// A factory onto `registry` (a fresh one by default) with `help` by metric name.
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), help: [String: String] = [:]) {
         self.registry = registry
         self.help = help
@@ -32,6 +33,8 @@ public struct DocumentedMetricsFactory: CoreMetrics.MetricsFactory, Sendable {
     private func descriptor(_ label: String) -> MetricNameDescriptor {
         MetricNameDescriptor(namespace: nil, subsystem: nil, metricName: label, unitName: "", helpText: help[label] ?? label.split(separator: "_").joined(separator: " "))
     }
+
+    // MetricsFactory: each handler is the registry's own metric, made with HELP.
 
     public func makeCounter(label: String, dimensions: [(String, String)]) -> any CoreMetrics.CounterHandler {
         registry.makeCounter(descriptor: descriptor(label), labels: dimensions)

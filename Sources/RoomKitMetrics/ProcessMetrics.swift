@@ -27,6 +27,7 @@ public final class ProcessMetrics: Sendable {
     private let startTime: CoreMetrics.Gauge
     private let lastCPU = Mutex(0.0)
 
+    /// Registers the metrics with `factory` and reads them once.
     public init(factory: any CoreMetrics.MetricsFactory) {
         cpu = CoreMetrics.FloatingPointCounter(label: "process_cpu_seconds_total", dimensions: [], factory: factory)
         resident = CoreMetrics.Gauge(label: "process_resident_memory_bytes", dimensions: [], factory: factory)

@@ -11,8 +11,9 @@ public struct ServerConfiguration: Sendable {
     public var adminHost: String?
     /// The admin listener's port (0 picks a free one).
     public var adminPort = 0
-    /// The `version` and `revision` labels of `roomd_build_info` in `/metrics`.
+    /// The `version` label of `roomd_build_info` in `/metrics`.
     public var buildVersion = "unknown"
+    /// The `revision` label of `roomd_build_info` (a git commit).
     public var buildRevision = "unknown"
     public var port = 7700
     /// HS256 secret shared with the app's backend.
