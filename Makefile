@@ -3,7 +3,11 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak
+.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak install check-install
+
+# Where `make install` puts things; DESTDIR stages the tree (packaging).
+PREFIX ?= /usr/local
+DESTDIR ?=
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -59,6 +63,19 @@ check-sanitizers: bootstrap
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan -Xlinker --export-dynamic
 	LSAN_OPTIONS="suppressions=$(CURDIR)/scripts/lsan.supp$${LSAN_OPTIONS:+:$$LSAN_OPTIONS}" \
 		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan --disable-swift-testing
+
+# Release binaries, the shipped plugins (lib/roomkit/plugins/), the plugin
+# header and roomkit-plugin.pc, man pages (swift-argument-parser's
+# GenerateManual plugin) and the systemd units of deploy/systemd/, under
+# $(DESTDIR)$(PREFIX). See scripts/install.sh for the layout.
+install: bootstrap
+	SWIFT=$(SWIFT) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install.sh
+
+# `make install` into a temporary DESTDIR, then checks the tree: files in
+# place, --version, the shipped plugins load, a C plugin builds with
+# pkg-config, man pages render, `systemd-analyze verify` on the units.
+check-install: bootstrap
+	SWIFT=$(SWIFT) PREFIX=$(PREFIX) scripts/check-install.sh
 
 clean:
 	rm -rf .build

@@ -72,19 +72,37 @@ let package = Package(
             dependencies: ["COpenSSLCrypto"],
             swiftSettings: swiftSettings),
 
+        // MARK: What every executable shares: --version, log formats, secrets, sd_notify
+        .plugin(name: "BuildRevision", capability: .buildTool(), path: "BuildTools/BuildRevision"),
+        .target(
+            name: "RoomKitCLI",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings,
+            plugins: ["BuildRevision"]),
+
+        // MARK: Metrics: swift-metrics onto Prometheus text, with HELP, and process metrics
+        .target(
+            name: "RoomKitMetrics",
+            dependencies: [
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings),
+
         // MARK: The reference room server and its CLI
         .target(
             name: "RoomKitServer",
             dependencies: [
-                "RoomKitLoop", "RoomKitProtocol", "CSQLite3",
+                "RoomKitLoop", "RoomKitProtocol", "CSQLite3", "RoomKitMetrics",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "roomd",
             dependencies: [
-                "RoomKitServer", "RoomKitLoop", "RoomKitProtocol",
+                "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -127,7 +145,7 @@ let package = Package(
         .target(
             name: "RoomKitBot",
             dependencies: [
-                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol",
+                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -137,7 +155,7 @@ let package = Package(
         .executableTarget(
             name: "roombot",
             dependencies: [
-                "RoomKitBot", "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol",
+                "RoomKitBot", "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -146,7 +164,7 @@ let package = Package(
         .executableTarget(
             name: "MultiRoomBot",
             dependencies: [
-                "RoomKit", "RoomKitPlugins", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol",
+                "RoomKit", "RoomKitPlugins", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -182,6 +200,10 @@ let package = Package(
         .testTarget(
             name: "RoomKitServerTests",
             dependencies: ["RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "OperationsTests",
+            dependencies: ["RoomKitProtocol", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitProtocolTests",

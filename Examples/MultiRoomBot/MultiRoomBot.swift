@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import RoomKitCLI
 
 /// `multiroom-bot`: an example of embedding RoomKit directly (not a wrapper
 /// of `roombot`). It starts an in-process roomd (or uses `--server`), fills
@@ -16,7 +17,8 @@ struct MultiRoomBot: AsyncParsableCommand {
             With no arguments it starts an embedded roomd on 127.0.0.1 (a free port, a temporary \
             data directory), simulated participants in six rooms, and a bot that joins every room \
             and loads the shipped plugins. Then it plays a tour and exits 0.
-            """)
+            """,
+        version: "multiroom-bot \(BuildInfo.versionText)")
 
     @Flag(help: "Shorter pauses (for tests): the tour takes a few seconds.")
     var quick = false
@@ -27,8 +29,11 @@ struct MultiRoomBot: AsyncParsableCommand {
     @Option(help: "Use an existing roomd (its ws:// or wss:// /v1/rooms URL) instead of an embedded one.")
     var server: String?
 
-    @Option(help: "The HS256 secret of --server, to mint the bot's and participants' tokens.")
+    @Option(help: "The HS256 secret of --server, to mint the bot's and participants' tokens (shown by ps: prefer --secret-file or ROOMD_SECRET).")
     var secret: String?
+
+    @Option(name: .customLong("secret-file"), help: "A file holding the HS256 secret of --server.")
+    var secretFile: String?
 
     @Option(help: "The plugin manifest template (default: plugins.json of the example).")
     var manifest: String?
@@ -39,14 +44,24 @@ struct MultiRoomBot: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "Library log level shown in the output: trace … critical.")
     var logLevel = "warning"
 
+    /// The secret from `--secret`, `--secret-file`, or (with `--server`) `ROOMD_SECRET`.
+    func resolvedSecret() throws -> String? {
+        let option = SecretOption(flag: "--secret", fileFlag: "--secret-file", environment: "ROOMD_SECRET")
+        do {
+            return try option.resolve(value: secret, file: secretFile,
+                                      environment: server == nil ? [:] : ProcessInfo.processInfo.environment)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+
     func validate() throws {
-        switch (server, secret) {
+        switch (server, try resolvedSecret()) {
         case (nil, nil): break
-        case (let url?, let secret?):
+        case (let url?, _?):
             guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else {
                 throw ValidationError("--server: expected a ws:// or wss:// URL, got '\(url)'")
             }
-            guard !secret.isEmpty else { throw ValidationError("--secret: must not be empty") }
         default:
             throw ValidationError("--server and --secret go together")
         }
@@ -61,6 +76,7 @@ struct MultiRoomBot: AsyncParsableCommand {
         let level = Logger.Level(rawValue: logLevel) ?? .warning
         LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label, console: console, level: level) }
 
+        let secret = try resolvedSecret()
         let options = DemoOptions(pace: quick ? .quick : .normal, forever: forever,
                                   server: server.flatMap { url in secret.map { (url, $0) } },
                                   manifestTemplate: manifest)

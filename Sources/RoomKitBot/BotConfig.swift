@@ -34,6 +34,14 @@ public enum BotAuth: Sendable, Hashable {
     case tokenFile(String)
 }
 
+/// `bot.json`'s `tls`: how to trust a `wss://` server with a private CA.
+public struct BotTLS: Sendable, Hashable {
+    /// PEM file of CAs trusted besides the system's (absolute after loading).
+    public var caFile: String?
+    /// The name the server's certificate must carry, when it differs from the URL's host.
+    public var serverName: String?
+}
+
 /// `bot.json` (CLI.md), validated. Relative paths are resolved against the config file.
 public struct BotConfig: Sendable {
     public var path: String
@@ -51,6 +59,8 @@ public struct BotConfig: Sendable {
     public var reconnectWindow: Duration
     /// Rooms joined at run time through the control API are kept here.
     public var stateFile: String
+    /// Trust settings for a `wss://` server (nil: the system's CAs, the URL's host).
+    public var tls: BotTLS?
 
     /// Reads and validates `path`; throws `ConfigErrors` listing every problem.
     public init(path: String) throws(ConfigErrors) {
@@ -79,7 +89,7 @@ public struct BotConfig: Sendable {
             throw ConfigErrors(errors: [ConfigError(file: file, field: "", problem: "must be a JSON object")])
         }
         let known: Set<String> = ["server", "user", "auth", "rooms", "manifest", "control", "controlToken", "events",
-                                  "loginTimeout", "reconnectWindow", "state"]
+                                  "loginTimeout", "reconnectWindow", "state", "tls"]
         for key in root.keys.sorted() where !known.contains(key) { fail(key, "unknown field") }
 
         let server = root["server"]?.stringValue ?? ""
@@ -175,7 +185,9 @@ public struct BotConfig: Sendable {
         if let value = root["state"] {
             if let text = value.stringValue, !text.isEmpty { stateFile = resolve(text) } else { fail("state", "must be a path") }
         }
+        let tls = Self.parseTLS(root["tls"], server: server, resolve: resolve, fail: fail)
         if !errors.isEmpty { throw ConfigErrors(errors: errors) }
+        self.tls = tls
         self.path = path
         self.server = server
         self.user = user
@@ -188,6 +200,36 @@ public struct BotConfig: Sendable {
         self.loginTimeout = loginTimeout
         self.reconnectWindow = reconnectWindow
         self.stateFile = stateFile
+    }
+
+    /// `tls: {"caFile"?, "serverName"?}`: only for a `wss://` server.
+    private static func parseTLS(_ value: JSON?, server: String, resolve: (String) -> String,
+                                 fail: (String, String) -> Void) -> BotTLS? {
+        guard let value else { return nil }
+        guard let object = value.objectValue else {
+            fail("tls", "must be an object {caFile?, serverName?}")
+            return nil
+        }
+        var tls = BotTLS()
+        for key in object.keys.sorted() where key != "caFile" && key != "serverName" { fail("tls.\(key)", "unknown field") }
+        if let caFile = object["caFile"] {
+            if let text = caFile.stringValue, !text.isEmpty {
+                let resolved = resolve(text)
+                if FileManager.default.isReadableFile(atPath: resolved) { tls.caFile = resolved }
+                else { fail("tls.caFile", "cannot read \(resolved)") }
+            } else {
+                fail("tls.caFile", "must be a path to a PEM file")
+            }
+        }
+        if let serverName = object["serverName"] {
+            if let text = serverName.stringValue, !text.isEmpty, !text.contains(where: { $0 == "/" || $0 == ":" || $0.isWhitespace }) {
+                tls.serverName = text
+            } else {
+                fail("tls.serverName", "must be a host name")
+            }
+        }
+        if !server.hasPrefix("wss://") { fail("tls", "applies to a wss:// server only, got '\(server)'") }
+        return tls
     }
 
     /// Whether `host` names the loopback interface.

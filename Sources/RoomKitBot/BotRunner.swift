@@ -96,6 +96,8 @@ public final class BotRunner: @unchecked Sendable {
         var hostConfiguration = RoomHostConfiguration(serverURL: config.server)
         hostConfiguration.loginTimeout = config.loginTimeout
         hostConfiguration.reconnectWindow = config.reconnectWindow
+        hostConfiguration.transport.tlsCAFile = config.tls?.caFile
+        hostConfiguration.transport.tlsServerName = config.tls?.serverName
         host = try RoomHost(loop: loop, configuration: hostConfiguration, logger: logger,
                             tokenProvider: tokens.canRenew ? tokens : nil)
         let events = self.events

@@ -15,6 +15,11 @@ public struct WebSocketClientConfiguration: Sendable, Hashable {
     public var allowSelfSigned = false
     /// Skip the check that the certificate names the host (development only).
     public var skipHostnameCheck = false
+    /// For `wss://`: the name the server's certificate must carry, sent as
+    /// SNI and in the `Host` header, when it differs from the URL's host
+    /// (a private CA's certificate for `roomd.internal` reached by IP
+    /// address). Nil: the URL's host.
+    public var tlsServerName: String?
 
     public init() {}
 }
@@ -114,22 +119,27 @@ public final class WebSocketClient: LWSCallbackTarget, @unchecked Sendable {
             if configuration.allowSelfSigned { flags |= Int32(LCCSCF_ALLOW_SELFSIGNED.rawValue) }
             if configuration.skipHostnameCheck { flags |= Int32(LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK.rawValue) }
         }
-        let wsi: OpaquePointer? = url.host.withCString { host in
-            url.path.withCString { path in
-                withOptionalCString(subprotocol) { proto in
-                    var info = lws_client_connect_info()
-                    info.context = lwsContext
-                    info.address = host
-                    info.port = Int32(url.port)
-                    info.path = path
-                    info.host = host
-                    info.origin = host
-                    info.protocol = proto
-                    info.ssl_connection = flags
-                    info.opaque_user_data = Unmanaged.passUnretained(connection as LWSPeer).toOpaque()
-                    connecting = connection
-                    defer { connecting = nil }
-                    return lws_client_connect_via_info(&info)
+        // lws takes SNI and the certificate name check from `host`, and the
+        // TCP peer from `address`.
+        let serverName = url.secure ? configuration.tlsServerName ?? url.host : url.host
+        let wsi: OpaquePointer? = url.host.withCString { address in
+            serverName.withCString { host in
+                url.path.withCString { path in
+                    withOptionalCString(subprotocol) { proto in
+                        var info = lws_client_connect_info()
+                        info.context = lwsContext
+                        info.address = address
+                        info.port = Int32(url.port)
+                        info.path = path
+                        info.host = host
+                        info.origin = host
+                        info.protocol = proto
+                        info.ssl_connection = flags
+                        info.opaque_user_data = Unmanaged.passUnretained(connection as LWSPeer).toOpaque()
+                        connecting = connection
+                        defer { connecting = nil }
+                        return lws_client_connect_via_info(&info)
+                    }
                 }
             }
         }

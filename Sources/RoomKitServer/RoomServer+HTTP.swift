@@ -7,6 +7,7 @@ extension RoomServer {
         let now = wallMilliseconds()
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         do {
+            try checkListener(server, parts: parts, request: request)
             switch (request.method, parts.count, parts) {
             case ("GET", 1, ["healthz"]):
                 responder.respond(status: 200, contentType: "text/plain", text: "ok")
@@ -165,45 +166,7 @@ extension RoomServer {
     }
 
     func metricsText() -> String {
-        let members = rooms.values.reduce(0) { $0 + $1.visibleCount }
-        let sessions = rooms.values.reduce(0) { $0 + $1.sessions.count }
-        return """
-            # HELP roomd_connections Open WebSocket connections.
-            # TYPE roomd_connections gauge
-            roomd_connections \(links.count)
-            # HELP roomd_connections_refused_total WebSocket upgrades refused with HTTP 503 at a connection limit.
-            # TYPE roomd_connections_refused_total counter
-            roomd_connections_refused_total{limit="process"} \(web?.refusedAtConnectionLimit ?? 0)
-            roomd_connections_refused_total{limit="address"} \(web?.refusedAtAddressLimit ?? 0)
-            # HELP roomd_unsolicited_over_limit_total Messages without id (pings, malformed, binary) that arrived over the rate limit.
-            # TYPE roomd_unsolicited_over_limit_total counter
-            roomd_unsolicited_over_limit_total \(metrics.unsolicitedOverLimit)
-            # HELP roomd_rooms Rooms known to the server.
-            # TYPE roomd_rooms gauge
-            roomd_rooms \(rooms.count)
-            # HELP roomd_members Members visible in rooms.
-            # TYPE roomd_members gauge
-            roomd_members \(members)
-            # HELP roomd_sessions Retained sessions (attached, detached or ended).
-            # TYPE roomd_sessions gauge
-            roomd_sessions \(sessions)
-            # HELP roomd_events_total Room events appended.
-            # TYPE roomd_events_total counter
-            roomd_events_total \(metrics.eventsTotal)
-            # HELP roomd_events_per_second Room events appended per second (last second).
-            # TYPE roomd_events_per_second gauge
-            roomd_events_per_second \(metrics.eventsPerSecond)
-            # HELP roomd_bytes_out_total Bytes queued to clients.
-            # TYPE roomd_bytes_out_total counter
-            roomd_bytes_out_total \(metrics.bytesOut)
-            # HELP roomd_kicks_total Sessions ended by a kick.
-            # TYPE roomd_kicks_total counter
-            roomd_kicks_total \(metrics.kicks)
-            # HELP roomd_auth_failures_total Rejected tokens.
-            # TYPE roomd_auth_failures_total counter
-            roomd_auth_failures_total \(metrics.authFailures)
-
-            """
+        exporter.render(self)
     }
 }
 

@@ -32,6 +32,10 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     var rooms: [String: ServerRoom] = [:]
     var links: [ObjectIdentifier: ClientLink] = [:]
     var metrics = ServerMetrics()
+    /// `/metrics` (RoomServer+Metrics.swift): histograms, process metrics, the registry.
+    let exporter: ServerMetricsExporter
+    /// The admin/metrics listener (RoomServer+Admin.swift), when configured.
+    var adminWeb: WebServer?
     private var sweeper: LoopTimer?
     /// The server's lifecycle (Hummingbird's `Server` shape): each state
     /// carries what only it needs. Loop thread only.
@@ -75,6 +79,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         signer = TokenSigner(secret: configuration.secret)
+        exporter = ServerMetricsExporter(version: configuration.buildVersion, revision: configuration.buildRevision)
         startedAt = wallMilliseconds()
         store = try RoomStore(directory: configuration.dataDirectory,
                               synchronous: configuration.synchronousFull ? .full : .normal)
@@ -90,6 +95,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         web.maxConnections = configuration.maxConnections
         web.maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
         state = .running(try WebServer(loop: loop, configuration: web, delegate: self, logger: logger))
+        try startAdminListener()
         let tick = Duration.milliseconds(max(20, min(1000, min(configuration.heartbeatTimeout.milliseconds,
                                                                 configuration.tokenExpiryNotice.milliseconds) / 10)))
         sweeper = try loop.scheduleTimer(after: tick, repeating: tick) { [weak self] timer in
@@ -165,6 +171,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         state = .stopped
         web.stop()
+        adminWeb?.stop()
+        adminWeb = nil
         store.close()
         for completion in completions { completion() }
     }
@@ -209,6 +217,9 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     // MARK: Connections
 
     public func webServer(_ server: WebServer, didAccept connection: WebSocketConnection) {
+        if server === adminWeb {
+            return connection.close(code: 1008, reason: "no WebSocket endpoint on the admin listener")
+        }
         if stopping {
             return connection.close(code: 1001, reason: "server shutting down")
         }
@@ -282,7 +293,9 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         if let id = envelope.id {
             guard admitRequest(link, id: id, now: now) else { return }
+            let started = monotonicNanoseconds()
             handle(envelope.request, id: id, room: envelope.room, link: link, now: now)
+            exporter.requestTimer(envelope.request.op).recordSince(started)
         } else if admitUnsolicited(link, now: now), case .ping(let t) = envelope.request {
             link.send(ServerMessage.pong(t: t, serverTime: now))
         }
@@ -349,6 +362,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         room.eventsSinceSnapshot += 1
         let snapshotDue = room.eventsSinceSnapshot >= configuration.snapshotEvery
+        let commitStarted = monotonicNanoseconds()
         do {
             try store.append(StoredEvent(room: room.id, seq: seq, ts: now, push: bytes, mutation: mutation,
                                          recipients: recipients),
@@ -359,6 +373,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             logger.error("event not stored", metadata: ["room": "\(room.id)", "error": "\(error)"])
             throw ProtocolError(code: .internalError, message: "storage failed")
         }
+        exporter.commitLatency.recordSince(commitStarted)
         if snapshotDue { room.eventsSinceSnapshot = 0 }
         room.model = next
         room.seq = seq
@@ -366,12 +381,14 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         let frame = WebSocketFrame(bytes: bytes)
         room.remember(RecoveryEntry(seq: seq, ts: now, frame: frame, recipients: recipients),
                       keepAtLeast: configuration.recoveryEvents, window: configuration.recoveryWindow.milliseconds, now: now)
+        let fanoutStarted = monotonicNanoseconds()
         let allowed = recipients.map(Set.init)
         for session in room.sessions.values {
             guard let link = session.link, session !== origin else { continue }
             if let allowed, !allowed.contains(session.userId) { continue }
             link.send(frame)
         }
+        exporter.fanoutLatency.recordSince(fanoutStarted)
         return seq
     }
 

@@ -5,6 +5,16 @@ import Foundation
 public struct ServerConfiguration: Sendable {
     /// Address and port to listen on (port 0 picks a free one).
     public var host = "127.0.0.1"
+    /// A second, plain-HTTP listener for `/metrics`, `/healthz` and the
+    /// admin API (nil: none, and the public listener serves them). When set,
+    /// the public listener answers those paths (except `/healthz`) with 404.
+    public var adminHost: String?
+    /// The admin listener's port (0 picks a free one).
+    public var adminPort = 0
+    /// The `version` label of `roomd_build_info` in `/metrics`.
+    public var buildVersion = "unknown"
+    /// The `revision` label of `roomd_build_info` (a git commit).
+    public var buildRevision = "unknown"
     public var port = 7700
     /// HS256 secret shared with the app's backend.
     public var secret: String

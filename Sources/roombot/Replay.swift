@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import RoomKit
 import RoomKitBot
+import RoomKitCLI
 import RoomKitLoop
 import RoomKitPlugins
 import RoomKitProtocol
@@ -17,8 +18,10 @@ struct Replay: AsyncParsableCommand {
     var server: String
     @Option(help: "The room to replay.")
     var room: String
-    @Option(help: "A token for that room (any role).")
-    var token: String
+    @Option(help: "A token for that room, any role (shown by ps: prefer --token-file or ROOMBOT_TOKEN).")
+    var token: String?
+    @Option(name: .customLong("token-file"), help: "A file holding the token (trailing newline ignored).")
+    var tokenFile: String?
     @Option(help: "Start, ms since the epoch (default: the room's creation).")
     var from: Int64?
     @Option(help: "End, ms since the epoch (default: now).")
@@ -27,12 +30,20 @@ struct Replay: AsyncParsableCommand {
     var speed = 1.0
     @Option(help: "Event log: a file path, or - for stdout.")
     var events = "-"
+    @Option(name: .customLong("progress-interval"),
+            help: "Seconds between progress lines on stderr when it is not a terminal; 0: none (a terminal gets one line in place).")
+    var progressInterval = 5.0
     @Option(help: "Plugin manifest: plugins declaring the player hook receive the player events.")
     var manifest: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "warning"
+    @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
+    var logFormat = "text"
 
     func validate() throws {
+        guard progressInterval >= 0, progressInterval.isFinite else {
+            throw ValidationError("--progress-interval: must be a number of seconds >= 0")
+        }
         guard (0.5...16).contains(speed) else { throw ValidationError("--speed: must be between 0.5 and 16") }
         guard RoomID.isValid(room) else { throw ValidationError("--room: invalid room ID '\(room)'") }
         if let from, let to, from > to { throw ValidationError("--from: is after --to") }
@@ -41,12 +52,17 @@ struct Replay: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .warning  // validated in validate()
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+        let token: String
+        do {
+            token = try SecretOption(flag: "--token", fileFlag: "--token-file", environment: "ROOMBOT_TOKEN")
+                .require(value: self.token, file: tokenFile)
+        } catch {
+            throw UsageProblems(lines: [error.description])
         }
+        let level = Logger.Level(rawValue: logLevel) ?? .warning
+        let format: LogFormat
+        do { format = try LogFormat(flag: logFormat) } catch { throw UsageProblems(lines: [error.description]) }
+        format.bootstrap(level: level)
         let logger = Logger(label: "roombot.replay")
         var parsedManifest: PluginManifest?
         if let manifest {
@@ -99,18 +115,25 @@ struct Replay: AsyncParsableCommand {
             }
         }
         player.playbackSpeed = speed
+        let progress = ReplayProgress(player: player, room: room, format: format, logger: logger,
+                                      interval: progressInterval > 0 ? .milliseconds(Int64(progressInterval * 1000)) : nil)
         player.play()
         var result: Result<Void, PlayerError> = .success(())
         for await first in outcome.stream {
             result = first
             break
         }
+        progress.finish(ended: (try? result.get()) != nil)
         player.stop()
         plugins?.unloadAll()
         log.close()
         try? loop.shutdown()
         if case .failure(let error) = result {
-            FileHandle.standardError.write(Data("roombot: replay of \(room) failed: \(Self.explain(error))\n".utf8))
+            if format == .json {
+                logger.error("replay failed", metadata: ["room": "\(room)", "reason": "\(Self.explain(error))"])
+            } else {
+                FileHandle.standardError.write(Data("roombot: replay of \(room) failed: \(Self.explain(error))\n".utf8))
+            }
             throw ExitCode(1)
         }
     }

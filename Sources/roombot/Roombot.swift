@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import RoomKit
 import RoomKitBot
+import RoomKitCLI
 import RoomKitLoop
 import RoomKitPlugins
 
@@ -12,6 +13,7 @@ struct Roombot: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roombot",
         abstract: "Keeps a bot in many rooms, with plugins, a control API and an event log.",
+        version: "roombot \(BuildInfo.versionText)",
         subcommands: [Run.self, Replay.self, Check.self])
 }
 
@@ -39,16 +41,19 @@ struct Run: AsyncParsableCommand {
     var state: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
+    @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
+    var logFormat = "text"
+    @Option(name: .customLong("progress-interval"),
+            help: "Seconds between login progress lines on stderr while joining more than 100 rooms; 0: only the last.")
+    var progressInterval = 1.0
 
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw UsageProblems(lines: ["--log-level: unknown level '\(logLevel)'"])
         }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        let format: LogFormat
+        do { format = try LogFormat(flag: logFormat) } catch { throw UsageProblems(lines: [error.description]) }
+        format.bootstrap(level: level)
         let logger = Logger(label: "roombot")
         let botConfig: BotConfig
         do {
@@ -78,6 +83,8 @@ struct Run: AsyncParsableCommand {
         }
         // The control API and the signal watcher are up before the first
         // login: an operator can look (and stop) while the rooms join.
+        let logins = LoginProgress(host: runner.host, interval: .milliseconds(Int64(max(0, progressInterval) * 1000)),
+                                   format: format, logger: logger)
         do {
             try runner.startServices()
         } catch {
@@ -86,11 +93,23 @@ struct Run: AsyncParsableCommand {
         }
         if let port = runner.controlPort {
             logger.info("control API listening", metadata: ["address": "\(botConfig.control.map { BotConfig.hostPort($0)?.host ?? "" } ?? ""):\(port)"])
-            FileHandle.standardError.write(Data("control on \(port)\n".utf8))
+            // In json mode stderr carries JSON lines only; the log line above has the port.
+            if format == .text { FileHandle.standardError.write(Data("control on \(port)\n".utf8)) }
         }
-        runner.startJoining()
+        // systemd (Type=notify): ready once the control API serves; the rooms
+        // join in the background (GET /readyz says when they all have).
+        let notifier = SystemdNotifier()
+        notifier.ready(status: "control API up; joining \(runner.config.rooms.count) configured rooms")
+        let joining = runner.startJoining()
+        Task {
+            await joining.value
+            logins.finish()
+            let loggedIn = runner.host.allRooms.filter { $0.reason == .logined }.count
+            notifier.send("STATUS=\(loggedIn) of \(runner.host.allRooms.count) rooms logged in")
+        }
         for await signal in stop.stream {
             logger.info("stopping", metadata: ["signal": "\(signal)"])
+            notifier.stopping()
             break
         }
         await runner.stop()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import RoomKitCLI
 import RoomKitLoop
 import RoomKitProtocol
 import RoomKitServer
@@ -10,6 +11,7 @@ struct Roomd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roomd",
         abstract: "The RoomKit reference room server (protocol room.v1).",
+        version: "roomd \(BuildInfo.versionText)",
         subcommands: [Serve.self, Token.self])
 }
 
@@ -18,6 +20,16 @@ struct FlagError: Error, CustomStringConvertible {
     let flag: String
     let problem: String
     var description: String { "\(flag): \(problem)" }
+}
+
+/// The HS256 secret from `--secret`, `--secret-file` or `ROOMD_SECRET` (docs/CLI.md).
+func resolveSecret(value: String?, file: String?) throws -> String {
+    do {
+        return try SecretOption(flag: "--secret", fileFlag: "--secret-file", environment: "ROOMD_SECRET")
+            .require(value: value, file: file)
+    } catch {
+        throw FlagError(flag: error.flag, problem: error.problem)
+    }
 }
 
 /// Seconds with decimals (`0.5`) as a Duration, validated.
@@ -55,8 +67,13 @@ struct Serve: ParsableCommand {
 
     @Option(help: "HOST:PORT to listen on (port 0 picks a free port).")
     var listen = "127.0.0.1:7700"
-    @Option(help: "HS256 secret shared with the token issuer.")
-    var secret: String
+    @Option(help: "HS256 secret shared with the token issuer (shown by ps: prefer --secret-file or ROOMD_SECRET).")
+    var secret: String?
+    @Option(name: .customLong("secret-file"), help: "A file holding the HS256 secret (trailing newline ignored).")
+    var secretFile: String?
+    @Option(name: .customLong("admin-listen"),
+            help: "HOST:PORT of a separate plain-HTTP listener for /metrics, /healthz and the admin API (then not on --listen).")
+    var adminListen: String?
     @Option(help: "Directory for the durable room log (created if missing).")
     var data: String
     @Option(name: .customLong("heartbeat-interval"), help: "Seconds between client pings.")
@@ -73,6 +90,8 @@ struct Serve: ParsableCommand {
     var synchronous = "normal"
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
+    @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
+    var logFormat = "text"
     @Option(name: .customLong("rate-limit"), help: "Requests per second per connection (token bucket refill).")
     var rateLimit = 200.0
     @Option(name: .customLong("rate-limit-burst"), help: "Requests a connection may send at once (token bucket size).")
@@ -94,8 +113,27 @@ struct Serve: ParsableCommand {
         let host = parts.dropLast().joined(separator: ":")
         guard !host.isEmpty else { throw FlagError(flag: "--listen", problem: "missing host in '\(listen)'") }
         try checkBindable(host: host, port: port)
-        guard !secret.isEmpty else { throw FlagError(flag: "--secret", problem: "must not be empty") }
+        var admin: (host: String, port: Int)?
+        if let adminListen {
+            let adminParts = adminListen.split(separator: ":", omittingEmptySubsequences: false)
+            guard adminParts.count >= 2, let adminPort = Int(adminParts.last!), (0...65535).contains(adminPort),
+                  !adminParts.dropLast().joined(separator: ":").isEmpty else {
+                throw FlagError(flag: "--admin-listen", problem: "expected HOST:PORT, got '\(adminListen)'")
+            }
+            admin = (adminParts.dropLast().joined(separator: ":"), adminPort)
+            if adminPort != 0 && adminPort == port {
+                throw FlagError(flag: "--admin-listen", problem: "must differ from --listen")
+            }
+            do { try checkBindable(host: admin!.host, port: adminPort) } catch let error as FlagError {
+                throw FlagError(flag: "--admin-listen", problem: error.problem)
+            }
+        }
+        let secret = try resolveSecret(value: self.secret, file: secretFile)
         var configuration = ServerConfiguration(secret: secret, dataDirectory: data)
+        configuration.adminHost = admin?.host
+        configuration.adminPort = admin?.port ?? 0
+        configuration.buildVersion = BuildInfo.version
+        configuration.buildRevision = BuildInfo.revision
         configuration.host = host
         configuration.port = port
         configuration.heartbeatInterval = try seconds(heartbeatInterval, flag: "--heartbeat-interval")
@@ -155,31 +193,35 @@ struct Serve: ParsableCommand {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw FlagError(flag: "--log-level", problem: "unknown level '\(logLevel)'")
         }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        let format: LogFormat
+        do { format = try LogFormat(flag: logFormat) } catch { throw FlagError(flag: error.flag, problem: error.problem) }
+        format.bootstrap(level: level)
         let logger = Logger(label: "roomd")
         // We may be started with SIGINT/SIGTERM blocked (the mask is inherited,
         // e.g. from a dispatch worker thread); the loop thread inherits ours.
         SignalWatcher.unblock([SIGINT, SIGTERM])
         let loop = try EventLoop(name: "roomd", logger: logger)
         let stopped = DispatchSemaphore(value: 0)
-        let started = Result<Int, any Error> {
+        let notifier = SystemdNotifier()  // systemd Type=notify; nothing without $NOTIFY_SOCKET
+        let started = Result<(Int, Int?), any Error> {
             try loop.runAndWait {
                 let server = try RoomServer(loop: loop, configuration: configuration, logger: logger)
                 _ = try SignalWatcher(loop: loop, signals: [SIGINT, SIGTERM]) { signal in
                     logger.info("stopping", metadata: ["signal": "\(signal)"])
+                    notifier.stopping()
                     // Completes once the close frames are out and storage is closed.
                     server.stop { stopped.signal() }
                 }
-                return server.port
+                return (server.port, server.adminPort)
             }
         }
         switch started {
-        case .success(let port):
+        case .success(let (port, adminPort)):
             FileHandle.standardOutput.write(Data("listening on \(configuration.host):\(port)\n".utf8))
+            if let adminPort, let adminHost = configuration.adminHost {
+                FileHandle.standardOutput.write(Data("admin listening on \(adminHost):\(adminPort)\n".utf8))
+            }
+            notifier.ready(status: "listening on \(configuration.host):\(port)")
         case .failure(let error):
             try? loop.shutdown()
             if error is StorageError { throw FlagError(flag: "--data", problem: "\(error)") }
@@ -193,8 +235,10 @@ struct Serve: ParsableCommand {
 struct Token: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print a signed room token (JWT HS256) and nothing else.")
 
-    @Option(help: "HS256 secret.")
-    var secret: String
+    @Option(help: "HS256 secret (shown by ps: prefer --secret-file or ROOMD_SECRET).")
+    var secret: String?
+    @Option(name: .customLong("secret-file"), help: "A file holding the HS256 secret (trailing newline ignored).")
+    var secretFile: String?
     @Option(help: "User ID (the token's sub).")
     var user: String
     @Option(help: "Room ID, or * for any room.")
@@ -212,7 +256,7 @@ struct Token: ParsableCommand {
             throw FlagError(flag: "--room", problem: "invalid room ID '\(room)'")
         }
         guard !user.isEmpty else { throw FlagError(flag: "--user", problem: "must not be empty") }
-        guard !secret.isEmpty else { throw FlagError(flag: "--secret", problem: "must not be empty") }
+        let secret = try resolveSecret(value: self.secret, file: secretFile)
         guard ttl.isFinite, ttl > 0 else { throw FlagError(flag: "--ttl", problem: "must be a positive number of seconds") }
         let now = Int64(Date().timeIntervalSince1970)
         let claims = TokenClaims(sub: user, room: room, role: role, exp: now + Int64(ttl.rounded(.up)), iat: now)

@@ -141,7 +141,8 @@ final class LimitTests: ServerTestCase {
     private func waitForConnections(_ server: ServerHarness, _ count: Int, file: StaticString = #filePath,
                                     line: UInt = #line) throws {
         let deadline = Date().addingTimeInterval(5)
-        while try metric(server, "roomd_connections") != "roomd_connections \(count)" {
+        // Gauges render as doubles (`roomd_connections 3.0`): compare the number.
+        while try metric(server, "roomd_connections").flatMap({ Double($0.split(separator: " ").last ?? "") }) != Double(count) {
             guard Date() < deadline else {
                 XCTFail("the server never counted \(count) connections", file: file, line: line)
                 throw TestTimeout(description: "connection count")

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# `make install`: builds release binaries and man pages, then installs into
+# $DESTDIR$PREFIX (PREFIX default /usr/local, DESTDIR default empty):
+#   bin/                       roomd, roombot, multiroom-bot
+#   lib/roomkit/plugins/       the shipped plugins and a manifest naming them
+#   include/roomkit_plugin.h   the plugin ABI header
+#   lib/pkgconfig/             roomkit-plugin.pc
+#   share/man/man1/            man pages (swift-argument-parser's GenerateManual)
+#   lib/systemd/system/        roomd.service, roombot.service (deploy/systemd)
+#   share/doc/roomkit/         README, CHANGELOG, LICENSE, docs/
+# Set NO_BUILD=1 to install what the last release build left in .build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SWIFT=${SWIFT:-swift}
+PREFIX=${PREFIX:-/usr/local}
+DESTDIR=${DESTDIR:-}
+case "$PREFIX" in /*) ;; *) echo "install: PREFIX must be absolute, got '$PREFIX'" >&2; exit 2 ;; esac
+root="$DESTDIR$PREFIX"
+
+if [ "${NO_BUILD:-0}" != 1 ]; then
+  # The plugin builds every product in release mode, then writes one man page
+  # per executable into .build/plugins/GenerateManual/outputs/<target>/.
+  "$SWIFT" package plugin generate-manual >&2
+fi
+bin=$("$SWIFT" build -c release --show-bin-path)
+manuals=.build/plugins/GenerateManual/outputs
+version=$(sed -n 's/.*static let version = "\(.*\)".*/\1/p' Sources/RoomKitCLI/BuildInfo.swift)
+[ -n "$version" ] || { echo "install: no version in Sources/RoomKitCLI/BuildInfo.swift" >&2; exit 1; }
+
+for product in roomd roombot multiroom-bot; do
+  [ -x "$bin/$product" ] || { echo "install: $bin/$product is not built" >&2; exit 1; }
+  install -Dm755 "$bin/$product" "$root/bin/$product"
+done
+
+plugins="$root/lib/roomkit/plugins"
+for library in liburl-rewrite.so liberror-log.so libecho-commands.so; do
+  [ -f "$bin/$library" ] || { echo "install: $bin/$library is not built" >&2; exit 1; }
+  install -Dm755 "$bin/$library" "$plugins/$library"
+done
+# The example's manifest, with the libraries beside it.
+sed 's|"library": "lib/|"library": "|' Examples/MultiRoomBot/plugins.json > "$plugins/plugins.json.tmp"
+install -Dm644 "$plugins/plugins.json.tmp" "$plugins/plugins.json"
+rm -f "$plugins/plugins.json.tmp"
+
+install -Dm644 Sources/CRoomKitPluginABI/include/roomkit_plugin.h "$root/include/roomkit_plugin.h"
+mkdir -p "$root/lib/pkgconfig"
+sed -e "s|@PREFIX@|$PREFIX|g" -e "s|@VERSION@|$version|g" deploy/pkgconfig/roomkit-plugin.pc.in > "$root/lib/pkgconfig/roomkit-plugin.pc"
+chmod 644 "$root/lib/pkgconfig/roomkit-plugin.pc"
+
+count=0
+for page in "$manuals"/*/*.1; do
+  [ -f "$page" ] || continue
+  install -Dm644 "$page" "$root/share/man/man1/$(basename "$page")"
+  count=$((count + 1))
+done
+[ "$count" -ge 3 ] || { echo "install: expected 3 man pages in $manuals, found $count" >&2; exit 1; }
+
+for unit in deploy/systemd/*.service; do
+  mkdir -p "$root/lib/systemd/system"
+  sed "s|/usr/local/|$PREFIX/|g" "$unit" > "$root/lib/systemd/system/$(basename "$unit")"
+  chmod 644 "$root/lib/systemd/system/$(basename "$unit")"
+done
+
+for doc in README.md CHANGELOG.md LICENSE docs/*.md; do
+  install -Dm644 "$doc" "$root/share/doc/roomkit/$doc"
+done
+echo "installed RoomKit $version into $root" >&2
