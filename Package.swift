@@ -120,7 +120,7 @@ let package = Package(
         .target(
             name: "RoomKitBot",
             dependencies: [
-                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol",
+                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "CSQLite3",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
