@@ -201,3 +201,65 @@ final class BotRestartTests: XCTestCase {
         try await close(setup, bot)
     }
 }
+
+extension BotRestartTests {
+    /// Sends magix events one after another until stopped; keeps every acknowledged seq.
+    final class Stream: @unchecked Sendable {
+        // @unchecked Sendable: guarded by lock.
+        private let lock = NSLock()
+        private var acked: [Int64] = []
+        private var running = true
+        var seqs: [Int64] { lock.withLock { acked } }
+        func stop() { lock.withLock { running = false } }
+        var isRunning: Bool { lock.withLock { running } }
+        func add(_ seq: Int64) { lock.withLock { acked.append(seq) } }
+    }
+
+    func testKill9TwentyTimesUnderAStreamOfEvents_everyAcknowledgedEventIsLoggedExactlyOnce_andTheStoreIsSound() async throws {
+        let setup = try await setUp(heartbeatTimeout: .seconds(60))
+        var bot = try startBot(setup)
+        await eventually(10, "the bot is in") { self.botUpdates(setup.watcher).count == 1 }
+        await eventually(5) { (try? BotStore(path: setup.storePath, logger: .init(label: "t")))?.cursor(room: "lobby") != nil }
+
+        let stream = Stream()
+        let room = setup.room
+        let sender = Task {
+            var index: Int64 = 0
+            while stream.isRunning {
+                if let seq = try? await room.dispatchMagixEvent("n", payload: .int(index)) { stream.add(seq) }
+                index += 1
+                try? await Task.sleep(for: .milliseconds(3))
+            }
+        }
+        var random = SeededGenerator(seed: 14)
+        for _ in 0..<20 {
+            // Any moment: during start-up, mid-resume, mid-replay, or while live.
+            try await Task.sleep(for: .milliseconds(Int.random(in: 20...600, using: &random)))
+            kill9(bot)
+            bot = try startBot(setup)
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        stream.stop()
+        await sender.value
+        let acked = stream.seqs
+        XCTAssertGreaterThan(acked.count, 100)
+        await eventually(20, "every acknowledged event logged") {
+            Set(self.magixLines(setup, "n").compactMap { $0["seq"]?.int64Value }).isSuperset(of: acked)
+        }
+        XCTAssertEqual(botUpdates(setup.watcher).map(\.0), [.add], "twenty crashes, invisible to the observer")
+        bot.signal(SIGTERM)
+        XCTAssertEqual(bot.finish().0, 0)
+
+        let logged = magixLines(setup, "n").compactMap { $0["seq"]?.int64Value }
+        XCTAssertEqual(logged.count, Set(logged).count, "no event logged twice: \(logged.count - Set(logged).count) duplicates")
+        XCTAssertEqual(logged, logged.sorted(), "in order across restarts")
+        XCTAssertEqual(Set(logged), Set(acked), "exactly the acknowledged events")
+        XCTAssertEqual(log(setup).filter { $0["event"] == "resync" }.count, 0, "continuity never broke")
+        XCTAssertGreaterThan(magixLines(setup, "n").filter { $0["replayed"] == true }.count, 0, "restarts replayed what they missed")
+        let store = try BotStore(path: setup.storePath, logger: .init(label: "t"))
+        XCTAssertEqual(store.integrityCheck(), "ok")
+        XCTAssertNil(store.cursor(room: "lobby"), "a graceful stop logs out and forgets the session")
+        try await setup.watcher.close()
+        try setup.harness.close()
+    }
+}
