@@ -94,7 +94,9 @@ final class SessionStoreTests: XCTestCase {
         _ = try await bot.loginRoom("burst", user: harness.user("bot"), token: harness.token("bot"))
         await eventually(3) { store.cursor(room: "burst") != nil }
         let savesBefore = store.saveCount
-        _ = botLoop.execute { Thread.sleep(forTimeInterval: 0.5) }
+        // Hold the bot's loop until every event is acknowledged, so the pushes wait in its socket together.
+        let held = DispatchSemaphore(value: 0)
+        _ = botLoop.execute { held.wait() }
         let count = 300
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<count {
@@ -102,6 +104,8 @@ final class SessionStoreTests: XCTestCase {
             }
             try await group.waitForAll()
         }
+        try await Task.sleep(for: .milliseconds(100))
+        held.signal()
         await eventually(5) { self.magix(events).count == count }
         let lastSeq = try XCTUnwrap(magix(events).map(\.seq).max())
         await eventually(3) { store.cursor(room: "burst")?.seq == lastSeq }
