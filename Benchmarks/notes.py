@@ -176,7 +176,10 @@ about as long as it takes to log in to them (53 s vs 52 s): both are
 10,000 requests over roombot's one connection, paced at 190/s under
 roomd's default per-connection limit (200/s). Resuming costs no more than
 a login, and every resume recovered; all 10,000 were invisible because 53 s
-is inside the 90 s heartbeat timeout. A bot in more rooms than
+is inside the 90 s heartbeat timeout. With roomd's timeout shorter than
+the resume (30 s), only the rooms resumed before it were invisible; the
+rest were re-added with their memberId, and all still recovered every
+missed event (retention is 20 minutes). A bot in more rooms than
 `190 x (heartbeat timeout - restart time)` (about 17,000 at the defaults)
 would show the last ones leaving and coming back: more connections per
 bot, or a roomd and bot configured for a higher request rate, would move

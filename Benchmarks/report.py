@@ -187,6 +187,10 @@ def bot_restart_rows(table, results):
               f"{ours['recovered']:,} ({ours['resync']:,})", "", "", "all", verdict(ours["recovered"] >= ours["rooms"]))
     table.add(label, f"resumes invisible to the other members (heartbeat timeout {ours['heartbeat_timeout_s']} s)",
               f"{ours['invisible_fraction']:.1%}", "", "", ">= 99%", verdict(ours["invisible_fraction"] >= 0.99))
+    short = results["botrestart"].get("roomkit_short")
+    if short:
+        table.add(label, f"same with a heartbeat timeout shorter than the resume ({short['heartbeat_timeout_s']} s): "
+                  "invisible, recovered", f"{short['invisible_fraction']:.1%}, {short['recovered']:,}", "", "", "", "")
 
 
 def render(results, command):
