@@ -66,7 +66,8 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   `json.loads` + call.
 - **6. Bot restart.** RoomKit only (the peer keeps no state across a
   restart). The release `roombot` joins N rooms from its `bot.json` against
-  a roomd with the default heartbeat timeout (90 s), idles 1 s, is killed
+  a roomd with the default heartbeat timeout (90 s; a second run: 30 s,
+  shorter than the resume), idles 1 s, is killed
   with `kill -9`, and is started again at once with the same config and
   store (`bot.state.sqlite`). Time = from the second process's start until
   its event log holds N `LOGINED` lines (each resumed from the store;
