@@ -196,4 +196,30 @@ final class SessionStoreTests: XCTestCase {
         XCTAssertEqual(resyncs(events), [ResyncEvent(room: "lobby", reason: .reconnectFailed, lastAppliedSeq: applied, resumedAtSeq: nil)])
         try await harness.close()
     }
+
+    func testStoredSessionKickedMeanwhile_isRefused_thenTheHostLogsInFresh_andRaisesResyncResumeRefused() async throws {
+        var timing = EngineHarness.Timing()
+        timing.heartbeatTimeout = .seconds(5)
+        let harness = try EngineHarness(timing: timing)
+        let store = InMemorySessionStore()
+        let first = try harness.host(viaProxy: true) { $0.sessionStore = store }
+        _ = try await first.loginRoom("lobby", user: harness.user("bot"), token: harness.token("bot"))
+        await eventually(3) { store.cursor(room: "lobby") != nil }
+        let stored = try XCTUnwrap(store.cursor(room: "lobby"))
+        harness.proxy.stop()
+        // Another instance of the same user logs in fresh: the detached stored session is kicked (newest wins).
+        let other = try harness.host(viaProxy: false)
+        _ = try await other.loginRoom("lobby", user: harness.user("bot"), token: harness.token("bot"))
+
+        let events = EventRecorder()
+        let second = try harness.host(viaProxy: false, recorder: events) { $0.sessionStore = store }
+        let room = try await second.loginRoom("lobby", user: harness.user("bot"), token: harness.token("bot"))
+        XCTAssertEqual(events.reasons("lobby"), ["LOGINING 0", "LOGINED 0"],
+                       "the refusal is not a LOGIN_FAILED: the host logs in fresh")
+        XCTAssertNotEqual(room.content.memberId, stored.memberId)
+        XCTAssertEqual(resyncs(events), [ResyncEvent(room: "lobby", reason: .resumeRefused, lastAppliedSeq: stored.seq,
+                                                     resumedAtSeq: room.content.seq)])
+        await eventually(3) { store.cursor(room: "lobby")?.memberId == room.content.memberId }
+        try await harness.close()
+    }
 }
