@@ -134,8 +134,10 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     }
 
     /// Notes that the event log was written in this loop turn: its size is
-    /// committed once at the end of the turn (if no cursor commit did). Loop thread.
-    public func eventLogWritten(on loop: EventLoop) {
+    /// committed once at the end of the turn (if no cursor commit did).
+    /// `saveCursors` runs first, so the cursors of every event in the log
+    /// are committed with (or before) its length. Loop thread.
+    public func eventLogWritten(on loop: EventLoop, saveCursors: @escaping @Sendable () -> Void) {
         let first = logCommitPending.withLock { pending -> Bool in
             defer { pending = true }
             return !pending
@@ -143,6 +145,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
         guard first else { return }
         let accepted = loop.execute { [self] in
             logCommitPending.withLock { $0 = false }
+            saveCursors()
             commitEventLog()
         }
         if !accepted { logCommitPending.withLock { $0 = false } }
