@@ -136,8 +136,21 @@ final class SessionStoreTests: XCTestCase {
 
         let events = EventRecorder()
         let second = try harness.host(viaProxy: false, recorder: events) { $0.sessionStore = store }
-        let after = try await second.loginRoom("lobby", user: harness.user("bot"), token: harness.token("bot"))
+        let hostDelegate = GapDelegate(), roomDelegate = GapDelegate()
+        second.delegate = hostDelegate
+        let stream = second.events()
+        let after = try await second.loginRoom("lobby", user: harness.user("bot"), token: harness.token("bot"),
+                                               delegate: roomDelegate)
         XCTAssertNotEqual(after.content.memberId, oldMember, "a new session")
+        await eventually(3) { hostDelegate.resyncs.count == 1 && roomDelegate.resyncs.count == 1 }
+        XCTAssertEqual(hostDelegate.resyncs, resyncs(events), "the host delegate hears it")
+        XCTAssertEqual(roomDelegate.resyncs, resyncs(events), "the room delegate hears it")
+        XCTAssertEqual(hostDelegate.logined, [["recovered": false]], "extendedData reaches onRoomStateChanged")
+        var streamed: [ResyncEvent] = []
+        for await event in stream {
+            if case .resync(let gap) = event { streamed.append(gap); break }
+        }
+        XCTAssertEqual(streamed, resyncs(events), "the AsyncSequence carries it")
         XCTAssertEqual(extendedData(events, .logined), [["recovered": false]])
         let resync = resyncs(events)
         XCTAssertEqual(resync.count, 1)
@@ -221,5 +234,20 @@ final class SessionStoreTests: XCTestCase {
                                                      resumedAtSeq: room.content.seq)])
         await eventually(3) { store.cursor(room: "lobby")?.memberId == room.content.memberId }
         try await harness.close()
+    }
+}
+
+/// Counts what the delegates hear of continuity.
+private final class GapDelegate: RoomDelegate, RoomHostDelegate, @unchecked Sendable {
+    // @unchecked Sendable: guarded by lock.
+    private let lock = NSLock()
+    private var gaps: [ResyncEvent] = []
+    private var loginData: [[String: JSON]] = []
+    var resyncs: [ResyncEvent] { lock.withLock { gaps } }
+    var logined: [[String: JSON]] { lock.withLock { loginData } }
+    func fireResync(_ room: Room, event: ResyncEvent) { lock.withLock { gaps.append(event) } }
+    func onRoomResync(_ event: ResyncEvent) { lock.withLock { gaps.append(event) } }
+    func onRoomStateChanged(reason: RoomReason, errorCode: ErrorCode, extendedData: [String: JSON], roomID: String) {
+        if reason == .logined { lock.withLock { loginData.append(extendedData) } }
     }
 }
