@@ -61,10 +61,15 @@ final class BotStoreTests: XCTestCase {
                                                                             user: LoginUser(id: "b"), writable: false,
                                                                             snapshot: RoomSnapshot(state: .initial))]))
             store.save(SessionStoreChanges(removed: ["gone"]))
+            var moved = cursor
+            moved.seq = 50  // only the seq moved (a magix event): the short update
+            store.save(SessionStoreChanges(updated: [moved]))
             store.close()
         }
+        var expected = cursor
+        expected.seq = 50
         let reopened = try BotStore(path: path, logger: logger)
-        XCTAssertEqual(reopened.cursor(room: "lobby"), cursor)
+        XCTAssertEqual(reopened.cursor(room: "lobby"), expected)
         XCTAssertNil(reopened.cursor(room: "gone"))
     }
 
