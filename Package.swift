@@ -145,7 +145,7 @@ let package = Package(
         .target(
             name: "RoomKitBot",
             dependencies: [
-                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics",
+                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics", "CSQLite3",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),

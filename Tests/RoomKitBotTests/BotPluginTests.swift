@@ -99,6 +99,6 @@ final class BotPluginTests: XCTestCase {
                                          toPath: near + "/libx.so")
         (status, out, err) = try check(in: near, searchPath: far)
         XCTAssertEqual(status, 0, err)
-        XCTAssertEqual(out, "rel.json: plugins[0] (x): \(nearPath)/libx.so, ABI 1.0\nrel.json: 1 plugin(s) OK\n")
+        XCTAssertEqual(out, "rel.json: plugins[0] (x): \(nearPath)/libx.so, ABI 1.1\nrel.json: 1 plugin(s) OK\n")
     }
 }
