@@ -103,7 +103,8 @@ td.num { text-align:right; font-variant-numeric: tabular-nums; } td.room { font-
 const TOKEN_REQUIRED = {{TOKEN_REQUIRED}};
 const PAGE = 100, TAIL = 500, REFRESH_MS = 2000;
 const $ = (id) => document.getElementById(id);
-const state = { offset: 0, filter: "", rows: new Map(), paused: false, held: [], seen: 0, streamAbort: null, authFailed: false };
+const state = { offset: 0, filter: "", rows: new Map(), paused: false, held: [], incoming: [], frame: 0, pluginsStale: false,
+                seen: 0, streamAbort: null, authFailed: false };
 
 function token() { return sessionStorage.getItem("roombot.controlToken") || ""; }
 function headers() { const t = token(); return t ? { "Authorization": "Bearer " + t } : {}; }
@@ -207,26 +208,43 @@ async function loadPlugins() {
 }
 
 // ---- Live tail: Server-Sent Events read through fetch, so the token goes in a header.
-function showEvent(ev) {
-  const line = el("div");
+// Lines are drawn once per animation frame (at most TAIL of them), so a burst
+// of thousands of events costs one layout, not thousands.
+function line(ev) {
+  const div = el("div");
   const rest = Object.assign({}, ev); delete rest.ts; delete rest.event;
-  line.append(el("span", new Date(ev.ts).toLocaleTimeString() + " "), el("span", ev.event, "ev"), el("span", " " + JSON.stringify(rest)));
+  div.append(el("span", new Date(ev.ts).toLocaleTimeString() + " "), el("span", ev.event, "ev"), el("span", " " + JSON.stringify(rest)));
+  return div;
+}
+
+function showEvents(list) {
+  if (list.length === 0) return;
   const tail = $("tail"), stick = tail.scrollTop + tail.clientHeight >= tail.scrollHeight - 4;
-  tail.append(line);
+  tail.append(...list.slice(-TAIL).map(line));
   while (tail.childElementCount > TAIL) tail.firstElementChild.remove();
   if (stick) tail.scrollTop = tail.scrollHeight;
+}
+
+function keep(list, ev) { list.push(ev); if (list.length > TAIL) list.shift(); }
+
+function flush() {
+  state.frame = 0;
+  const list = state.incoming; state.incoming = [];
+  showEvents(list);
+  $("event-count").textContent = state.seen.toLocaleString() + " since opened";
+  if (state.pluginsStale) { state.pluginsStale = false; loadPlugins().catch(() => {}); }
 }
 
 function onEvent(raw) {
   let ev; try { ev = JSON.parse(raw); } catch { return; }
   state.seen++;
-  $("event-count").textContent = state.seen.toLocaleString() + " since opened";
   if (ev.room) patchRoom(ev);
-  if (ev.event === "plugin") loadPlugins().catch(() => {});
+  if (ev.event === "plugin") state.pluginsStale = true;
   if (state.paused) {
-    state.held.push(ev); if (state.held.length > TAIL) state.held.shift();
+    keep(state.held, ev);
     $("paused-info").textContent = state.held.length + " held while paused";
-  } else showEvent(ev);
+  } else keep(state.incoming, ev);
+  if (!state.frame) state.frame = requestAnimationFrame(flush);
 }
 
 async function stream() {
@@ -269,10 +287,10 @@ async function refresh() {
 $("pause").addEventListener("click", () => {
   state.paused = !state.paused;
   $("pause").textContent = state.paused ? "Resume" : "Pause";
-  if (!state.paused) { state.held.forEach(showEvent); state.held = []; $("paused-info").textContent = ""; }
+  if (!state.paused) { showEvents(state.held); state.held = []; $("paused-info").textContent = ""; }
   else $("paused-info").textContent = "0 held while paused";
 });
-$("clear").addEventListener("click", () => { $("tail").replaceChildren(); state.held = []; });
+$("clear").addEventListener("click", () => { $("tail").replaceChildren(); state.held = []; state.incoming = []; });
 let filterTimer = 0;
 $("filter").addEventListener("input", () => {
   clearTimeout(filterTimer);

@@ -7,7 +7,7 @@ import RoomKitTestSupport
 import XCTest
 
 /// Reads a `text/event-stream` answer from a raw socket, as a browser would.
-private final class StreamReader {
+final class StreamReader {
     let fd: Int32
     private(set) var text = ""
 
