@@ -13,18 +13,16 @@ import RoomKitProtocol
 /// The data routes sit behind the same bearer-token rule as the rest of the
 /// control API; the page sends the token it asks the operator for.
 extension ControlAPI {
-    /// Answers `GET /` (and `HEAD /`) with the page. True when it answered. Loop thread.
+    /// Answers `GET /` with the page. True when it answered. Loop thread.
     func serveDashboardPage(_ request: HTTPRequest, responder: HTTPResponder) -> Bool {
-        guard request.path == "/" || request.path == "/index.html", request.method == "GET" || request.method == "HEAD" else {
-            return false
-        }
+        guard request.method == "GET", request.path == "/" || request.path == "/index.html" else { return false }
         // A fresh nonce per answer: the page's one script and one style sheet
         // carry it, and the policy allows nothing else (no inline handlers,
         // no other origin).
         let nonce = (0..<2).map { _ in String(UInt64.random(in: .min ... .max), radix: 36) }.joined()
         let policy = "default-src 'none'; script-src 'nonce-\(nonce)'; style-src 'nonce-\(nonce)'; "
             + "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-        let body = request.method == "HEAD" ? "" : DashboardPage.html(nonce: nonce, tokenRequired: runner.config.controlToken != nil)
+        let body = DashboardPage.html(nonce: nonce, tokenRequired: runner.config.controlToken != nil)
         responder.respond(HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", headers: [
             ("content-security-policy", policy), ("cache-control", "no-store"),
             ("referrer-policy", "no-referrer"), ("x-content-type-options", "nosniff"),

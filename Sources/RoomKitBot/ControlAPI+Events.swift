@@ -21,7 +21,7 @@ struct EventStreamSettings: Sendable {
 /// too slowly overflows its bounded buffer and is dropped (`HTTPStream`).
 final class EventFeed: @unchecked Sendable {
     // @unchecked Sendable: `clients` and `keepAlive` are loop-thread-only
-    // (asserted); `lastEvent` and `counters` are behind their locks.
+    // (asserted); `lastEvent` is behind its lock.
 
     let settings: EventStreamSettings
     private let loop: EventLoop
@@ -31,8 +31,6 @@ final class EventFeed: @unchecked Sendable {
     private var keepAlive: LoopTimer?
     /// ms since epoch of each room's last event.
     private let lastEvent = LockedValue<[String: Int64]>([:])
-    /// Clients dropped because they read too slowly.
-    let dropped = LockedValue(0)
 
     init(loop: EventLoop, settings: EventStreamSettings, logger: Logger) {
         self.loop = loop
@@ -96,7 +94,6 @@ final class EventFeed: @unchecked Sendable {
             guard let self else { return }
             clients[key] = nil
             if reason == .overflow {
-                dropped.withLock { $0 += 1 }
                 logger.warning("event stream client dropped: it read too slowly",
                                metadata: ["maxBufferedBytes": "\(settings.maxBufferedBytes)"])
             }

@@ -175,6 +175,40 @@ final class DashboardTests: XCTestCase {
         try harness.close()
     }
 
+    func testPlugins_reportMeanLatency_andWhyAPluginFailed() async throws {
+        let harness = try BotHarness()
+        let rewrite = try builtProduct("liburl-rewrite.so")
+        try Data("not a shared library".utf8).write(to: URL(fileURLWithPath: harness.directory + "/libbroken.so"))
+        _ = try harness.writeConfig(["manifestVersion": 1, "plugins": [
+            ["name": "url-rewrite", "library": .string(rewrite), "abi": 1, "hooks": ["urlInterrupter"],
+             "config": ["from": "http://", "to": "https://cdn.example/"]],
+            ["name": "broken", "library": "libbroken.so", "abi": 1, "hooks": ["urlInterrupter"]],
+        ]], name: "plugins.json")
+        var json = harness.standardConfig(rooms: ["lobby"])
+        if case .object(var fields) = json { fields["manifest"] = "plugins.json"; json = .object(fields) }
+        let path = try harness.writeConfig(json)
+        var logger = Logger(label: "test.bot")
+        logger.logLevel = .critical
+        let runner = try BotRunner(config: try BotConfig(path: path), logger: logger)
+        try await runner.start()
+        let port = try XCTUnwrap(runner.controlPort)
+        let image = http(port, "POST", "/v1/rooms/lobby/images", #"{"uuid":"i1","url":"http://img/1.png","x":0,"y":0,"width":1,"height":1}"#)
+        XCTAssertEqual(image.0, 200, image.1)
+
+        let plugins = try XCTUnwrap(try JSON.parse(http(port, "GET", "/v1/plugins").1).arrayValue)
+        let loaded = try XCTUnwrap(plugins.first { $0["name"] == "url-rewrite" })
+        XCTAssertEqual(loaded["status"], "loaded")
+        XCTAssertEqual(loaded["calls"], 1)
+        XCTAssertGreaterThan(loaded["meanMicroseconds"]?.doubleValue ?? 0, 0, "one call was timed")
+        XCTAssertEqual(loaded["message"], .null)
+        let broken = try XCTUnwrap(plugins.first { $0["name"] == "broken" })
+        XCTAssertEqual(broken["status"], "failed")
+        XCTAssertFalse(broken["message"]?.stringValue?.isEmpty ?? true, "the dashboard can say why: \(broken)")
+
+        await runner.stop()
+        try harness.close()
+    }
+
     /// Pure logic of the paged listing, at the scale the dashboard promises.
     func testRoomListing_pagesAHundredThousandRooms() throws {
         let rows = (0..<100_000).map { i in
