@@ -28,8 +28,8 @@ test: bootstrap
 # roombot's dashboard in a real headless Chromium (not part of `make test`):
 # a real roomd and roombot, the page loaded with no console errors, the bot's
 # rooms on screen, a kick shown within 1 s; screenshot in .build/browser/.
-# Installs Debian's chromium and python3-websocket when missing; exit 77 when
-# they cannot be installed.
+# Installs Debian's chromium and python3-websocket when missing; the script
+# exits 77 when they cannot be installed (.ci/run treats that as skipped).
 test-browser: bootstrap
 	@scripts/browser-test.sh
 
