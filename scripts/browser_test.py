@@ -5,7 +5,7 @@ Starts a real roomd and a real roombot (with a plugin and a controlToken),
 opens http://127.0.0.1:<control>/ in headless Chromium driven over the
 DevTools protocol, and checks:
   1. the page loads with no console errors, exceptions or failed requests;
-  2. after the token is entered, the room list shows the bot's rooms;
+  2. after the token is entered, the room list shows the bot's rooms (two pages);
   3. a room's reason shows KICK_OUT within 1 s of a kick through roomd's admin API;
   4. the live tail shows the kick, and Pause holds new lines until Resume;
   5. the plugin table shows the plugin, and its Reload button works.
@@ -28,7 +28,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARTIFACTS = os.path.join(ROOT, ".build", "browser")
 SECRET = "browser-test-secret"
 CONTROL_TOKEN = "dashboard-token-0123456789"
-ROOMS = ["lobby", "room-a", "room-b", "room-c"]
+# 150 rooms: more than one page (100), so paging is exercised too.
+ROOMS = ["lobby", "room-a", "room-b", "room-c"] + ["zz-%03d" % i for i in range(146)]
+PAGE = 100
 
 
 def fail(message):
@@ -152,7 +154,8 @@ def main():
                        "auth": {"secret": SECRET}, "rooms": ROOMS, "manifest": "plugins.json",
                        "control": "127.0.0.1:0", "controlToken": CONTROL_TOKEN,
                        "events": os.path.join(work, "events.ndjson")}, f)
-        roombot = subprocess.Popen([os.path.join(bin_dir, "roombot"), "run", "--config", os.path.join(work, "bot.json")],
+        roombot = subprocess.Popen([os.path.join(bin_dir, "roombot"), "run", "--config", os.path.join(work, "bot.json"),
+                                    "--log-level", "warning"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         processes.append(roombot)
         control = int(read_line_with(roombot, "control on").split()[-1])
@@ -192,11 +195,19 @@ def main():
         cdp.evaluate("document.getElementById('token').value = %s; document.getElementById('auth').requestSubmit(); true"
                      % json.dumps(CONTROL_TOKEN))
 
-        # 2. The room list shows the bot's rooms.
-        shown, _ = cdp.wait_for("(() => { const r = [...document.querySelectorAll('#rooms tbody tr[data-room]')]"
-                                ".map(tr => tr.dataset.room).sort(); return r.length === %d ? r : null; })()" % len(ROOMS))
-        if shown != sorted(ROOMS):
-            fail("the dashboard shows %s, the bot is in %s" % (shown, sorted(ROOMS)))
+        # 2. The room list shows the bot's rooms, a page at a time.
+        shown_rooms = "[...document.querySelectorAll('#rooms tbody tr[data-room]')].map(tr => tr.dataset.room)"
+        first, _ = cdp.wait_for("(() => { const r = %s; return r.length === %d ? r : null; })()" % (shown_rooms, PAGE))
+        cdp.evaluate("document.getElementById('next').click(); true")
+        second, _ = cdp.wait_for("(() => { const r = %s; return r.length === %d ? r : null; })()"
+                                 % (shown_rooms, len(ROOMS) - PAGE))
+        if first + second != sorted(ROOMS):
+            fail("the dashboard shows %s, the bot is in %s" % (first + second, sorted(ROOMS)))
+        page_info = cdp.evaluate("document.getElementById('page-info').textContent")
+        if page_info != "101–%d of %d" % (len(ROOMS), len(ROOMS)):
+            fail("page info reads %r" % page_info)
+        cdp.evaluate("document.getElementById('prev').click(); true")
+        cdp.wait_for("%s[0] === 'lobby'" % shown_rooms)
         reason_of = "document.querySelector('#rooms tr[data-room=\"room-b\"] td.reason').textContent"
         if cdp.evaluate(reason_of) != "LOGINED":
             fail("room-b shows %r before the kick" % cdp.evaluate(reason_of))
@@ -223,7 +234,7 @@ def main():
             fail("room-b showed KICK_OUT %.2f s after the kick (limit 1 s)" % on_screen)
         others = cdp.evaluate("[...document.querySelectorAll('#rooms tbody tr[data-room]')]"
                               ".filter(tr => tr.dataset.room !== 'room-b').map(tr => tr.querySelector('td.reason').textContent)")
-        if others != ["LOGINED"] * (len(ROOMS) - 1):
+        if others != ["LOGINED"] * (PAGE - 1):
             fail("other rooms changed too: %s" % others)
 
         # 4b. While paused the tail did not grow; the held count did. Resume shows them.
@@ -245,7 +256,7 @@ def main():
         cdp.wait_for("(() => { const r = [...document.querySelectorAll('#rooms tbody tr[data-room]')]"
                      ".map(tr => tr.dataset.room); return r.length === 1 && r[0] === 'room-b'; })()")
         cdp.evaluate(set_filter % json.dumps(""))
-        cdp.wait_for("document.querySelectorAll('#rooms tbody tr[data-room]').length === %d" % len(ROOMS))
+        cdp.wait_for("document.querySelectorAll('#rooms tbody tr[data-room]').length === %d" % PAGE)
 
         cdp.pump(0.5)
         shot = cdp.call("Page.captureScreenshot", format="png")

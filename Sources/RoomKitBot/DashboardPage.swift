@@ -44,6 +44,8 @@ input, button { font:inherit; color:inherit; background:var(--bg); border:1px so
 button { cursor:pointer; } button:hover:not(:disabled) { border-color:var(--accent); } button:disabled { opacity:.45; cursor:default; }
 input[type=search] { min-width:260px; }
 table { width:100%; border-collapse:collapse; font-size:13px; }
+.scroll { max-height:46vh; overflow:auto; }
+.scroll th { position:sticky; top:0; background:var(--panel); }
 th { text-align:left; color:var(--muted); font-weight:500; border-bottom:1px solid var(--line); padding:4px 6px; white-space:nowrap; }
 td { border-bottom:1px solid var(--line); padding:3px 6px; white-space:nowrap; }
 td.num { text-align:right; font-variant-numeric: tabular-nums; } td.room { font-family:var(--mono); }
@@ -55,7 +57,7 @@ td.num { text-align:right; font-variant-numeric: tabular-nums; } td.room { font-
 .flash { animation: flash 1.2s ease-out; } @keyframes flash { from { background:#ffe58a; } to { background:transparent; } }
 .tiles { display:flex; gap:6px; flex-wrap:wrap; }
 .grow { flex:1; } .muted { color:var(--muted); } .err { color:var(--bad); }
-#tail { font-family:var(--mono); font-size:12px; height:340px; overflow:auto; background:var(--bg); border-radius:6px; padding:6px 8px; }
+#tail { font-family:var(--mono); font-size:12px; height:260px; overflow:auto; background:var(--bg); border-radius:6px; padding:6px 8px; }
 #tail div { white-space:pre-wrap; overflow-wrap:anywhere; } #tail .ev { color:var(--accent); }
 .empty { color:var(--muted); padding:10px 6px; }
 </style>
@@ -80,9 +82,9 @@ td.num { text-align:right; font-variant-numeric: tabular-nums; } td.room { font-
       <span class="grow"></span>
       <button id="prev">‹ Prev</button><span id="page-info" class="muted"></span><button id="next">Next ›</button>
     </div>
-    <table id="rooms"><thead><tr>
+    <div class="scroll"><table id="rooms"><thead><tr>
       <th>Room</th><th>Reason</th><th>Phase</th><th>Error code</th><th>Member ID</th><th>Members</th><th>Seq</th><th>Writable</th><th>Last event</th>
-    </tr></thead><tbody></tbody></table>
+    </tr></thead><tbody></tbody></table></div>
   </section>
   <section id="plugins-section">
     <h2>Plugins <span class="count" id="plugin-count"></span></h2>
