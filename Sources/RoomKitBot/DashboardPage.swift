@@ -33,7 +33,7 @@ header { display:flex; align-items:center; gap:16px; padding:10px 20px; backgrou
 header h1 { font-size:17px; margin:0; } header h1 span { color:var(--muted); font-weight:400; }
 #live { font-size:12px; padding:2px 8px; border-radius:10px; background:var(--line); }
 #live.on { background:var(--ok); color:#fff; } #live.off { background:var(--bad); color:#fff; }
-#auth { margin-left:auto; display:flex; gap:6px; align-items:center; }
+#auth, #change-token { margin-left:auto; } #auth { display:flex; gap:6px; align-items:center; }
 main { padding:16px 20px; display:grid; gap:16px; grid-template-columns: minmax(0,3fr) minmax(0,2fr); }
 section { background:var(--panel); border:1px solid var(--line); border-radius:8px; padding:12px 14px; min-width:0; }
 section.wide { grid-column: 1 / -1; }
@@ -72,6 +72,7 @@ td.num { text-align:right; font-variant-numeric: tabular-nums; } td.room { font-
     <input id="token" type="password" autocomplete="off" size="24">
     <button id="save-token" type="submit">Use</button>
   </form>
+  <button id="change-token" hidden>Token…</button>
 </header>
 <main>
   <section class="wide" id="rooms-section">
@@ -120,7 +121,7 @@ function ago(ts) {
 
 function needToken(why) {
   state.authFailed = true;
-  $("auth").hidden = false;
+  $("auth").hidden = false; $("change-token").hidden = true;
   $("live").textContent = why; $("live").className = "off";
 }
 
@@ -136,6 +137,11 @@ async function api(path, init) {
 async function loadRooms() {
   const q = new URLSearchParams({ offset: String(state.offset), limit: String(PAGE), filter: state.filter });
   const page = await api("/v1/rooms?" + q.toString());
+  if (page.rooms.length === 0 && page.offset > 0 && page.matched > 0) {
+    // The list shrank under the current page: go to the last page there is.
+    state.offset = Math.floor((page.matched - 1) / PAGE) * PAGE;
+    return loadRooms();
+  }
   const tbody = $("rooms").tBodies[0];
   tbody.replaceChildren();
   state.rows.clear();
@@ -303,14 +309,15 @@ $("next").addEventListener("click", () => { state.offset += PAGE; refresh(); });
 $("auth").addEventListener("submit", (e) => {
   e.preventDefault();
   sessionStorage.setItem("roombot.controlToken", $("token").value);
-  state.authFailed = false; $("auth").hidden = true;
+  state.authFailed = false; $("auth").hidden = true; $("change-token").hidden = !TOKEN_REQUIRED;
   if (state.streamAbort) state.streamAbort.abort();
   refresh();
 });
 setInterval(() => { for (const row of state.rows.values()) row.cells.last.textContent = ago(row.lastEventTs); }, 1000);
 setInterval(refresh, REFRESH_MS);
 document.addEventListener("visibilitychange", refresh);
-if (TOKEN_REQUIRED && !token()) needToken("token needed"); else refresh();
+$("change-token").addEventListener("click", () => { $("auth").hidden = false; $("change-token").hidden = true; $("token").focus(); });
+if (TOKEN_REQUIRED && !token()) needToken("token needed"); else { $("change-token").hidden = !TOKEN_REQUIRED; refresh(); }
 stream();
 </script>
 </body>
