@@ -9,6 +9,10 @@ import CRoomKitShims
 /// socket is writable; the buffer is bounded by `maxBufferedBytes`, and a
 /// `send` that would exceed it drops the client, so a slow reader costs at
 /// most that much memory and never blocks the loop.
+///
+/// A client that closes is noticed when a write to it fails (lws does not
+/// read from an HTTP/1 connection while its answer is open), so a stream
+/// that may stay quiet should send something now and then (an SSE comment).
 public final class HTTPStream: @unchecked Sendable {
     // @unchecked Sendable: every field is loop-thread-only (asserted in the
     // public methods); Sendable so loop tasks can capture it.

@@ -175,6 +175,45 @@ final class DashboardTests: XCTestCase {
         try harness.close()
     }
 
+    func testEventStream_admitsThirtyTwoClients_andAClosedOneFreesItsPlace() async throws {
+        let harness = try BotHarness()
+        let runner = try await startBot(harness, rooms: ["lobby"])
+        let port = try XCTUnwrap(runner.controlPort)
+        var streams: [StreamReader] = []
+        for _ in 0..<32 {
+            let stream = try StreamReader(port: port, token: controlToken)
+            XCTAssertTrue(stream.read { $0.contains("roombot event stream") }, stream.text)
+            streams.append(stream)
+        }
+        let refused = get(port, "/v1/events/stream", token: controlToken)
+        XCTAssertEqual(refused.0, 503, refused.2)
+        XCTAssertTrue(refused.2.contains("too many event stream clients"), refused.2)
+
+        // A closed client is noticed when a write to it fails: at the next
+        // events (or keep-alive), so events are made until its place is free.
+        streams.removeLast()  // closes its socket
+        var admitted: StreamReader?
+        for round in 0..<50 where admitted == nil {
+            let login = http(port, "POST", "/v1/rooms/wake-\(round)/login", "{}", headers: ["Authorization: Bearer \(controlToken)"])
+            XCTAssertEqual(login.0, 200, login.1)
+            let candidate = try StreamReader(port: port, token: controlToken)
+            if candidate.read(until: { $0.contains("\r\n\r\n") }), candidate.text.hasPrefix("HTTP/1.1 200") {
+                admitted = candidate
+            }
+        }
+        XCTAssertNotNil(admitted, "a place freed by a closed client is given to the next")
+
+        // Every admitted client gets the same next event.
+        let login = http(port, "POST", "/v1/rooms/extra/login", "{}", headers: ["Authorization: Bearer \(controlToken)"])
+        XCTAssertEqual(login.0, 200, login.1)
+        for stream in streams + [admitted].compactMap({ $0 }) {
+            XCTAssertTrue(stream.read { _ in stream.events.contains { $0.contains(#""room":"extra""#) && $0.contains("LOGINED") } })
+            XCTAssertEqual(stream.events.filter { $0.contains(#""room":"extra""#) && $0.contains(#""reason":"LOGINED""#) }.count, 1)
+        }
+        await runner.stop()
+        try harness.close()
+    }
+
     func testPlugins_reportMeanLatency_andWhyAPluginFailed() async throws {
         let harness = try BotHarness()
         let rewrite = try builtProduct("liburl-rewrite.so")
