@@ -13,6 +13,7 @@ A screenshot goes to .build/browser/dashboard.png.
 
 Usage: browser_test.py BIN_DIR   (the folder with roomd, roombot and the plugins)
 """
+import base64
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 import websocket  # Debian's python3-websocket (websocket-client)
@@ -260,7 +262,6 @@ def main():
 
         cdp.pump(0.5)
         shot = cdp.call("Page.captureScreenshot", format="png")
-        import base64
         path = os.path.join(ARTIFACTS, "dashboard.png")
         with open(path, "wb") as f:
             f.write(base64.b64decode(shot["data"]))
