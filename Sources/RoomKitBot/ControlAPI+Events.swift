@@ -43,14 +43,8 @@ final class EventFeed: @unchecked Sendable {
         log.addTap { [weak self] entry in self?.receive(entry) }
     }
 
-    /// The last event time of `room` (ms since epoch), if it had one since start.
-    func lastEventTime(_ room: String) -> Int64? { lastEvent.withLock { $0[room] } }
-
-    /// Every room's last event time.
+    /// Every room's last event time (ms since epoch), for rooms that had one since start.
     var lastEventTimes: [String: Int64] { lastEvent.withLock { $0 } }
-
-    /// Number of open stream clients. Loop thread only.
-    var clientCount: Int { clients.count }
 
     private func receive(_ entry: EventLogLine) {
         if let room = entry.room {
