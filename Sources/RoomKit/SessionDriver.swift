@@ -105,7 +105,7 @@ extension RoomHost {
                 code: .logoutNotLoggedIn, message: "not logged in to \(roomID)", reason: .logoutFailed))
         }
         driver.logoutWaiters.append(continuation)
-        if case .logining(sent: true, _) = driver.machine.state, let id = driver.loginRequestID, withdrawQueued(id) {
+        if case .logining(sent: true, _, _) = driver.machine.state, let id = driver.loginRequestID, withdrawQueued(id) {
             // The login never left the outbox (pacing): cancel it rather
             // than wait for a reply to a request the server will never see.
             run(.loginWithdrawn, on: driver)
@@ -278,7 +278,7 @@ extension RoomHost {
                 loop.schedule(after: .milliseconds(100)) { [weak self] in
                     guard let self, let driver = drivers[roomID] else { return }
                     switch driver.machine.state {
-                    case .logining(true, _), .reconnecting(true, _): transmitLogin(driver, resume: resume)
+                    case .logining(true, _, _), .reconnecting(true, _): transmitLogin(driver, resume: resume)
                     default: break
                     }
                 }
