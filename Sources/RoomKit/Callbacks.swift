@@ -58,7 +58,7 @@ public enum RoomEvent: Sendable, Hashable {
     case catchErrorWhenAppendFrame(room: String, memberId: Int64, error: String)
     case magix(MagixEvent)
     case userUpdate(room: String, type: UpdateType, users: [Member])
-    case streamUpdate(room: String, type: UpdateType, streams: [RoomKitProtocol.Stream])
+    case streamUpdate(room: String, type: UpdateType, streams: [MediaStream])
     case extraInfoUpdate(room: String, key: String, value: String)
     case tokenWillExpire(room: String, remaining: Int64)
     case throwError(domain: String, code: ErrorCode, message: String)
@@ -116,7 +116,7 @@ extension RoomDelegate {
 public protocol RoomHostDelegate: AnyObject, Sendable {
     func onRoomStateChanged(reason: RoomReason, errorCode: ErrorCode, extendedData: [String: JSON], roomID: String)
     func onRoomUserUpdate(roomID: String, type: UpdateType, users: [Member])
-    func onRoomStreamUpdate(roomID: String, type: UpdateType, streams: [RoomKitProtocol.Stream])
+    func onRoomStreamUpdate(roomID: String, type: UpdateType, streams: [MediaStream])
     func onRoomExtraInfoUpdate(roomID: String, key: String, value: String)
     func onRoomTokenWillExpire(roomID: String, remainingSeconds: Int64)
     /// A room's continuity broke (see `ResyncEvent`).
@@ -126,7 +126,7 @@ public protocol RoomHostDelegate: AnyObject, Sendable {
 extension RoomHostDelegate {
     public func onRoomStateChanged(reason: RoomReason, errorCode: ErrorCode, extendedData: [String: JSON], roomID: String) {}
     public func onRoomUserUpdate(roomID: String, type: UpdateType, users: [Member]) {}
-    public func onRoomStreamUpdate(roomID: String, type: UpdateType, streams: [RoomKitProtocol.Stream]) {}
+    public func onRoomStreamUpdate(roomID: String, type: UpdateType, streams: [MediaStream]) {}
     public func onRoomExtraInfoUpdate(roomID: String, key: String, value: String) {}
     public func onRoomTokenWillExpire(roomID: String, remainingSeconds: Int64) {}
     public func onRoomResync(_ event: ResyncEvent) {}

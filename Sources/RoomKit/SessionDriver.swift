@@ -329,7 +329,7 @@ extension RoomHost {
                 }
             }
         case .publishStream(let id, let extraInfo):
-            let stream = Stream(id: id, userId: driver.user.id, extraInfo: extraInfo)
+            let stream = MediaStream(id: id, userId: driver.user.id, extraInfo: extraInfo)
             room.update { $0.streams.removeAll { $0.id == id }; $0.streams.append(stream) }
         case .unpublishStream(let id):
             room.update { $0.streams.removeAll { $0.id == id } }
