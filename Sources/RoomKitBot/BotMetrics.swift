@@ -19,6 +19,8 @@ final class BotMetrics: @unchecked Sendable {
     private let loopLag: CoreMetrics.Gauge
     private let rate = LockedValue<(since: Date, count: Int)>((Date(), 0))
     private let pluginTotals = LockedValue<[String: (calls: Int, failures: Int)]>([:])
+    /// Last exported crash/restart/drop/skip totals of process-isolated plugins.
+    private let processTotals = LockedValue<[String: [Int]]>([:])
     private var lagTimer: LoopTimer?
 
     init() {
@@ -77,7 +79,23 @@ final class BotMetrics: @unchecked Sendable {
                 .increment(by: max(0, report.failures - previous.failures))
             CoreMetrics.Gauge(label: "roombot_plugin_latency_seconds", dimensions: dimensions, factory: factory)
                 .record(report.meanMicroseconds / 1_000_000)
+            if let process = report.process { exportProcess(process, plugin: report.name) }
         }
         return registry.emitToString()
+    }
+
+    /// The supervisor's counters of one process-isolated plugin, as counters.
+    private func exportProcess(_ process: PluginProcessReport, plugin: String) {
+        let now = [process.crashes, process.restarts, process.dropped, process.skipped]
+        let previous = processTotals.withLock { totals -> [Int] in
+            defer { totals[plugin] = now }
+            return totals[plugin] ?? [0, 0, 0, 0]
+        }
+        let labels = ["roombot_plugin_crashes_total", "roombot_plugin_restarts_total",
+                      "roombot_plugin_dropped_events_total", "roombot_plugin_skipped_events_total"]
+        for (index, label) in labels.enumerated() {
+            CoreMetrics.Counter(label: label, dimensions: [("plugin", plugin)], factory: factory)
+                .increment(by: max(0, now[index] - previous[index]))
+        }
     }
 }

@@ -17,6 +17,9 @@ public struct PluginReport: Sendable, Hashable {
     /// Mean call latency in microseconds.
     public let meanMicroseconds: Double
     public let message: String?
+    /// Where its hooks run; for `process`, the supervisor's counters.
+    public var isolation: PluginIsolation = .inline
+    public var process: PluginProcessReport?
 }
 
 /// Loads the manifest's plugins into a `RoomHost` and dispatches to them:
@@ -75,7 +78,9 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
     private func start(_ spec: PluginSpec, path: String?) throws(PluginLoadError) {
         let mapped: MappedPlugin
         do {
-            mapped = try PluginLoader.map(spec, path: path)
+            mapped = try spec.isolation == .process
+                ? PluginProcess.map(spec, path: path, logger: logger, onStatus: listener)
+                : PluginLoader.map(spec, path: path)
         } catch {
             noteFailure(spec, error.description)
             throw error
@@ -83,7 +88,9 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
         let runtime = PluginRuntime(mapped, actions: self) { [weak self] runtime, reason in
             self?.logger.warning("plugin quarantined", metadata: ["plugin": "\(runtime.spec.name)", "reason": "\(reason)"])
             self?.listener(runtime.spec.name, .quarantined, reason)
+            PluginProcess.of(runtime)?.stopAfterQuarantine()
         }
+        PluginProcess.of(runtime)?.attach(runtime)
         if let problem = runtime.start() {
             let error = PluginLoadError(plugin: spec.name, stage: .loadFailed, message: "plugins[\(spec.index)] (\(spec.name)): \(problem)")
             noteFailure(spec, error.description)
@@ -145,7 +152,7 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
                                     hooks: runtime.spec.hooks.map(\.rawValue).sorted(), calls: counters.calls,
                                     failures: counters.failures,
                                     meanMicroseconds: counters.calls == 0 ? 0 : Double(counters.totalNanoseconds) / Double(counters.calls) / 1000,
-                                    message: counters.reason)
+                                    message: counters.reason).withProcess(of: runtime)
             }
         }
         for (_, entry) in failed.withLock({ $0 }) {

@@ -110,6 +110,7 @@ struct Check: ParsableCommand {
         let file = (manifest as NSString).lastPathComponent
         let problems = PluginChecker.check(parsed).map { "\(file): \($0)" }
         if !problems.isEmpty { throw UsageProblems(lines: problems) }
+        for spec in parsed.plugins { print("\(file): \(PluginChecker.describe(spec))") }
         print("\(file): \(parsed.plugins.count) plugin(s) OK")
     }
 }
