@@ -32,9 +32,10 @@ enum IsolationPlugins {
             int n = snprintf(line, sizeof line, "%s\\n", payload);
             if (write(out, line, (size_t)n) != n) abort();
         }
+        static void on_unload(void *self) { (void)self; if (write(out, "{\\"unloaded\\":true}\\n", 18) != 18) abort(); }
         static roomkit_plugin descriptor = {
             .struct_size = sizeof(roomkit_plugin), .abi_major = ROOMKIT_PLUGIN_ABI_MAJOR,
-            .abi_minor = ROOMKIT_PLUGIN_ABI_MINOR, .on_load = on_load, .on_room_event = on_room_event,
+            .abi_minor = ROOMKIT_PLUGIN_ABI_MINOR, .on_load = on_load, .on_unload = on_unload, .on_room_event = on_room_event,
         };
         const roomkit_plugin *roomkit_plugin_entry(uint16_t major, uint16_t minor) { (void)major; (void)minor; return &descriptor; }
         """
@@ -178,6 +179,8 @@ final class IsolationScenario {
         bot.signal(SIGTERM)
         let (status, _, _) = bot.finish()
         XCTAssertEqual(status, 0, log, file: file, line: line)
+        XCTAssertTrue(fileText(healthyRecord)?.hasSuffix("{\"unloaded\":true}\n") == true, "ordered shutdown: on_unload ran last",
+                      file: file, line: line)
         await eventually(5, file: file, line: line, "plugin processes gone") { pids.allSatisfy { !processAlive($0) } }
         try await watcher.close()
         try harness.close()

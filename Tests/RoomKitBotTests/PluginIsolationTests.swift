@@ -110,6 +110,27 @@ final class PluginIsolationTests: XCTestCase {
         try await scenario.finish()
     }
 
+    func testEventsDuringARestart_areQueuedUpToQueueLimit_thenDroppedAndCounted() async throws {
+        let scenario = try await IsolationScenario(
+            bad: { IsolationPlugins.source(record: $0, trigger: IsolationPlugins.onBoom, misbehave: IsolationPlugins.segfault) },
+            supervision: ["queueLimit": 5, "restartBackoffMs": 300])
+        let events: [JSON] = ["boom"] + twenty
+        try await scenario.send(events)
+        try await scenario.assertRoomsUnaffected(expected: events)
+        await eventually(10, "boom skipped") { scenario.statusLines("skipped").count == 1 }
+        let badRecord = scenario.badRecord
+        // At most queueLimit events wait for the process (boom among them); the rest are dropped.
+        await eventually(5, "the queued events delivered") { IsolationScenario.recorded(badRecord).count == 4 }
+        let report = try XCTUnwrap(try scenario.plugin("bad"))
+        XCTAssertEqual(report["process"]?["dropped"], 16)
+        let delivered = IsolationScenario.recorded(badRecord).compactMap(\.int64Value)
+        XCTAssertEqual(delivered, [0, 1, 2, 3], "the first four after boom, in order")
+        let metrics = http(scenario.port, "GET", "/metrics").1
+        XCTAssertTrue(metrics.contains("roombot_plugin_dropped_events_total{plugin=\"bad\"} 16"), metrics)
+        XCTAssertTrue(metrics.contains("roombot_plugin_crashes_total{plugin=\"bad\"} 2"), metrics)
+        try await scenario.finish()
+    }
+
     func testKill9OfRoombot_itsPluginProcessesExit() async throws {
         let scenario = try await IsolationScenario(bad: { IsolationPlugins.source(record: $0) }, supervision: [:])
         let pids = ((try? JSON.parse(http(scenario.port, "GET", "/v1/plugins").1).arrayValue) ?? [])
