@@ -145,7 +145,8 @@ def manifest(count):
     for index in range(count):
         library = "libbench-probe-c.so" if index == count - 1 else "libbench-noop-c.so"
         entries.append({"name": f"plugin-{index}", "library": os.path.join(PLUGINS, library), "abi": 1,
-                        "hooks": ["room"], "rooms": ["*"], "order": index})
+                        "hooks": ["room"], "rooms": ["*"], "order": index,
+                        "isolation": "inline"})
     path = os.path.join(HERE, ".build", f"plugins-{count}.json")
     with open(path, "w") as file:
         json.dump({"manifestVersion": 1, "plugins": entries}, file)
@@ -273,6 +274,16 @@ def plugin_overhead(results):
     log(f"plugins: {results['plugins']}")
 
 
+def plugin_isolation(results):
+    """Workload 6: "isolation": "process" next to "inline" (isolation-bench)."""
+    events = 200_000 if QUICK else 1_000_000
+    run = subprocess.run([os.path.join(BIN, "isolation-bench"), "--c", os.path.join(PLUGINS, "libbench-noop-c.so"),
+                          "--events", str(events), "--urls", str(5_000 if QUICK else 20_000)],
+                         capture_output=True, text=True, timeout=900)
+    results["isolation"] = json.loads(run.stdout.strip().splitlines()[-1])
+    log(f"isolation: {results['isolation']}")
+
+
 def machine():
     model = "unknown"
     with open("/proc/cpuinfo") as cpuinfo:
@@ -302,10 +313,10 @@ def main():
         return
     started = time.monotonic()
     results = {"quick": QUICK, "machine": machine(), "sessions": {}, "throughput": {}, "recovery": {},
-               "fanout": {}, "plugins": {}}
+               "fanout": {}, "plugins": {}, "isolation": {}}
     only = set(sys.argv[1:])
     for name, workload in (("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
-                           ("fanout", fanout), ("plugins", plugin_overhead)):
+                           ("fanout", fanout), ("plugins", plugin_overhead), ("isolation", plugin_isolation)):
         if only and name not in only:
             continue
         log(f"workload: {name}")

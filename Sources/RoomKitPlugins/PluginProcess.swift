@@ -164,8 +164,12 @@ final class PluginProcess: @unchecked Sendable {
         lock.withLock { self.runtime = runtime }
     }
 
-    var report: (isolation: PluginIsolation, phase: Phase, stats: Stats) {
-        lock.withLock { (.process, phase, stats) }
+    /// Phase, counters, and how many events the process has not finished.
+    var report: (isolation: PluginIsolation, phase: Phase, stats: Stats, pending: Int) {
+        lock.withLock {
+            if let current { trimLocked(done: current.doneSeq) }
+            return (.process, phase, stats, journal.count - journalHead)
+        }
     }
 
     // MARK: Hooks (called by PluginRuntime on the plugin's queue)

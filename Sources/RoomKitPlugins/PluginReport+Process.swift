@@ -14,13 +14,15 @@ public struct PluginProcessReport: Sendable, Hashable {
     public let dropped: Int
     /// Poison events skipped (each crashed the plugin twice).
     public let skipped: Int
+    /// Events sent or queued that the process has not finished yet.
+    public let pending: Int
 }
 
 extension PluginProcessReport {
     /// The `process` object of `GET /v1/plugins`.
     public var json: JSON {
         ["state": .string(state), "pid": .int(Int64(pid)), "crashes": .int(Int64(crashes)), "restarts": .int(Int64(restarts)),
-         "dropped": .int(Int64(dropped)), "skipped": .int(Int64(skipped))]
+         "dropped": .int(Int64(dropped)), "skipped": .int(Int64(skipped)), "pending": .int(Int64(pending))]
     }
 }
 
@@ -30,9 +32,10 @@ extension PluginReport {
         var report = self
         report.isolation = runtime.spec.isolation
         if let process = PluginProcess.of(runtime) {
-            let (_, phase, stats) = process.report
+            let (_, phase, stats, pending) = process.report
             report.process = PluginProcessReport(state: phase.rawValue, pid: stats.pid, crashes: stats.crashes,
-                                                 restarts: stats.restarts, dropped: stats.dropped, skipped: stats.skipped)
+                                                 restarts: stats.restarts, dropped: stats.dropped, skipped: stats.skipped,
+                                                 pending: pending)
         }
         return report
     }

@@ -43,6 +43,11 @@ static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t reply_ready = PTHREAD_COND_INITIALIZER;
+/* Signalled when the main thread takes the inbox or a thread starts waiting for a reply. */
+static pthread_cond_t drained = PTHREAD_COND_INITIALIZER;
+/* Past this, the reader stops reading (the socket pushes back on the bot),
+ * unless some thread waits for a reply that may be behind the queued frames. */
+#define INBOX_HIGH_WATER (4u << 20)
 static uint8_t *inbox;
 static size_t inbox_len, inbox_cap;
 
@@ -154,6 +159,7 @@ static int32_t call(int32_t function, int32_t argument, int count, const char **
     slot.request = next_request++;
     slot.next = waiting;
     waiting = &slot;
+    pthread_cond_signal(&drained);
     pthread_mutex_unlock(&lock);
     buffer b = {0};
     begin(&b, ROOMKIT_WIRE_CALL);
@@ -251,6 +257,9 @@ static void *read_socket(void *unused) {
             buf = realloc(buf, cap);
             if (!buf) _exit(70);
         }
+        pthread_mutex_lock(&lock);
+        while (inbox_len > INBOX_HIGH_WATER && !waiting) pthread_cond_wait(&drained, &lock);
+        pthread_mutex_unlock(&lock);
         ssize_t n = read(ROOMKIT_WIRE_SOCKET_FD, buf + len, cap - len);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) _exit(0);  /* the bot closed the socket or died */
@@ -583,6 +592,7 @@ int main(int argc, char **argv) {
         inbox = work;
         inbox_cap = work_cap;
         inbox_len = 0;
+        pthread_cond_signal(&drained);
         pthread_mutex_unlock(&lock);
         for (size_t at = 0; at < batch_len;) {
             uint32_t length;
