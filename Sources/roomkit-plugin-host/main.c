@@ -17,12 +17,10 @@
  * is gone), even while a hook is stuck.
  */
 #define _GNU_SOURCE
-#include "roomkit_plugin.h"
-#include "roomkit_plugin_wire.h"
+#include "host.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,219 +28,23 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-static roomkit_wire_progress *progress;
+roomkit_wire_progress *progress;
 static const roomkit_plugin *plugin;
 static roomkit_host_api table;
-static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Guarded by `lock`: frames for the main thread, replies, timers. */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t reply_ready = PTHREAD_COND_INITIALIZER;
-/* Signalled when the main thread takes the inbox or a thread starts waiting for a reply. */
-static pthread_cond_t drained = PTHREAD_COND_INITIALIZER;
+pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;
+pthread_cond_t reply_ready = PTHREAD_COND_INITIALIZER;
+pthread_cond_t drained = PTHREAD_COND_INITIALIZER;
 /* Past this, the reader stops reading (the socket pushes back on the bot),
  * unless some thread waits for a reply that may be behind the queued frames. */
 #define INBOX_HIGH_WATER (4u << 20)
-static uint8_t *inbox;
-static size_t inbox_len, inbox_cap;
-
-typedef struct reply {
-    uint64_t request;
-    int done;
-    int32_t result;
-    char *text;
-    struct reply *next;
-} reply;
-static reply *waiting;
-static uint64_t next_request = 1;
-
-typedef struct timer {
-    uint64_t id, due_ns, repeat_ms;
-    roomkit_timer_fn fire;
-    void *user;
-    int live;
-} timer;
-static timer *timers;
-static size_t timer_count, timer_cap;
-static uint64_t next_timer = 1;
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* MARK: frames out */
-
-typedef struct { uint8_t *bytes; size_t len, cap; } buffer;
-
-static void put(buffer *b, const void *data, size_t n) {
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->len + n) cap *= 2;
-        b->bytes = realloc(b->bytes, cap);
-        if (!b->bytes) _exit(70);
-        b->cap = cap;
-    }
-    memcpy(b->bytes + b->len, data, n);
-    b->len += n;
-}
-static void put_u32(buffer *b, uint32_t v) { put(b, &v, 4); }
-static void put_i32(buffer *b, int32_t v) { put(b, &v, 4); }
-static void put_u64(buffer *b, uint64_t v) { put(b, &v, 8); }
-static void put_str(buffer *b, const char *s) {
-    if (!s) { put_u32(b, ROOMKIT_WIRE_NULL); return; }
-    uint32_t n = (uint32_t)strlen(s);
-    put_u32(b, n);
-    put(b, s, n);
-}
-static void begin(buffer *b, uint8_t type) {
-    b->len = 0;
-    put_u32(b, 0);
-    put(b, &type, 1);
-}
-
-/* Sends a finished frame; a failed write means the bot is gone. */
-static void send_frame(buffer *b) {
-    uint32_t length = (uint32_t)(b->len - 4);
-    memcpy(b->bytes, &length, 4);
-    pthread_mutex_lock(&write_lock);
-    size_t sent = 0;
-    while (sent < b->len) {
-        ssize_t n = send(ROOMKIT_WIRE_SOCKET_FD, b->bytes + sent, b->len - sent, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) _exit(0);
-        sent += (size_t)n;
-    }
-    pthread_mutex_unlock(&write_lock);
-    free(b->bytes);
-    b->bytes = NULL;
-    b->cap = 0;
-}
-
-/* MARK: frames in */
-
-typedef struct { const uint8_t *at, *end; int bad; } reader;
-
-static void take(reader *r, void *out, size_t n) {
-    if (r->bad || (size_t)(r->end - r->at) < n) { r->bad = 1; memset(out, 0, n); return; }
-    memcpy(out, r->at, n);
-    r->at += n;
-}
-static uint32_t take_u32(reader *r) { uint32_t v; take(r, &v, 4); return v; }
-static int32_t take_i32(reader *r) { int32_t v; take(r, &v, 4); return v; }
-static uint64_t take_u64(reader *r) { uint64_t v; take(r, &v, 8); return v; }
-/* A NUL-terminated copy (malloc), or NULL for a NULL string. */
-static char *take_str(reader *r) {
-    uint32_t n = take_u32(r);
-    if (r->bad || n == ROOMKIT_WIRE_NULL) return NULL;
-    if ((size_t)(r->end - r->at) < n) { r->bad = 1; return NULL; }
-    char *s = malloc((size_t)n + 1);
-    if (!s) _exit(70);
-    memcpy(s, r->at, n);
-    s[n] = 0;
-    r->at += n;
-    return s;
-}
-
-/* MARK: host functions */
-
-/* Sends a CALL and waits for its REPLY (any thread). */
-static int32_t call(int32_t function, int32_t argument, int count, const char **args, char **text) {
-    reply slot = {0};
-    pthread_mutex_lock(&lock);
-    slot.request = next_request++;
-    slot.next = waiting;
-    waiting = &slot;
-    pthread_cond_signal(&drained);
-    pthread_mutex_unlock(&lock);
-    buffer b = {0};
-    begin(&b, ROOMKIT_WIRE_CALL);
-    put_u64(&b, slot.request);
-    put_i32(&b, function);
-    put_i32(&b, argument);
-    put_u32(&b, (uint32_t)count);
-    for (int i = 0; i < count; i++) put_str(&b, args[i]);
-    send_frame(&b);
-    pthread_mutex_lock(&lock);
-    while (!slot.done) pthread_cond_wait(&reply_ready, &lock);
-    for (reply **p = &waiting; *p; p = &(*p)->next) {
-        if (*p == &slot) { *p = slot.next; break; }
-    }
-    pthread_mutex_unlock(&lock);
-    if (text) *text = slot.text; else free(slot.text);
-    return slot.result;
-}
-
-static void host_log(void *context, int level, const char *message) {
-    (void)context;
-    if (!message) return;
-    buffer b = {0};
-    begin(&b, ROOMKIT_WIRE_LOG);
-    put_i32(&b, level);
-    put_str(&b, message);
-    send_frame(&b);
-}
-static int host_dispatch_magix(void *c, const char *room, const char *event, const char *payload, const char *to) {
-    (void)c;
-    if (!room || !event || !payload) return -1;
-    const char *args[] = {room, event, payload, to};
-    return call(ROOMKIT_WIRE_DISPATCH_MAGIX, 0, 4, args, NULL);
-}
-static int host_set_global_state(void *c, const char *room, const char *patch) {
-    (void)c;
-    if (!room || !patch) return -1;
-    const char *args[] = {room, patch};
-    return call(ROOMKIT_WIRE_SET_GLOBAL_STATE, 0, 2, args, NULL);
-}
-static int host_insert_image(void *c, const char *room, const char *image) {
-    (void)c;
-    if (!room || !image) return -1;
-    const char *args[] = {room, image};
-    return call(ROOMKIT_WIRE_INSERT_IMAGE, 0, 2, args, NULL);
-}
-static int host_put_scenes(void *c, const char *room, const char *dir, const char *scenes, int32_t index) {
-    (void)c;
-    if (!room || !dir || !scenes) return -1;
-    const char *args[] = {room, dir, scenes};
-    return call(ROOMKIT_WIRE_PUT_SCENES, index, 3, args, NULL);
-}
-static char *host_room_state_json(void *c, const char *room) {
-    (void)c;
-    if (!room) return NULL;
-    const char *args[] = {room};
-    char *text = NULL;
-    call(ROOMKIT_WIRE_ROOM_STATE, 0, 1, args, &text);
-    return text;
-}
-static uint64_t host_set_timer(void *c, uint64_t delay_ms, uint64_t repeat_ms, roomkit_timer_fn fire, void *user) {
-    (void)c;
-    if (!fire) return 0;
-    pthread_mutex_lock(&lock);
-    if (timer_count == timer_cap) {
-        timer_cap = timer_cap ? timer_cap * 2 : 8;
-        timers = realloc(timers, timer_cap * sizeof(timer));
-        if (!timers) _exit(70);
-    }
-    uint64_t id = next_timer++;
-    timers[timer_count++] = (timer){id, now_ns() + delay_ms * 1000000u, repeat_ms, fire, user, 1};
-    pthread_cond_signal(&work_ready);
-    pthread_mutex_unlock(&lock);
-    return id;
-}
-static void host_cancel_timer(void *c, uint64_t id) {
-    (void)c;
-    pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < timer_count; i++) if (timers[i].id == id) timers[i].live = 0;
-    pthread_mutex_unlock(&lock);
-}
-static char *host_alloc_string(void *c, const char *text) { (void)c; return text ? strdup(text) : NULL; }
-static void host_free_string(void *c, char *text) { (void)c; free(text); }
+uint8_t *inbox;
+size_t inbox_len, inbox_cap;
+reply *waiting;
 
 /* MARK: the reader thread */
 
@@ -257,16 +59,16 @@ static void *read_socket(void *unused) {
             buf = realloc(buf, cap);
             if (!buf) _exit(70);
         }
-        pthread_mutex_lock(&lock);
-        while (inbox_len > INBOX_HIGH_WATER && !waiting) pthread_cond_wait(&drained, &lock);
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_lock(&host_lock);
+        while (inbox_len > INBOX_HIGH_WATER && !waiting) pthread_cond_wait(&drained, &host_lock);
+        pthread_mutex_unlock(&host_lock);
         ssize_t n = read(ROOMKIT_WIRE_SOCKET_FD, buf + len, cap - len);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) _exit(0);  /* the bot closed the socket or died */
         len += (size_t)n;
         size_t at = 0;
         int queued = 0;
-        pthread_mutex_lock(&lock);
+        pthread_mutex_lock(&host_lock);
         while (len - at >= 5) {
             uint32_t length;
             memcpy(&length, buf + at, 4);
@@ -274,14 +76,14 @@ static void *read_socket(void *unused) {
             if (len - at < 4 + (size_t)length) {
                 if (4 + (size_t)length > cap) {
                     /* grow for a large frame */
-                    pthread_mutex_unlock(&lock);
+                    pthread_mutex_unlock(&host_lock);
                     memmove(buf, buf + at, len - at);
                     len -= at;
                     at = 0;
                     while (cap < 4 + (size_t)length) cap *= 2;
                     buf = realloc(buf, cap);
                     if (!buf) _exit(70);
-                    pthread_mutex_lock(&lock);
+                    pthread_mutex_lock(&host_lock);
                 }
                 break;
             }
@@ -312,7 +114,7 @@ static void *read_socket(void *unused) {
             at += 4 + (size_t)length;
         }
         if (queued) pthread_cond_signal(&work_ready);
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&host_lock);
         memmove(buf, buf + at, len - at);
         len -= at;
     }
@@ -371,7 +173,7 @@ static void hello(int32_t stage, const char *message) {
     send_frame(&b);
 }
 
-static void busy(int32_t what, uint64_t seq) {
+void busy(int32_t what, uint64_t seq) {
     roomkit_wire_store64(&progress->busy_seq, seq);
     roomkit_wire_store32(&progress->busy_what, what);
     roomkit_wire_store64(&progress->busy_since_ns, what ? now_ns() : 0);
@@ -460,31 +262,6 @@ static int handle(const uint8_t *frame, uint32_t length) {
 }
 
 /* Runs the timers that are due; returns the next deadline (0: none). Called with `lock` held. */
-static uint64_t run_timers(void) {
-    for (;;) {
-        uint64_t now = now_ns(), next = 0;
-        timer *due = NULL;
-        size_t kept = 0;
-        for (size_t i = 0; i < timer_count; i++) {
-            if (!timers[i].live) continue;
-            timers[kept++] = timers[i];
-        }
-        timer_count = kept;
-        for (size_t i = 0; i < timer_count; i++) {
-            if (timers[i].due_ns <= now) { due = &timers[i]; break; }
-            if (!next || timers[i].due_ns < next) next = timers[i].due_ns;
-        }
-        if (!due) return next;
-        timer fired = *due;
-        if (fired.repeat_ms) due->due_ns = now + fired.repeat_ms * 1000000u; else due->live = 0;
-        pthread_mutex_unlock(&lock);
-        busy(ROOMKIT_WIRE_BUSY_TIMER, 0);
-        fired.fire(fired.user, fired.id);
-        busy(ROOMKIT_WIRE_IDLE, 0);
-        pthread_mutex_lock(&lock);
-    }
-}
-
 int main(int argc, char **argv) {
     if (argc != 7) {
         fprintf(stderr, "roomkit-plugin-host is started by roombot, not by hand\n");
@@ -558,19 +335,13 @@ int main(int argc, char **argv) {
         setrlimit(RLIMIT_CPU, &limit);
     }
 
-    table = (roomkit_host_api){
-        .struct_size = sizeof(roomkit_host_api), .abi_major = ROOMKIT_PLUGIN_ABI_MAJOR, .abi_minor = ROOMKIT_PLUGIN_ABI_MINOR,
-        .context = NULL, .log = host_log, .dispatch_magix = host_dispatch_magix, .set_global_state = host_set_global_state,
-        .insert_image = host_insert_image, .put_scenes = host_put_scenes, .room_state_json = host_room_state_json,
-        .set_timer = host_set_timer, .cancel_timer = host_cancel_timer, .alloc_string = host_alloc_string,
-        .free_string = host_free_string,
-    };
+    table = host_api_table();
     hello(ROOMKIT_WIRE_STAGE_OK, "");
 
     uint8_t *work = NULL;
     size_t work_cap = 0;
     for (;;) {
-        pthread_mutex_lock(&lock);
+        pthread_mutex_lock(&host_lock);
         for (;;) {
             uint64_t next = run_timers();
             if (inbox_len > 0) break;
@@ -581,9 +352,9 @@ int main(int argc, char **argv) {
                 until.tv_sec += (time_t)(wait / 1000000000u);
                 until.tv_nsec += (long)(wait % 1000000000u);
                 if (until.tv_nsec >= 1000000000L) { until.tv_sec += 1; until.tv_nsec -= 1000000000L; }
-                pthread_cond_timedwait(&work_ready, &lock, &until);
+                pthread_cond_timedwait(&work_ready, &host_lock, &until);
             } else {
-                pthread_cond_wait(&work_ready, &lock);
+                pthread_cond_wait(&work_ready, &host_lock);
             }
         }
         /* Swap the inbox out: the reader fills a fresh one meanwhile. */
@@ -593,7 +364,7 @@ int main(int argc, char **argv) {
         inbox_cap = work_cap;
         inbox_len = 0;
         pthread_cond_signal(&drained);
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&host_lock);
         for (size_t at = 0; at < batch_len;) {
             uint32_t length;
             memcpy(&length, batch + at, 4);
