@@ -168,7 +168,10 @@ extension PluginProcess {
             scheduleFlushLocked()
             return true
         }
-        guard restarted else { return }
+        guard restarted else {
+            child.kill(because: "unloaded while restarting")  // stopped or quarantined meanwhile
+            return
+        }
         startWatchdog()
         logger.info("plugin process restarted", metadata: ["plugin": "\(spec.name)", "pid": "\(child.pid)"])
         onStatus(spec.name, .restarted, "pid \(child.pid)")
