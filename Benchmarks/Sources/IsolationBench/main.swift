@@ -44,7 +44,10 @@ func manager(_ count: Int, isolation: String, hooks: [String]) throws -> (Plugin
     let manager = PluginManager(host: host, logger: logger)
     let entries = (0..<count).map { index -> JSON in
         var entry: [String: JSON] = ["name": .string("noop-\(index)"), "library": .string(library), "abi": 1,
-                                     "hooks": .array(hooks.map(JSON.string)), "order": .int(Int64(index)), "timeoutMs": 50,
+                                     "hooks": .array(hooks.map(JSON.string)), "order": .int(Int64(index)),
+                                     // Generous: a shared machine can stall a thread for tens of ms, and a
+                                     // quarantined plugin would never finish the run.
+                                     "timeoutMs": 5_000,
                                      "isolation": .string(isolation)]
         if isolation == "process" { entry["queueLimit"] = 10_000_000 }
         return .object(entry)
@@ -70,7 +73,12 @@ func throughput(_ count: Int, isolation: String, events: Int) throws -> [String:
     let cpu = processCPUNanos()
     let start = monotonicNanos()
     for _ in 0..<events { manager.dispatchPlayerEvent(kind: 4, room: room, payload: payload) }
-    while !finished() { usleep(500) }
+    while !finished() {
+        if let stuck = manager.reports.first(where: { $0.status != .loaded }) {
+            throw BenchError("\(stuck.name) is \(stuck.status.rawValue): \(stuck.message ?? "")")
+        }
+        usleep(500)
+    }
     let wall = monotonicNanos() - start
     let botCPU = processCPUNanos() - cpu
     let dropped = manager.reports.compactMap(\.process?.dropped).reduce(0, +)
