@@ -17,8 +17,9 @@ public struct PluginReport: Sendable, Hashable {
     /// Mean call latency in microseconds.
     public let meanMicroseconds: Double
     public let message: String?
-    /// Where its hooks run; for `process`, the supervisor's counters.
+    /// Where its hooks run.
     public var isolation: PluginIsolation = .inline
+    /// For a `process` plugin, the supervisor's state and counters (nil for inline and failed plugins).
     public var process: PluginProcessReport?
 }
 

@@ -17,8 +17,9 @@ public struct PluginSupervision: Sendable, Hashable {
     public var memoryLimitMB = 1024
     /// `cpuLimitSeconds`: CPU seconds per process life (RLIMIT_CPU); 0 = none.
     public var cpuLimitSeconds = 0
-    /// `maxCrashes` within `crashWindowSeconds`: one more quarantines the plugin.
+    /// `maxCrashes`: more crashes than this within `crashWindowSeconds` quarantine the plugin.
     public var maxCrashes = 5
+    /// `crashWindowSeconds`: the window `maxCrashes` counts in.
     public var crashWindowSeconds = 300
     /// `restartBackoffMs`: the first restart delay; it doubles per recent crash (±50 % jitter), up to 30 s.
     public var restartBackoffMs = 200
@@ -29,6 +30,7 @@ public struct PluginSupervision: Sendable, Hashable {
     /// `shutdownTimeoutMs`: how long on_unload may take before SIGKILL.
     public var shutdownTimeoutMs = 500
 
+    /// The defaults above.
     public init() {}
 }
 

@@ -46,6 +46,7 @@ enum IsolationPlugins {
     static let abort = "abort();"
     static let exit3 = "exit(3);"
     static let hang = "for (;;) sleep(1000);"
+    static let spin = "for (volatile unsigned long n = 0;; n++) {}"
     static let allocate = "for (;;) { char *p = malloc(1 << 20); if (!p) abort(); memset(p, 1, 1 << 20); }"
     /// Fake frames and binary junk on stdout, a line on stderr: none of it may reach the socket.
     static let garbage = """

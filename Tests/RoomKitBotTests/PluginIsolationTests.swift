@@ -66,6 +66,23 @@ final class PluginIsolationTests: XCTestCase {
         try await assertCrashLoopIsContained(IsolationPlugins.badFrame, expect: "an unparsable frame")
     }
 
+    func testSpinningPastCPULimit_isACrashWithItsReason_andMaxCrashes0Quarantines() async throws {
+        // hangFactor high enough that the CPU limit (1 s of CPU) comes first.
+        let scenario = try await IsolationScenario(
+            bad: { IsolationPlugins.source(record: $0, trigger: IsolationPlugins.onEveryEvent, misbehave: IsolationPlugins.spin) },
+            supervision: ["cpuLimitSeconds": 1, "hangFactor": 1000, "maxCrashes": 0])
+        try await scenario.send(twenty)
+        await eventually(15, "quarantined") { scenario.statusLines("quarantined").count == 1 }
+        try await scenario.assertRoomsUnaffected(expected: twenty)
+        let crashes = scenario.statusLines("crashed")
+        XCTAssertEqual(crashes.count, 1, "\(crashes)")
+        XCTAssertTrue(crashes.first?.contains("went over its CPU limit (cpuLimitSeconds 1): was killed by signal 24 (SIGXCPU)") == true,
+                      "\(crashes)")
+        XCTAssertTrue(scenario.statusLines("quarantined").first?.contains("1 crashes within 300 s") == true)
+        XCTAssertEqual(scenario.statusLines("restarted").count, 0)
+        try await scenario.finish()
+    }
+
     func testCrashOnOneEvent_skipsThatEventAfterTwoCrashes_andGetsEveryOtherEventOnce() async throws {
         let scenario = try await IsolationScenario(
             bad: { IsolationPlugins.source(record: $0, trigger: IsolationPlugins.onBoom, misbehave: IsolationPlugins.segfault) },
