@@ -146,7 +146,8 @@ def manifest(count):
     for index in range(count):
         library = "libbench-probe-c.so" if index == count - 1 else "libbench-noop-c.so"
         entries.append({"name": f"plugin-{index}", "library": os.path.join(PLUGINS, library), "abi": 1,
-                        "hooks": ["room"], "rooms": ["*"], "order": index})
+                        "hooks": ["room"], "rooms": ["*"], "order": index,
+                        "isolation": "inline"})
     path = os.path.join(HERE, ".build", f"plugins-{count}.json")
     with open(path, "w") as file:
         json.dump({"manifestVersion": 1, "plugins": entries}, file)
@@ -373,6 +374,14 @@ def jwt(secret, user):
     claims = encode(json.dumps({"sub": user, "room": "*", "role": "reader", "exp": now + 3600, "iat": now}).encode())
     signature = encode(hmac.new(secret.encode(), header + b"." + claims, hashlib.sha256).digest())
     return (header + b"." + claims + b"." + signature).decode()
+def plugin_isolation(results):
+    """Workload 6: "isolation": "process" next to "inline" (isolation-bench)."""
+    events = 200_000 if QUICK else 1_000_000
+    run = subprocess.run([os.path.join(BIN, "isolation-bench"), "--c", os.path.join(PLUGINS, "libbench-noop-c.so"),
+                          "--events", str(events), "--urls", str(5_000 if QUICK else 20_000)],
+                         capture_output=True, text=True, timeout=900)
+    results["isolation"] = json.loads(run.stdout.strip().splitlines()[-1])
+    log(f"isolation: {results['isolation']}")
 
 
 def machine():
@@ -404,10 +413,11 @@ def main():
         return
     started = time.monotonic()
     results = {"quick": QUICK, "machine": machine(), "sessions": {}, "throughput": {}, "recovery": {},
-               "fanout": {}, "plugins": {}, "botrestart": {}}
+               "fanout": {}, "plugins": {}, "isolation": {}, "botrestart": {}}
     only = set(sys.argv[1:])
     for name, workload in (("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
-                           ("fanout", fanout), ("plugins", plugin_overhead), ("botrestart", bot_restart)):
+                           ("fanout", fanout), ("plugins", plugin_overhead), ("isolation", plugin_isolation),
+                           ("botrestart", bot_restart)):
         if only and name not in only:
             continue
         log(f"workload: {name}")

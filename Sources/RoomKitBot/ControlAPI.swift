@@ -92,10 +92,14 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
                 }
                 return (200, .array(rooms))
             case ("GET", ["v1", "plugins"]):
-                return (200, .array(runner.plugins.reports.map {
-                    ["name": .string($0.name), "status": .string($0.status.rawValue), "hooks": .array($0.hooks.map(JSON.string)),
-                     "calls": .int(Int64($0.calls)), "failures": .int(Int64($0.failures)),
-                     "meanMicroseconds": .double($0.meanMicroseconds), "message": $0.message.map(JSON.string) ?? .null]
+                return (200, .array(runner.plugins.reports.map { report -> JSON in
+                    var fields: [String: JSON] = [
+                        "name": .string(report.name), "status": .string(report.status.rawValue),
+                        "hooks": .array(report.hooks.map(JSON.string)), "calls": .int(Int64(report.calls)),
+                        "failures": .int(Int64(report.failures)), "meanMicroseconds": .double(report.meanMicroseconds),
+                        "message": report.message.map(JSON.string) ?? .null, "isolation": .string(report.isolation.rawValue)]
+                    if let process = report.process { fields["process"] = process.json }
+                    return .object(fields)
                 }))
             case ("POST", let p) where p.count == 4 && p[0] == "v1" && p[1] == "plugins" && p[3] == "reload":
                 return try reload(p[2], runner: runner)

@@ -17,6 +17,10 @@ public struct PluginReport: Sendable, Hashable {
     /// Mean call latency in microseconds.
     public let meanMicroseconds: Double
     public let message: String?
+    /// Where its hooks run.
+    public var isolation: PluginIsolation = .inline
+    /// For a `process` plugin, the supervisor's state and counters (nil for inline and failed plugins).
+    public var process: PluginProcessReport?
 }
 
 /// Loads the manifest's plugins into a `RoomHost` and dispatches to them:
@@ -97,7 +101,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     private func start(_ spec: PluginSpec, path: String?) throws(PluginLoadError) -> PluginRuntime {
         let mapped: MappedPlugin
         do {
-            mapped = try PluginLoader.map(spec, path: path)
+            mapped = try spec.isolation == .process
+                ? PluginProcess.map(spec, path: path, logger: logger, onStatus: listener)
+                : PluginLoader.map(spec, path: path)
         } catch {
             noteFailure(spec, error.description)
             throw error
@@ -105,7 +111,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         let runtime = PluginRuntime(mapped, actions: self) { [weak self] runtime, reason in
             self?.logger.warning("plugin quarantined", metadata: ["plugin": "\(runtime.spec.name)", "reason": "\(reason)"])
             self?.listener(runtime.spec.name, .quarantined, reason)
+            PluginProcess.of(runtime)?.stopAfterQuarantine()
         }
+        PluginProcess.of(runtime)?.attach(runtime)
         if let problem = runtime.start() {
             let error = PluginLoadError(plugin: spec.name, stage: .loadFailed, message: "plugins[\(spec.index)] (\(spec.name)): \(problem)")
             noteFailure(spec, error.description)
@@ -208,7 +216,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
                                     hooks: runtime.spec.hooks.map(\.rawValue).sorted(), calls: counters.calls,
                                     failures: counters.failures,
                                     meanMicroseconds: counters.calls == 0 ? 0 : Double(counters.totalNanoseconds) / Double(counters.calls) / 1000,
-                                    message: counters.reason)
+                                    message: counters.reason).withProcess(of: runtime)
             }
         }
         for (_, entry) in failed.withLock({ $0 }) {

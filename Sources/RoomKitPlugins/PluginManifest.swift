@@ -23,6 +23,10 @@ public struct PluginSpec: Sendable, Hashable {
     public var config: JSON
     /// The entry's index in the manifest (for messages).
     public var index: Int
+    /// Where its hooks run (`isolation`, default `process`).
+    public var isolation: PluginIsolation = .process
+    /// Limits and restart policy when `isolation` is `process`.
+    public var supervision = PluginSupervision()
 }
 
 /// One problem in a manifest: `file: plugins[1].library: no such file`.
@@ -111,7 +115,7 @@ public struct PluginManifest: Sendable {
             throw ManifestErrors(errors: errors)
         }
         var seen: [String: Int] = [:]
-        let known: Set<String> = ["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config"]
+        let known = Set(["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config"] + Self.isolationFields)
         for (index, item) in list.enumerated() {
             let at = "plugins[\(index)]"
             guard let object = item.objectValue else {
@@ -185,10 +189,11 @@ public struct PluginManifest: Sendable {
             if let value = object["timeoutMs"] {
                 if let ms = value.int64Value, ms > 0 { timeout = .milliseconds(ms) } else { fail("\(at).timeoutMs", "must be a positive integer") }
             }
+            let (isolation, supervision) = Self.parseIsolation(object, at: at, fail: fail)
             if errors.count == before {
                 specs.append(PluginSpec(name: name, library: library, entry: entry, abi: abi, hooks: hooks, rooms: rooms,
                                         order: order, enabled: enabled, timeout: timeout, config: object["config"] ?? .null,
-                                        index: index))
+                                        index: index, isolation: isolation, supervision: supervision))
             }
         }
         if !errors.isEmpty { throw ManifestErrors(errors: errors) }

@@ -133,10 +133,11 @@ struct Check: ParsableCommand {
         let results = PluginChecker.inspect(parsed)
         let problems = results.compactMap { $0.problem.map { "\(file): \($0)" } }
         if !problems.isEmpty { throw UsageProblems(lines: problems) }
-        // The path dlopen gets (always absolute) and the ABI the library declares.
+        // The path dlopen gets (always absolute), the ABI the library
+        // declares, and how the plugin runs (isolation and its limits).
         for result in results {
-            let disabled = result.spec.enabled ? "" : " (disabled)"
-            print("\(file): plugins[\(result.spec.index)] (\(result.spec.name)): \(result.library), ABI \(result.abi ?? "?")\(disabled)")
+            let mode = PluginChecker.describe(result.spec).dropFirst(result.spec.name.count + 2)
+            print("\(file): plugins[\(result.spec.index)] (\(result.spec.name)): \(result.library), ABI \(result.abi ?? "?"), \(mode)")
         }
         print("\(file): \(parsed.plugins.count) plugin(s) OK")
     }

@@ -27,6 +27,13 @@ final class DashboardProcessTests: XCTestCase {
         let digits = seen.components(separatedBy: "control on ").last?.prefix { $0.isNumber } ?? ""
         let port = try XCTUnwrap(Int(digits), seen)
 
+        // The control API serves before the first logins: wait until both rooms are in.
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let listing = httpRequest(port: port, "GET", "/v1/rooms", token: controlToken)
+            if listing.components(separatedBy: #""reason":"LOGINED""#).count - 1 == 2 { break }
+            usleep(20_000)
+        }
         let page = httpRequest(port: port, "GET", "/")
         XCTAssertTrue(page.hasPrefix("HTTP/1.1 200"), page)
         XCTAssertTrue(page.contains("<title>roombot dashboard</title>"))

@@ -97,13 +97,16 @@ func shippedPlugin(_ product: String) throws -> String {
 
 /// A manifest entry.
 func pluginEntry(_ name: String, library: String, hooks: [String], order: Int = 0, rooms: [String] = ["*"],
-                 timeoutMs: Int = 200, config: JSON = .null, entry: String? = nil) -> JSON {
+                 timeoutMs: Int = 200, config: JSON = .null, entry: String? = nil,
+                 isolation: String? = nil, supervision: [String: JSON] = [:]) -> JSON {
     var object: [String: JSON] = [
         "name": .string(name), "library": .string(library), "abi": 1,
         "hooks": .array(hooks.map(JSON.string)), "rooms": .array(rooms.map(JSON.string)),
         "order": .int(Int64(order)), "timeoutMs": .int(Int64(timeoutMs)), "config": config,
     ]
     if let entry { object["entry"] = .string(entry) }
+    if let isolation { object["isolation"] = .string(isolation) }
+    object.merge(supervision) { _, new in new }
     return .object(object)
 }
 
