@@ -199,7 +199,9 @@ extension RoomHost {
                 request.completion(.success(fields))
             } else {
                 let code = ErrorCode(rawValue: Int(fields["code"]?.int64Value ?? 1009500))
-                request.completion(.failure(RoomError(code: code, message: fields["message"]?.stringValue ?? "")))
+                var error = RoomError(code: code, message: fields["message"]?.stringValue ?? "")
+                error.currentFence = fields["fence"]?.int64Value
+                request.completion(.failure(error))
             }
         case "pong":
             break

@@ -157,10 +157,12 @@ public final class RoomHost: @unchecked Sendable {
     /// Logs in to `roomID` and returns once `LOGINED`. Reports `LOGINING`
     /// first; throws a `RoomError` with reason `LOGIN_FAILED` (1002033 bad
     /// token, 1002053 timeout, or the server's code). With no `token`, the
-    /// token provider supplies one.
+    /// token provider supplies one. A `fence` (fleets, docs/FLEET.md) goes
+    /// with this login and every resume of its session; a stale one fails
+    /// with 1009008 and the server's fence in `RoomError.currentFence`.
     @discardableResult
     public func loginRoom(_ roomID: String, user: LoginUser, token: String? = nil, writable: Bool = true,
-                          delegate: (any RoomDelegate)? = nil) async throws -> Room {
+                          fence: Int64? = nil, delegate: (any RoomDelegate)? = nil) async throws -> Room {
         guard RoomID.isValid(roomID) else {
             throw RoomError(code: .invalidArgument, message: "invalid room ID '\(roomID)'", reason: .loginFailed)
         }
@@ -169,7 +171,7 @@ public final class RoomHost: @unchecked Sendable {
         if let delegate { room.delegate = delegate }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let accepted = loop.execute { [self] in
-                startLogin(roomID, user: user, token: token, writable: writable, continuation: continuation)
+                startLogin(roomID, user: user, token: token, writable: writable, fence: fence, continuation: continuation)
             }
             if !accepted { continuation.resume(throwing: RoomError(code: .internalError, message: "host is shut down")) }
         }

@@ -20,6 +20,10 @@ final class SessionDriver {
     var logoutWaiters: [CheckedContinuation<Void, any Error>] = []
     /// Whether this login is a resume (RECONNECTED) rather than a first login.
     var resuming = false
+    /// The fleet fence every login of this session carries (nil: none), and
+    /// the server's current fence from a 1009008 refusal.
+    var fence: Int64?
+    var refusedFence: Int64?
 
     init(room: Room, machine: RoomSessionMachine, user: LoginUser, token: String, wantsWritable: Bool) {
         self.room = room
@@ -33,7 +37,7 @@ final class SessionDriver {
 extension RoomHost {
     var nowMonotonic: Int64 { Int64(loop.nowMilliseconds) }
 
-    func startLogin(_ roomID: String, user: LoginUser, token: String, writable: Bool,
+    func startLogin(_ roomID: String, user: LoginUser, token: String, writable: Bool, fence: Int64? = nil,
                     continuation: CheckedContinuation<Void, any Error>) {
         let room = handle(for: roomID)
         let driver: SessionDriver
@@ -53,6 +57,8 @@ extension RoomHost {
                                    user: user, token: token, wantsWritable: writable)
             drivers[roomID] = driver
         }
+        driver.fence = fence
+        driver.refusedFence = nil
         driver.loginWaiters.append(continuation)
         driver.resuming = false
         ensureTicker()
@@ -103,7 +109,10 @@ extension RoomHost {
             emit(.disconnectWithError(room: room.id, error: why), room: room)
         case .kickedWithReason(let code, let reason):
             emit(.kickedWithReason(room: room.id, code: code, reason: reason), room: room)
-        case .finishLogin(let error):
+        case .finishLogin(let reported):
+            var fenced = reported
+            if fenced?.code == .staleFence { fenced?.currentFence = driver.refusedFence }
+            let error = fenced
             let waiters = driver.loginWaiters
             driver.loginWaiters.removeAll()
             // Resume on the next loop turn: the rest of this reply's events
@@ -149,7 +158,8 @@ extension RoomHost {
         guard link.isReady else { return }  // the machine resends on the next connectionReady
         let point = resume ? driver.session.map { ResumePoint(session: $0, seq: driver.lastSeq) } : nil
         driver.resuming = resume
-        let request = LoginRequest(token: driver.token, user: driver.user, writable: driver.wantsWritable, resume: point)
+        let request = LoginRequest(token: driver.token, user: driver.user, writable: driver.wantsWritable, resume: point,
+                                   fence: driver.fence)
         send(.login(request), room: driver.room.id, timeout: false) { [self] result in
             loginAnswered(driver, result)
         }
@@ -208,6 +218,7 @@ extension RoomHost {
                 }
                 return
             }
+            if error.code == .staleFence { driver.refusedFence = error.currentFence }
             run(.loginFailed(error.code, error.message), on: driver)
         }
     }
