@@ -137,7 +137,7 @@ let package = Package(
         .target(
             name: "RoomKitBot",
             dependencies: [
-                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitRedis",
+                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitRedis", "CSQLite3",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

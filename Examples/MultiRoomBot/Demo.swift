@@ -187,7 +187,7 @@ final class Demo: Sendable {
             for await event in events {
                 stats.record(event, server: server)
                 switch event {
-                case .roomStateChanged(let room, let reason, let code):
+                case .roomStateChanged(let room, let reason, let code, _):
                     outage.bot(reason, in: room)
                     let detail = code == .success ? "" : " (\(code.rawValue))"
                     console.log("  \(room.padding(toLength: 8, withPad: " ", startingAt: 0)) \(reason)\(detail)")

@@ -49,7 +49,7 @@ final class Stats: Sendable {
                 state.rooms[room]?.events += 1
             }
             switch event {
-            case .roomStateChanged(_, let reason, _):
+            case .roomStateChanged(_, let reason, _, _):
                 state.reasons[reason, default: 0] += 1
             case .magix(let magix):
                 state.magix += 1

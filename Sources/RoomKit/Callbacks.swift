@@ -12,6 +12,9 @@ public struct MagixEvent: Sendable, Hashable {
     public let from: Int64
     public let event: String
     public let payload: JSON
+    /// Whether the event arrived in a resume's replay (PROTOCOL.md §6): it
+    /// happened while this session was away, and is raised now, once.
+    public var replayed = false
 }
 
 /// The changed parts of the room state (`fireRoomStateChanged`): only the
@@ -41,7 +44,9 @@ public struct RoomStateDiff: Sendable, Hashable {
 
 /// Everything the engine reports, as one value (the `AsyncSequence` form).
 public enum RoomEvent: Sendable, Hashable {
-    case roomStateChanged(room: String, reason: RoomReason, errorCode: ErrorCode)
+    /// `onRoomStateChanged`. `extendedData` carries `recovered` (Bool) on
+    /// `RECONNECTED` and on a `LOGINED` that resumed a stored session.
+    case roomStateChanged(room: String, reason: RoomReason, errorCode: ErrorCode, extendedData: [String: JSON] = [:])
     case phaseChanged(room: String, phase: RoomPhase)
     /// Another member changed the room state (`from` nil for server-side changes).
     case roomStateModified(room: String, from: Int64?, diff: RoomStateDiff)
@@ -55,16 +60,21 @@ public enum RoomEvent: Sendable, Hashable {
     case extraInfoUpdate(room: String, key: String, value: String)
     case tokenWillExpire(room: String, remaining: Int64)
     case throwError(domain: String, code: ErrorCode, message: String)
+    /// Continuity broke: events between `lastAppliedSeq` and the room's
+    /// present may never be raised (see `ResyncEvent`).
+    case resync(ResyncEvent)
 
     /// The room the event concerns (nil for `throwError`).
     public var room: String? {
         switch self {
-        case .roomStateChanged(let room, _, _), .phaseChanged(let room, _), .roomStateModified(let room, _, _),
+        case .roomStateChanged(let room, _, _, _), .phaseChanged(let room, _), .roomStateModified(let room, _, _),
              .beingAbleToCommitChange(let room, _), .disconnectWithError(let room, _), .kickedWithReason(let room, _, _),
              .catchErrorWhenAppendFrame(let room, _, _), .userUpdate(let room, _, _), .streamUpdate(let room, _, _),
              .extraInfoUpdate(let room, _, _), .tokenWillExpire(let room, _):
             return room
         case .magix(let event):
+            return event.room
+        case .resync(let event):
             return event.room
         case .throwError:
             return nil
@@ -84,6 +94,9 @@ public protocol RoomDelegate: AnyObject, Sendable {
     func fireKickedWithReason(_ room: Room, code: ErrorCode, reason: String)
     func fireCatchErrorWhenAppendFrame(_ room: Room, memberId: Int64, error: String)
     func fireMagixEvent(_ room: Room, event: MagixEvent)
+    /// Continuity broke: rebuild whatever was derived from the room's events
+    /// (the cache already holds the adopted snapshot).
+    func fireResync(_ room: Room, event: ResyncEvent)
 }
 
 extension RoomDelegate {
@@ -94,6 +107,7 @@ extension RoomDelegate {
     public func fireKickedWithReason(_ room: Room, code: ErrorCode, reason: String) {}
     public func fireCatchErrorWhenAppendFrame(_ room: Room, memberId: Int64, error: String) {}
     public func fireMagixEvent(_ room: Room, event: MagixEvent) {}
+    public func fireResync(_ room: Room, event: ResyncEvent) {}
 }
 
 /// Host-wide callbacks (the RTC seed's event handler). All optional.
@@ -103,6 +117,8 @@ public protocol RoomHostDelegate: AnyObject, Sendable {
     func onRoomStreamUpdate(roomID: String, type: UpdateType, streams: [RoomKitProtocol.Stream])
     func onRoomExtraInfoUpdate(roomID: String, key: String, value: String)
     func onRoomTokenWillExpire(roomID: String, remainingSeconds: Int64)
+    /// A room's continuity broke (see `ResyncEvent`).
+    func onRoomResync(_ event: ResyncEvent)
 }
 
 extension RoomHostDelegate {
@@ -111,6 +127,7 @@ extension RoomHostDelegate {
     public func onRoomStreamUpdate(roomID: String, type: UpdateType, streams: [RoomKitProtocol.Stream]) {}
     public func onRoomExtraInfoUpdate(roomID: String, key: String, value: String) {}
     public func onRoomTokenWillExpire(roomID: String, remainingSeconds: Int64) {}
+    public func onRoomResync(_ event: ResyncEvent) {}
 }
 
 /// The common callbacks (the whiteboard seed's `WhiteCommonCallbackDelegate`).

@@ -31,8 +31,8 @@ extension RoomHost {
     private static func deliver(_ event: RoomEvent, room: Room?, host: (any RoomHostDelegate)?, common: (any CommonCallbacks)?,
                                 roomDelegate: (any RoomDelegate)?, listeners: [@Sendable (MagixEvent) -> Void]) {
         switch event {
-        case .roomStateChanged(let roomID, let reason, let code):
-            host?.onRoomStateChanged(reason: reason, errorCode: code, extendedData: [:], roomID: roomID)
+        case .roomStateChanged(let roomID, let reason, let code, let extendedData):
+            host?.onRoomStateChanged(reason: reason, errorCode: code, extendedData: extendedData, roomID: roomID)
         case .phaseChanged(_, let phase):
             if let room { roomDelegate?.firePhaseChanged(room, phase: phase) }
         case .roomStateModified(_, _, let diff):
@@ -56,6 +56,9 @@ extension RoomHost {
             host?.onRoomExtraInfoUpdate(roomID: roomID, key: key, value: value)
         case .tokenWillExpire(let roomID, let remaining):
             host?.onRoomTokenWillExpire(roomID: roomID, remainingSeconds: remaining)
+        case .resync(let resync):
+            if let room { roomDelegate?.fireResync(room, event: resync) }
+            host?.onRoomResync(resync)
         case .throwError(let domain, let code, let message):
             common?.throwError(domain: domain, code: code, message: message)
         }

@@ -9,6 +9,10 @@ extension RoomHost {
         guard let seq = push["seq"]?.int64Value else { return }
         guard seq > driver.lastSeq else { return }
         driver.lastSeq = seq
+        cursorChanged(driver)
+        let replayed = seq <= driver.replayUntil
+        applyingReplay = replayed
+        defer { applyingReplay = false }
         let room = driver.room
         let me = room.memberId
         room.update { $0.seq = seq }
@@ -99,7 +103,8 @@ extension RoomHost {
 
         case "magix":
             guard let from = push["from"]?.int64Value, from != me, let event = push["event"]?.stringValue else { return }
-            emit(.magix(MagixEvent(room: room.id, seq: seq, from: from, event: event, payload: push["payload"] ?? .null)),
+            emit(.magix(MagixEvent(room: room.id, seq: seq, from: from, event: event, payload: push["payload"] ?? .null,
+                                   replayed: replayed)),
                  room: room)
 
         default:

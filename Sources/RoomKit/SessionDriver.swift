@@ -24,6 +24,16 @@ final class SessionDriver {
     /// the server's current fence from a 1009008 refusal.
     var fence: Int64?
     var refusedFence: Int64?
+    /// The stored cursor this login resumes (a `SessionStore`'s), until answered.
+    var restored: SessionCursor?
+    /// Whether the cache holds a stored room (so an adopted snapshot is a change).
+    var startedFromStore = false
+    /// A gap to report when the current login succeeds (reason, last applied seq).
+    var pendingResync: (reason: ResyncReason, lastApplied: Int64)?
+    /// Pushes with a seq up to this one are a resume's replay.
+    var replayUntil: Int64 = 0
+    /// Extended data for the next LOGINED / RECONNECTED report.
+    var reportExtras: [String: JSON] = [:]
 
     init(room: Room, machine: RoomSessionMachine, user: LoginUser, token: String, wantsWritable: Bool) {
         self.room = room
@@ -61,6 +71,9 @@ extension RoomHost {
         driver.refusedFence = nil
         driver.loginWaiters.append(continuation)
         driver.resuming = false
+        driver.pendingResync = nil
+        restoreCursor(driver)
+        driver.startedFromStore = driver.restored != nil
         ensureTicker()
         run(.loginRequested, on: driver)
         updateConnectionWanted()
@@ -96,7 +109,12 @@ extension RoomHost {
             }
         case .report(let reason, let code):
             room.update { $0.reason = reason; $0.errorCode = code }
-            emit(.roomStateChanged(room: room.id, reason: reason, errorCode: code), room: room)
+            var extras: [String: JSON] = [:]
+            if reason == .logined || reason == .reconnected { swap(&extras, &driver.reportExtras) }
+            emit(.roomStateChanged(room: room.id, reason: reason, errorCode: code, extendedData: extras), room: room)
+            if reason == .reconnectFailed {
+                emitResync(driver, .reconnectFailed, lastApplied: driver.lastSeq, resumedAt: nil)
+            }
         case .phase(let phase):
             room.update { $0.phase = phase }
             emit(.phaseChanged(room: room.id, phase: phase), room: room)
@@ -130,7 +148,10 @@ extension RoomHost {
                 for waiter in waiters { waiter.resume() }
             }
         case .forgetSession:
+            // A stored cursor whose resume never succeeded stays stored.
+            if driver.session != nil { cursorChanged(driver) }
             driver.session = nil
+            driver.restored = nil
             driver.resuming = false
             updateConnectionWanted()
         }
@@ -156,7 +177,8 @@ extension RoomHost {
 
     func transmitLogin(_ driver: SessionDriver, resume: Bool) {
         guard link.isReady else { return }  // the machine resends on the next connectionReady
-        let point = resume ? driver.session.map { ResumePoint(session: $0, seq: driver.lastSeq) } : nil
+        var point = resume ? driver.session.map { ResumePoint(session: $0, seq: driver.lastSeq) } : nil
+        if !resume, let cursor = driver.restored { point = ResumePoint(session: cursor.session, seq: cursor.seq) }
         driver.resuming = resume
         let request = LoginRequest(token: driver.token, user: driver.user, writable: driver.wantsWritable, resume: point,
                                    fence: driver.fence)
@@ -177,6 +199,12 @@ extension RoomHost {
                 return run(.loginFailed(.malformed, "bad login reply"), on: driver)
             }
             let firstLogin = !driver.resuming
+            // The session this login asked to resume, and the last seq applied before it.
+            let resumedSession = driver.resuming ? driver.session : driver.restored?.session
+            let lastApplied = driver.lastSeq
+            let fromStore = driver.startedFromStore
+            driver.restored = nil
+            driver.startedFromStore = false
             driver.session = reply.session
             driver.tokenExpiresAt = reply.expiresAt
             if let snapshot = reply.snapshot {
@@ -192,9 +220,21 @@ extension RoomHost {
                 }
             }
             room.update { $0.memberId = reply.memberId; $0.seq = driver.lastSeq; $0.writable = reply.writable }
+            if let resumedSession {
+                driver.reportExtras = ["recovered": .bool(reply.recovered)]
+                if reply.recovered { driver.replayUntil = reply.seq }
+                if !reply.recovered, driver.pendingResync == nil {
+                    driver.pendingResync = (resumedSession == reply.session ? .notRecovered : .sessionExpired, lastApplied)
+                }
+            }
+            cursorChanged(driver)
             run(.loginSucceeded, on: driver)
             emit(.beingAbleToCommitChange(room: room.id, writable: reply.writable), room: room)
-            if !firstLogin, let snapshot = reply.snapshot {
+            if let gap = driver.pendingResync {
+                driver.pendingResync = nil
+                emitResync(driver, gap.reason, lastApplied: gap.lastApplied, resumedAt: reply.seq)
+            }
+            if !firstLogin || fromStore, let snapshot = reply.snapshot {
                 // Not recovered: the snapshot replaces everything; report it whole.
                 var diff = RoomStateDiff()
                 diff.globalState = snapshot.state.globalState
@@ -219,6 +259,10 @@ extension RoomHost {
                 return
             }
             if error.code == .staleFence { driver.refusedFence = error.currentFence }
+            // A stale fence refuses a fresh login as well: no second try.
+            if error.code != .staleFence, driver.restored != nil, case .logining = driver.machine.state {
+                return abandonRestoredCursor(driver, error)
+            }
             run(.loginFailed(error.code, error.message), on: driver)
         }
     }
@@ -228,6 +272,7 @@ extension RoomHost {
         let old = room.writable
         room.update { $0.writable = writable }
         if old != writable {
+            cursorChanged(driver)
             emit(.beingAbleToCommitChange(room: room.id, writable: writable), room: room)
         }
     }
@@ -239,6 +284,7 @@ extension RoomHost {
             driver.lastSeq = max(driver.lastSeq, seq)
             room.update { $0.seq = max($0.seq, seq) }
         }
+        cursorChanged(driver)
         let me = room.memberId ?? -1
         switch request {
         case .setState(let patch):

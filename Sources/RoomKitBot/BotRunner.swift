@@ -18,9 +18,9 @@ public struct BotOverrides: Sendable {
 }
 
 /// The bot host: one loop, one `RoomHost`, the manifest's plugins, the event
-/// log, the control API and the state file, started and stopped in order.
+/// log, the control API and the store, started and stopped in order.
 public final class BotRunner: @unchecked Sendable {
-    // @unchecked Sendable: `joined` has its own lock; the rest is set in
+    // @unchecked Sendable: the store has its own lock; the rest is set in
     // `start()` before any concurrent use and read-only afterwards.
 
     public let config: BotConfig
@@ -30,10 +30,9 @@ public final class BotRunner: @unchecked Sendable {
     public let events: EventLog
     let logger: Logger
     let tokens: BotTokenProvider
-    let state: BotStateFile
+    /// The room set and every session's cursor (`BotStore`).
+    public let store: BotStore
     let metrics: BotMetrics
-    /// Rooms joined at run time through the control API (the state file's content).
-    let joined = LockedValue<Set<String>>([])
     private var control: ControlAPI?
     private var manifest: PluginManifest?
 
@@ -45,7 +44,7 @@ public final class BotRunner: @unchecked Sendable {
         if let control = overrides.control { config.control = control }
         if let events = overrides.events { config.events = events }
         if let manifest = overrides.manifest { config.manifest = manifest }
-        if let stateFile = overrides.stateFile { config.stateFile = stateFile }
+        if let stateFile = overrides.stateFile { (config.stateFile, config.legacyStateFile) = BotConfig.storePaths(stateFile) }
         for room in overrides.rooms where !config.rooms.contains(room) { config.rooms.append(room) }
         var problems: [ConfigError] = []
         if (try? WebSocketURL(config.server)) == nil {
@@ -75,12 +74,20 @@ public final class BotRunner: @unchecked Sendable {
         self.config = config
         self.logger = logger
         tokens = BotTokenProvider(auth: config.auth)
-        state = BotStateFile(path: config.stateFile)
+        do {
+            store = try BotStore(path: config.stateFile, logger: logger)
+        } catch {
+            throw ConfigErrors(errors: [ConfigError(file: config.stateFile, field: "", problem: "cannot open the bot's store: \(error.message)")])
+        }
+        if let legacy = config.legacyStateFile { store.migrate(legacyStateFile: legacy) }
+        if let path = config.events, path != "-" { store.reconcile(eventLog: path) }
         events = try EventLog(destination: config.events)
+        store.follow(eventLogSize: { [events] in events.writtenSize })
         loop = try EventLoop(name: "roombot", logger: logger)
         var hostConfiguration = RoomHostConfiguration(serverURL: config.server)
         hostConfiguration.loginTimeout = config.loginTimeout
         hostConfiguration.reconnectWindow = config.reconnectWindow
+        hostConfiguration.sessionStore = store
         host = try RoomHost(loop: loop, configuration: hostConfiguration, logger: logger,
                             tokenProvider: tokens.canRenew ? tokens : nil)
         let events = self.events
@@ -90,8 +97,12 @@ public final class BotRunner: @unchecked Sendable {
             events.write("plugin", fields)
         }
         metrics = BotMetrics()
-        host.addObserver { [events, metrics] event in
-            events.write(event)
+        host.addObserver { [host, loop, store, events, metrics] event in
+            var fields = event.logFields
+            // Events that happened while the bot was away (a resume's replay) say so.
+            if host.isRaisingReplay { fields["replayed"] = true }
+            events.write(event.logName, fields)
+            store.eventLogWritten(on: loop)
             metrics.count(event)
         }
     }
@@ -114,10 +125,8 @@ public final class BotRunner: @unchecked Sendable {
             control = api
         }
         try metrics.startLagProbe(loop: loop)
-        let remembered = state.load()
-        joined.withLock { $0 = Set(remembered) }
-        var rooms = config.rooms
-        for room in remembered where !rooms.contains(room) { rooms.append(room) }
+        // Each room with a stored session resumes it (RoomHostConfiguration.sessionStore).
+        let rooms = store.rooms(configured: config.rooms)
         await withTaskGroup(of: Void.self) { group in
             for room in rooms {
                 group.addTask { [self] in
@@ -143,18 +152,15 @@ public final class BotRunner: @unchecked Sendable {
         metrics.stopLagProbe(loop: loop)
         events.close()
         try? loop.shutdown()
+        store.close()
     }
 
     /// Records a room joined (or left) through the control API.
     func remember(_ room: String, joined isJoined: Bool) {
-        let rooms = joined.withLock { set -> [String] in
-            if isJoined { set.insert(room) } else { set.remove(room) }
-            return Array(set)
-        }
         do {
-            try state.save(rooms)
+            try store.setJoined(room, isJoined)
         } catch {
-            logger.error("state file not written", metadata: ["path": "\(state.path)", "error": "\(error)"])
+            logger.error("room set not written", metadata: ["store": "\(store.path)", "error": "\(error)"])
         }
     }
 }

@@ -59,6 +59,15 @@ public final class EventLog: Sendable {
         write(event.logName, event.logFields)
     }
 
+    /// The length of a file destination after every line written so far
+    /// (nil for stdout or no log). The bot's store records it with each commit.
+    public var writtenSize: Int64? {
+        handle.withLock { file -> Int64? in
+            guard let file, file !== FileHandle.standardOutput, let offset = try? file.offset() else { return nil }
+            return Int64(offset)
+        }
+    }
+
     /// Flushes and closes a file destination.
     public func close() {
         handle.withLock { file in
@@ -103,7 +112,8 @@ public struct BotTokenProvider: TokenProvider {
     }
 }
 
-/// Rooms joined at run time through the control API, kept across restarts.
+/// The JSON state file of earlier versions (rooms joined at run time). Read
+/// once, to import it into the `BotStore`; never written any more.
 public struct BotStateFile: Sendable {
     public let path: String
 
@@ -113,11 +123,5 @@ public struct BotStateFile: Sendable {
         guard let data = FileManager.default.contents(atPath: path),
               let rooms = try? JSON.parse(Array(data))["rooms"]?.arrayValue else { return [] }
         return rooms.compactMap(\.stringValue).filter(RoomID.isValid)
-    }
-
-    /// Replaces the file atomically (write a temporary file, then rename).
-    public func save(_ rooms: [String]) throws {
-        let body = JSON.object(["rooms": .array(rooms.sorted().map(JSON.string))]).serialized(sortedKeys: true)
-        try Data(body + [10]).write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 }

@@ -40,7 +40,9 @@ extension RoomKitPlugin {
 /// Room event kinds (`enum roomkit_room_event_kind`).
 public enum RoomEventKind: Int32, Sendable, CaseIterable {
     case roomStateChanged = 1, phaseChanged, roomStateModified, writableChanged, disconnected, kicked,
-         appendFrameError, magix, userUpdate, streamUpdate, extraInfoUpdate, tokenWillExpire
+         appendFrameError, magix, userUpdate, streamUpdate, extraInfoUpdate, tokenWillExpire,
+         /// ABI 1.1: continuity broke (`reason`, `lastAppliedSeq`, `resumedAtSeq`).
+         resync
 }
 
 /// Player event kinds (`enum roomkit_player_event_kind`).

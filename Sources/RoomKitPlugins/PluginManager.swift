@@ -172,6 +172,8 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
             let spec = runtime.spec
             guard spec.hooks.contains(.room) || (isMagix && spec.hooks.contains(.magix)) else { continue }
             guard spec.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
+            // Kinds added in ABI 1.1 reach only plugins built against 1.1 or later.
+            if kind == ROOMKIT_ROOM_RESYNC && runtime.descriptor.pointee.abi_minor < 1 { continue }
             guard let call = runtime.roomEventCall(kind: Int32(kind.rawValue), room: room, payload: payload) else { continue }
             if turnBatch.isEmpty, !host.loop.execute({ [weak self] in self?.flushTurn() }) {
                 runtime.post(call)  // the loop is shutting down: no turn end to wait for
@@ -237,6 +239,7 @@ public final class PluginManager: PluginHostActions, CommonCallbacks, @unchecked
         case .streamUpdate: return ROOMKIT_ROOM_STREAM_UPDATE
         case .extraInfoUpdate: return ROOMKIT_ROOM_EXTRA_INFO_UPDATE
         case .tokenWillExpire: return ROOMKIT_ROOM_TOKEN_WILL_EXPIRE
+        case .resync: return ROOMKIT_ROOM_RESYNC
         case .throwError: return nil
         }
     }

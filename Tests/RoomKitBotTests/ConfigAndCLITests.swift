@@ -34,7 +34,8 @@ final class ConfigAndCLITests: XCTestCase {
                                    path: directory + "/bot.json")
         XCTAssertEqual(config.auth, .tokenFile(directory + "/tokens.json"))
         XCTAssertEqual(config.events, directory + "/log/events.ndjson")
-        XCTAssertEqual(config.stateFile, directory + "/bot.state.json")
+        XCTAssertEqual(config.stateFile, directory + "/bot.state.sqlite")
+        XCTAssertEqual(config.legacyStateFile, directory + "/bot.state.json", "imported once")
     }
 
     func testRun_withABadConfig_exits2WithOneLinePerProblem() throws {

@@ -64,7 +64,7 @@ final class ControlAPITests: XCTestCase {
         XCTAssertEqual(status, 200, body)
         XCTAssertEqual(try JSON.parse(body)["room"], "other")
         XCTAssertEqual(runner.host.room("extra")?.reason, .logout)
-        XCTAssertEqual(BotStateFile(path: harness.directory + "/bot.state.json").load(), ["other"])
+        XCTAssertEqual(runner.store.joinedRooms, ["other"])
 
         (status, body) = http(port, "GET", "/v1/plugins")
         XCTAssertEqual(status, 200)

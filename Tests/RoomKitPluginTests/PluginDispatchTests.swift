@@ -138,7 +138,7 @@ final class PluginDispatchTests: XCTestCase {
         let after = await harness.manager.urlInterrupter("u")
         XCTAssertEqual(after, "u+v2")
         for room in ["r1", "r2", "r3"] { XCTAssertEqual(bot.room(room)?.phase, .connected) }
-        XCTAssertFalse(events.all.contains { if case .roomStateChanged(_, .reconnecting, _) = $0 { return true }; return false })
+        XCTAssertFalse(events.all.contains { if case .roomStateChanged(_, .reconnecting, _, _) = $0 { return true }; return false })
         try await harness.close()
     }
 }

@@ -41,7 +41,7 @@ final class ChaosTests: XCTestCase {
                 case .magix(let magix):
                     ledger.seen[magix.room, default: []].append(magix.payload.int64Value ?? -1)
                     ledger.seqs[magix.room, default: []].append(magix.seq)
-                case .roomStateChanged(_, .reconnected, _):
+                case .roomStateChanged(_, .reconnected, _, _):
                     ledger.reconnected += 1
                 default: break
                 }

@@ -25,7 +25,7 @@ final class EventRecorder: @unchecked Sendable {
     /// "REASON code" strings for one room, in order.
     func reasons(_ room: String) -> [String] {
         all.compactMap {
-            if case .roomStateChanged(room, let reason, let code) = $0 { return "\(reason) \(code.rawValue)" }
+            if case .roomStateChanged(room, let reason, let code, _) = $0 { return "\(reason) \(code.rawValue)" }
             return nil
         }
     }

@@ -125,7 +125,7 @@ final class LifecycleTests: XCTestCase {
         let target = try await host.switchRoom(from: "from", to: "to", token: harness.token("a"))
         XCTAssertEqual(target.id, "to")
         let sequence = events.all.compactMap { event -> String? in
-            if case .roomStateChanged(let room, let reason, _) = event { return "\(room):\(reason)" }
+            if case .roomStateChanged(let room, let reason, _, _) = event { return "\(room):\(reason)" }
             return nil
         }
         XCTAssertEqual(sequence, ["from:LOGINING", "from:LOGINED", "from:LOGOUT", "to:LOGINING", "to:LOGINED"])

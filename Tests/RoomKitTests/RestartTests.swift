@@ -65,13 +65,13 @@ final class RestartTests: XCTestCase {
             try await group.waitForAll()
         }
         roomd.stop()  // SIGTERM: a graceful restart
-        await eventually(5) { events.count { if case .roomStateChanged(_, .reconnecting, _) = $0 { return true }; return false } == count }
+        await eventually(5) { events.count { if case .roomStateChanged(_, .reconnecting, _, _) = $0 { return true }; return false } == count }
         try roomd.start()
         await eventually(20, "all RECONNECTED") {
-            events.count { if case .roomStateChanged(_, .reconnected, _) = $0 { return true }; return false } == count
+            events.count { if case .roomStateChanged(_, .reconnected, _, _) = $0 { return true }; return false } == count
         }
         XCTAssertEqual(events.count { if case .throwError = $0 { return true }; return false }, 0)
-        XCTAssertEqual(events.count { if case .roomStateChanged(_, .reconnectFailed, _) = $0 { return true }; return false }, 0)
+        XCTAssertEqual(events.count { if case .roomStateChanged(_, .reconnectFailed, _, _) = $0 { return true }; return false }, 0)
         await host.shutdown()
         try loop.shutdown()
         roomd.stop()

@@ -127,11 +127,11 @@ final class SoakTests: XCTestCase {
                 case .magix(let magix):
                     guard let index = Int(magix.room.dropFirst(5)), let number = magix.payload.int64Value else { return }
                     ledger.received(index, number, seq: magix.seq)
-                case .roomStateChanged(_, .reconnected, _):
+                case .roomStateChanged(_, .reconnected, _, _):
                     ledger.lock.withLock { ledger.reconnected += 1 }
-                case .roomStateChanged(_, .reconnectFailed, _):
+                case .roomStateChanged(_, .reconnectFailed, _, _):
                     ledger.lock.withLock { ledger.reconnectFailed += 1 }
-                case .roomStateChanged(_, .kickOut, _):
+                case .roomStateChanged(_, .kickOut, _, _):
                     ledger.lock.withLock { ledger.kicked += 1 }
                 default: break
                 }

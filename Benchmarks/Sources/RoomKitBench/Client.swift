@@ -29,13 +29,13 @@ final class Tally: @unchecked Sendable {
             lastMagix = now
             self.magix += 1
             if recordLatency, let sent = magix.payload["t"]?.int64Value { latencies.append(now - sent) }
-        case .roomStateChanged(_, .reconnected, _):
+        case .roomStateChanged(_, .reconnected, _, _):
             let now = monotonicNanos()
             if reconnected == 0 { firstReconnected = now }
             lastReconnected = now
             reconnected += 1
             reconnectTimes.append(now)
-        case .roomStateChanged(_, .reconnecting, _):
+        case .roomStateChanged(_, .reconnecting, _, _):
             if firstLost == 0 { firstLost = monotonicNanos() }
         default:
             break

@@ -1,5 +1,5 @@
 /*
- * roomkit_plugin.h: the RoomKit plugin ABI, version 1.0.
+ * roomkit_plugin.h: the RoomKit plugin ABI, version 1.1.
  *
  * A plugin is a shared library that exports one symbol,
  *
@@ -49,7 +49,7 @@ extern "C" {
 #endif
 
 #define ROOMKIT_PLUGIN_ABI_MAJOR 1
-#define ROOMKIT_PLUGIN_ABI_MINOR 0
+#define ROOMKIT_PLUGIN_ABI_MINOR 1
 #define ROOMKIT_PLUGIN_ENTRY_SYMBOL "roomkit_plugin_entry"
 
 /** Log levels for host->log. */
@@ -75,6 +75,10 @@ enum roomkit_room_event_kind {
     ROOMKIT_ROOM_STREAM_UPDATE = 10,      /* room, type, streams */
     ROOMKIT_ROOM_EXTRA_INFO_UPDATE = 11,  /* room, key, value */
     ROOMKIT_ROOM_TOKEN_WILL_EXPIRE = 12,  /* room, remaining */
+    /* ABI 1.1 and later. Sent only to plugins whose descriptor says
+     * abi_minor >= 1; a 1.0 plugin never sees a kind it does not know. */
+    ROOMKIT_ROOM_RESYNC = 13,             /* room, reason, lastAppliedSeq, resumedAtSeq:
+                                             continuity broke; rebuild derived state */
 };
 
 /** Player event kinds for on_player_event (payload: the event-log fields). */
