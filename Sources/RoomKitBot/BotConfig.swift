@@ -49,6 +49,8 @@ public struct BotConfig: Sendable {
     public var events: String?
     public var loginTimeout: Duration
     public var reconnectWindow: Duration
+    /// Fleet mode (docs/FLEET.md): the hosts share the room set through Redis.
+    public var fleet: FleetConfig?
     /// The bot's store (SQLite, `BotStore`): the room set, every session's
     /// cursor. Default: `<config name>.state.sqlite` beside the config.
     public var stateFile: String
@@ -82,7 +84,7 @@ public struct BotConfig: Sendable {
             throw ConfigErrors(errors: [ConfigError(file: file, field: "", problem: "must be a JSON object")])
         }
         let known: Set<String> = ["server", "user", "auth", "rooms", "manifest", "control", "controlToken", "events",
-                                  "loginTimeout", "reconnectWindow", "state"]
+                                  "loginTimeout", "reconnectWindow", "state", "fleet"]
         for key in root.keys.sorted() where !known.contains(key) { fail(key, "unknown field") }
 
         let server = root["server"]?.stringValue ?? ""
@@ -179,7 +181,9 @@ public struct BotConfig: Sendable {
             if let text = value.stringValue, !text.isEmpty { (stateFile, legacyStateFile) = Self.storePaths(resolve(text)) }
             else { fail("state", "must be a path") }
         }
+        let fleet = root["fleet"].flatMap { FleetConfig.parse($0, fail: fail) }
         if !errors.isEmpty { throw ConfigErrors(errors: errors) }
+        self.fleet = fleet
         self.path = path
         self.server = server
         self.user = user

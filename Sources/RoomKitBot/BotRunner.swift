@@ -33,6 +33,8 @@ public final class BotRunner: @unchecked Sendable {
     /// The room set and every session's cursor (`BotStore`).
     public let store: BotStore
     let metrics: BotMetrics
+    /// Fleet mode's coordinator (docs/FLEET.md); nil for a standalone bot.
+    let fleet: FleetCoordinator?
     private var control: ControlAPI?
     private var manifest: PluginManifest?
 
@@ -87,7 +89,9 @@ public final class BotRunner: @unchecked Sendable {
         var hostConfiguration = RoomHostConfiguration(serverURL: config.server)
         hostConfiguration.loginTimeout = config.loginTimeout
         hostConfiguration.reconnectWindow = config.reconnectWindow
-        hostConfiguration.sessionStore = store
+        // A fleet host resumes from the cursors in Redis, not from its own file.
+        let fleetStore = config.fleet.map { _ in FleetSessionStore() }
+        hostConfiguration.sessionStore = fleetStore ?? store
         host = try RoomHost(loop: loop, configuration: hostConfiguration, logger: logger,
                             tokenProvider: tokens.canRenew ? tokens : nil)
         let events = self.events
@@ -97,6 +101,12 @@ public final class BotRunner: @unchecked Sendable {
             events.write("plugin", fields)
         }
         metrics = BotMetrics()
+        if let fleetConfig = config.fleet, let fleetStore {
+            fleet = FleetCoordinator(config: fleetConfig, loop: loop, host: host, user: config.user, tokens: tokens,
+                                     store: fleetStore, metrics: FleetMetrics(registry: metrics.registry), logger: logger)
+        } else {
+            fleet = nil
+        }
         host.addObserver { [host, loop, store, events, metrics] event in
             var fields = event.logFields
             // Events that happened while the bot was away (a resume's replay) say so.
@@ -125,6 +135,12 @@ public final class BotRunner: @unchecked Sendable {
             control = api
         }
         try metrics.startLagProbe(loop: loop)
+        if let fleet {
+            // The fleet decides which rooms this host joins (FleetCoordinator).
+            let rooms = config.rooms
+            try loop.runAndWait { try fleet.start(configRooms: rooms) }
+            return
+        }
         // Each room with a stored session resumes it (RoomHostConfiguration.sessionStore).
         let rooms = store.rooms(configured: config.rooms)
         await withTaskGroup(of: Void.self) { group in
@@ -142,7 +158,12 @@ public final class BotRunner: @unchecked Sendable {
 
     /// Graceful stop: every room reaches LOGOUT (others see the user leave at
     /// once), plugins unload, the control API closes, the event log is flushed.
+    /// A fleet host drains first: it hands its shards back (docs/FLEET.md).
     public func stop() async {
+        if let fleet {
+            await fleet.drain()
+            try? loop.runAndWait { fleet.close() }
+        }
         _ = await host.logoutRoom()
         await host.shutdown()
         plugins.unloadAll()
