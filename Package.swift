@@ -183,6 +183,10 @@ let package = Package(
             dependencies: ["RoomKitRedis", "RoomKitLoop", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "RoomKitFleetTests",
+            dependencies: ["RoomKitBot", "RoomKitRedis", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "RoomKitBotTests",
             dependencies: ["RoomKitBot", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
