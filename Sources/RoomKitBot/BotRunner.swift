@@ -102,7 +102,7 @@ public final class BotRunner: @unchecked Sendable {
         }
         metrics = BotMetrics()
         if let fleetConfig = config.fleet, let fleetStore {
-            fleet = FleetCoordinator(config: fleetConfig, loop: loop, host: host, user: config.user, tokens: tokens,
+            fleet = FleetCoordinator(config: fleetConfig, server: config.server, loop: loop, host: host, user: config.user, tokens: tokens,
                                      store: fleetStore, metrics: FleetMetrics(registry: metrics.registry), logger: logger)
         } else {
             fleet = nil

@@ -61,10 +61,15 @@ final class FleetCoordinator: @unchecked Sendable {
     var cpuSample: (wall: UInt64, cpu: Double)?
     var load = 0.0
     var random = SystemRandomNumberGenerator()
+    /// roomd's health probe (FleetCoordinator+Health): when it last answered.
+    var lastHealthy: UInt64?
+    var probeInFlight = false
+    let healthURL: HTTPURL?
 
-    init(config: FleetConfig, loop: EventLoop, host: RoomHost, user: LoginUser, tokens: BotTokenProvider,
-         store: FleetSessionStore, metrics: FleetMetrics, logger: Logger) {
+    init(config: FleetConfig, server: String, loop: EventLoop, host: RoomHost, user: LoginUser,
+         tokens: BotTokenProvider, store: FleetSessionStore, metrics: FleetMetrics, logger: Logger) {
         self.config = config
+        healthURL = Self.healthURL(server: server)
         self.loop = loop
         self.host = host
         self.user = user
@@ -140,11 +145,19 @@ final class FleetCoordinator: @unchecked Sendable {
     /// Extends the leases of every shard held (and being released),
     /// publishes this host's load, flushes the cursors. Loop thread only.
     func renew() {
+        probeRoomd()
         guard !renewInFlight, redis.isConnected else { return }
         renewInFlight = true
         let sentAt = loop.nowMilliseconds
-        let sent = held.merging(releasing) { current, _ in current }
-        var arguments = [hostID, String(ttlMs), String(format: "%.3f", load), String(active.count), draining ? "1" : "0"]
+        // Unhealthy (roomd unreachable): renew nothing, so the leases lapse.
+        let healthy = roomdHealthy
+        if !healthy, !held.isEmpty {
+            logger.warning("fleet: roomd unreachable for a lease TTL; letting the shards lapse",
+                           metadata: ["shards": "\(held.count)"])
+        }
+        let sent = healthy ? held.merging(releasing) { current, _ in current } : [:]
+        var arguments = [hostID, String(ttlMs), String(format: "%.3f", load), String(active.count),
+                         draining || !healthy ? "1" : "0"]
         for (shard, entry) in sent.sorted(by: { $0.key < $1.key }) {
             arguments += [String(shard), String(entry.fence)]
         }
@@ -214,7 +227,7 @@ final class FleetCoordinator: @unchecked Sendable {
         sampleLoad()
         guard !claimInFlight, redis.isConnected, let firstClaimAt else { return }
         let now = loop.nowMilliseconds
-        let mayClaim = !draining && now >= firstClaimAt && (held.isEmpty || load < config.loadThreshold)
+        let mayClaim = !draining && roomdHealthy && now >= firstClaimAt && (held.isEmpty || load < config.loadThreshold)
         claimInFlight = true
         let arguments = [hostID, String(ttlMs), String(config.shards), String(held.count + releasing.count),
                          String(config.shards), mayClaim ? "1" : "0"]
@@ -268,7 +281,7 @@ final class FleetCoordinator: @unchecked Sendable {
     private func rebalance() {
         guard !releaseInFlight else { return }
         let excess = draining ? held.count : held.count - (target + 1)
-        guard excess > 0 else { return }
+        guard excess > 0, roomdHealthy else { return }
         let count = min(draining ? excess : held.count - target, config.releaseBatch)
         // Give back the shards with the fewest rooms first: the cheapest hand-over.
         let chosen = held.sorted { ($0.value.rooms.count, $0.key) < ($1.value.rooms.count, $1.key) }.prefix(count)

@@ -98,7 +98,8 @@ final class FleetHarness {
     var hosts: [FleetHost] = []
 
     init(hosts count: Int, rooms: Int, ttl: Double = 2, shards: Int = 4096, drainTimeout: Double = 20,
-         configRooms: Bool = true, roomdArguments: [String] = []) throws {
+         configRooms: Bool = true, roomdArguments: [String] = [],
+         through: (_ host: Int, _ redisPort: Int, _ roomdPort: Int) -> (redis: Int, roomd: Int) = { ($1, $2) }) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.rooms = (0..<rooms).map { "room-\($0)" }
@@ -118,7 +119,13 @@ final class FleetHarness {
             ],
         ]
         for index in 0..<count {
-            hosts.append(try FleetHost(index: index, directory: directory, config: config))
+            // A host may reach Redis or roomd through a fault proxy.
+            let (redisPort, roomdPort) = through(index, redis.port, roomd.port)
+            guard case .object(var object) = config, case .object(var fleet) = object["fleet"] else { continue }
+            fleet["redis"] = .string("redis://127.0.0.1:\(redisPort)/0")
+            object["fleet"] = .object(fleet)
+            object["server"] = .string("ws://127.0.0.1:\(roomdPort)/v1/rooms")
+            hosts.append(try FleetHost(index: index, directory: directory, config: .object(object)))
         }
     }
 
