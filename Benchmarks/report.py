@@ -6,7 +6,9 @@ one process >= 100,000; idle memory per session <= 2 KiB (<= 0.2x the peer);
 room logins per second >= 20,000 (>= 5x); events/s through 3 plugins >=
 300,000 (>= 5x); p99 dispatch latency at half load <= 2 ms; recovery after a
 restart, 10k sessions, <= 5 s and >= 80% of the steady login rate; roomd
-fan-out >= 300,000 deliveries/s; plugin overhead <= 50 ns per hook call."""
+fan-out >= 300,000 deliveries/s; plugin overhead <= 50 ns per hook call;
+bot restart: >= 99% of resumes invisible when the restart takes less than
+the heartbeat timeout minus the time needed to resume."""
 
 
 def number(value, digits=0):
@@ -172,6 +174,25 @@ def plugin_rows(table, results):
               f"{number(ours['manager_swift_wall_ns'])} / {number(ours['manager_swift_cpu_ns'])}", "", "", "", "")
 
 
+def bot_restart_rows(table, results):
+    ours = results.get("botrestart", {}).get("roomkit")
+    if not ours:
+        return
+    label = f"6. Bot restart, roombot kill -9, {ours['rooms']:,} rooms"
+    table.add(label, "s from process start until every room is resumed (LOGINED)", number(ours["all_resumed_s"], 1),
+              "", "", "", "")
+    table.add(label, "s for the first start (fresh logins), for comparison", number(ours["first_start_s"], 1),
+              "", "", "", "")
+    table.add(label, "resumes answered recovered:true (resync events)",
+              f"{ours['recovered']:,} ({ours['resync']:,})", "", "", "all", verdict(ours["recovered"] >= ours["rooms"]))
+    table.add(label, f"resumes invisible to the other members (heartbeat timeout {ours['heartbeat_timeout_s']} s)",
+              f"{ours['invisible_fraction']:.1%}", "", "", ">= 99%", verdict(ours["invisible_fraction"] >= 0.99))
+    short = results["botrestart"].get("roomkit_short")
+    if short:
+        table.add(label, f"same with a heartbeat timeout shorter than the resume ({short['heartbeat_timeout_s']} s): "
+                  "invisible, recovered", f"{short['invisible_fraction']:.1%}, {short['recovered']:,}", "", "", "", "")
+
+
 def render(results, command):
     machine = results["machine"]
     table = Table()
@@ -181,6 +202,7 @@ def render(results, command):
     recovery_rows(table, results)
     fanout_rows(table, results)
     plugin_rows(table, results)
+    bot_restart_rows(table, results)
     quick = " (BENCH_QUICK smoke run: smaller sizes, not the real figures)" if results["quick"] else ""
     from notes import NOTES, METHOD
     return f"""# Benchmarks

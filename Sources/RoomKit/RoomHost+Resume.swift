@@ -89,6 +89,16 @@ extension RoomHost {
         dirtyCursors.insert(driver.room.id)
     }
 
+    /// Hands every cursor changed so far to the `SessionStore` now, in one
+    /// `save`, instead of at the end of this loop turn. For a store that
+    /// records something that must agree with the cursors (roombot records
+    /// the event log's length: every event in it must be covered). Loop
+    /// thread only; nothing happens when no cursor changed.
+    public func saveSessionCursorsNow() {
+        loop.preconditionInEventLoop()
+        flushCursors()
+    }
+
     /// Hands the turn's changed cursors to the store in one `save`.
     func flushCursors() {
         guard let store = configuration.sessionStore, !dirtyCursors.isEmpty else { return }

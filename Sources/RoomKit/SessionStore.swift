@@ -60,6 +60,7 @@ public struct SessionStoreChanges: Sendable, Hashable {
 /// most once per loop turn, carrying every cursor that changed in it, so a
 /// durable store costs one write per turn, never one per event. Everything
 /// the host raised before a `save` returned is covered by that save's seqs.
+/// Cursors are keyed by room ID: give each `RoomHost` a store of its own.
 public protocol SessionStore: AnyObject, Sendable {
     /// The stored cursor of `room`, if any. `loginRoom` asks before it logs
     /// in; a cursor for the same user is resumed instead of a fresh login.

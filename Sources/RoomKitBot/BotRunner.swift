@@ -107,12 +107,14 @@ public final class BotRunner: @unchecked Sendable {
         } else {
             fleet = nil
         }
+        let saveCursors: @Sendable () -> Void = { [host] in host.saveSessionCursorsNow() }
         host.addObserver { [host, loop, store, events, metrics] event in
             var fields = event.logFields
             // Events that happened while the bot was away (a resume's replay) say so.
             if host.isRaisingReplay { fields["replayed"] = true }
             events.write(event.logName, fields)
-            store.eventLogWritten(on: loop)
+            // The log's length is committed only with the cursors of every event in it.
+            store.eventLogWritten(on: loop, saveCursors: saveCursors)
             metrics.count(event)
         }
     }

@@ -80,6 +80,16 @@ public final class BotStore: SessionStore, @unchecked Sendable {
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
                 try database.transaction { () throws(BotStoreError) in
                     for cursor in changes.updated {
+                        // Most turns only move the seq (magix, own requests): keep the stored
+                        // snapshot rather than encode the room again. Unchanged values share
+                        // storage, so this comparison is usually an identity check.
+                        if let old = cursors[cursor.room], old.snapshot == cursor.snapshot, old.user == cursor.user {
+                            try database.run("""
+                                UPDATE cursors SET session = ?, member_id = ?, seq = ?, writable = ?, saved_at = ? WHERE room = ?
+                                """, [.text(cursor.session), .int(cursor.memberId), .int(cursor.seq),
+                                      .int(cursor.writable ? 1 : 0), .int(now), .text(cursor.room)])
+                            continue
+                        }
                         try database.run("""
                             INSERT OR REPLACE INTO cursors(room, session, member_id, seq, user, writable, snapshot, saved_at)
                             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -134,8 +144,10 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     }
 
     /// Notes that the event log was written in this loop turn: its size is
-    /// committed once at the end of the turn (if no cursor commit did). Loop thread.
-    public func eventLogWritten(on loop: EventLoop) {
+    /// committed once at the end of the turn (if no cursor commit did).
+    /// `saveCursors` runs first, so the cursors of every event in the log
+    /// are committed with (or before) its length. Loop thread.
+    public func eventLogWritten(on loop: EventLoop, saveCursors: @escaping @Sendable () -> Void) {
         let first = logCommitPending.withLock { pending -> Bool in
             defer { pending = true }
             return !pending
@@ -143,6 +155,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
         guard first else { return }
         let accepted = loop.execute { [self] in
             logCommitPending.withLock { $0 = false }
+            saveCursors()
             commitEventLog()
         }
         if !accepted { logCommitPending.withLock { $0 = false } }

@@ -35,7 +35,7 @@ struct Run: AsyncParsableCommand {
     var rooms: [String] = []
     @Option(help: "Plugin manifest (overrides the config's manifest).")
     var manifest: String?
-    @Option(help: "State file for rooms joined through the control API (default: beside the config).")
+    @Option(help: "The bot's store (SQLite: rooms joined at run time, session cursors; default <config>.state.sqlite beside the config). A .json path names the old state file: imported once, the store beside it.")
     var state: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"

@@ -9,9 +9,14 @@ import XCTest
 
 /// roombot killed with -9 and started again: its store resumes every session
 /// (PROTOCOL.md §4, §6). An observer (`Watcher`) sits in the room throughout.
+/// roomd runs as a child process with shrunk timeouts, except where a
+/// server setting has no flag (the recovery buffer's size).
 final class BotRestartTests: XCTestCase {
     private struct Setup {
+        /// The scratch directory, configs and tokens (its in-process roomd
+        /// serves only when `roomd` is nil).
         let harness: BotHarness
+        let roomd: RoomdProcess?
         let watcher: Watcher
         let room: Room
         let config: String
@@ -20,11 +25,19 @@ final class BotRestartTests: XCTestCase {
         var storePath: String { harness.directory + "/bot.state.sqlite" }
     }
 
-    private func setUp(heartbeatTimeout: Duration, configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> Setup {
-        let harness = try BotHarness(heartbeatTimeout: heartbeatTimeout) {
+    /// `roomd`: the flags of a roomd child process (`--heartbeat-timeout`,
+    /// `--session-retention`, in seconds); nil: the in-process server with `configure`.
+    private func setUp(roomd flags: [String]?, configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> Setup {
+        let harness = try BotHarness(heartbeatTimeout: .seconds(8)) {
             $0.heartbeatInterval = .milliseconds(250)
             configure(&$0)
         }
+        var roomd: RoomdProcess?
+        if let flags {
+            roomd = RoomdProcess(secret: harness.secret, arguments: ["--heartbeat-interval", "0.25"] + flags)
+            try roomd!.start()
+        }
+        let serverURL = roomd.map { "ws://127.0.0.1:\($0.port)/v1/rooms" } ?? harness.serverURL
         let probe = harness.directory + "/probe.lines"
         let library = try compilePlugin("probe", source: ProbePlugin.source(output: probe), in: harness.directory)
         let manifest = try harness.writeConfig(["manifestVersion": 1, "plugins": [[
@@ -32,10 +45,11 @@ final class BotRestartTests: XCTestCase {
         ]]], name: "plugins.json")
         var config = harness.standardConfig(rooms: ["lobby"], control: nil).objectValue!
         config["manifest"] = .string(manifest)
+        config["server"] = .string(serverURL)
         let path = try harness.writeConfig(.object(config))
-        let watcher = try Watcher(url: harness.serverURL)
+        let watcher = try Watcher(url: serverURL)
         let room = try await watcher.host.loginRoom("lobby", user: LoginUser(id: "watcher"), token: harness.token("watcher"))
-        return Setup(harness: harness, watcher: watcher, room: room, config: path, probe: probe)
+        return Setup(harness: harness, roomd: roomd, watcher: watcher, room: room, config: path, probe: probe)
     }
 
     private func startBot(_ setup: Setup) throws -> ChildProcess {
@@ -104,11 +118,12 @@ final class BotRestartTests: XCTestCase {
         bot.signal(SIGTERM)
         XCTAssertEqual(bot.finish().0, 0)
         try await setup.watcher.close()
+        setup.roomd?.stop()
         try setup.harness.close()
     }
 
     func testKill9AndRestartWithinHeartbeatTimeout_isInvisible_andTheMissedEventsArriveOnce() async throws {
-        let setup = try await setUp(heartbeatTimeout: .seconds(8))
+        let setup = try await setUp(roomd: ["--heartbeat-timeout", "8"])
         var bot = try startBot(setup)
         await eventually(10, "the bot is in") { self.botUpdates(setup.watcher).count == 1 }
         let memberId = botUpdates(setup.watcher).first?.1
@@ -128,7 +143,7 @@ final class BotRestartTests: XCTestCase {
     }
 
     func testRestartAfterHeartbeatTimeoutWithinRetention_keepsTheMemberId_deleteThenAdd_nothingLost() async throws {
-        let setup = try await setUp(heartbeatTimeout: .milliseconds(800))
+        let setup = try await setUp(roomd: ["--heartbeat-timeout", "0.8"])
         var bot = try startBot(setup)
         await eventually(10, "the bot is in") { self.botUpdates(setup.watcher).count == 1 }
         let memberId = botUpdates(setup.watcher).first?.1
@@ -148,7 +163,7 @@ final class BotRestartTests: XCTestCase {
     }
 
     func testRestartPastRetention_logsInFresh_andLogsResyncWithItsSeqs() async throws {
-        let setup = try await setUp(heartbeatTimeout: .milliseconds(400)) { $0.sessionRetention = .milliseconds(900) }
+        let setup = try await setUp(roomd: ["--heartbeat-timeout", "0.4", "--session-retention", "0.9"])
         var bot = try startBot(setup)
         await eventually(10, "the bot is in") { self.botUpdates(setup.watcher).count == 1 }
         await eventually(5) { (try? BotStore(path: setup.storePath, logger: .init(label: "t")))?.cursor(room: "lobby") != nil }
@@ -174,7 +189,8 @@ final class BotRestartTests: XCTestCase {
     }
 
     func testRestartWithEventsEvicted_keepsTheSession_andLogsResyncNotRecovered() async throws {
-        let setup = try await setUp(heartbeatTimeout: .seconds(8)) {
+        // roomd has no flag for its recovery buffer: the in-process server.
+        let setup = try await setUp(roomd: nil) {
             $0.recoveryEvents = 2
             $0.recoveryWindow = .milliseconds(1)
         }
@@ -216,7 +232,7 @@ extension BotRestartTests {
     }
 
     func testKill9TwentyTimesUnderAStreamOfEvents_everyAcknowledgedEventIsLoggedExactlyOnce_andTheStoreIsSound() async throws {
-        let setup = try await setUp(heartbeatTimeout: .seconds(60))
+        let setup = try await setUp(roomd: ["--heartbeat-timeout", "60"])
         var bot = try startBot(setup)
         await eventually(10, "the bot is in") { self.botUpdates(setup.watcher).count == 1 }
         await eventually(5) { (try? BotStore(path: setup.storePath, logger: .init(label: "t")))?.cursor(room: "lobby") != nil }
@@ -260,6 +276,7 @@ extension BotRestartTests {
         XCTAssertEqual(store.integrityCheck(), "ok")
         XCTAssertNil(store.cursor(room: "lobby"), "a graceful stop logs out and forgets the session")
         try await setup.watcher.close()
+        setup.roomd?.stop()
         try setup.harness.close()
     }
 }

@@ -94,7 +94,9 @@ final class SessionStoreTests: XCTestCase {
         _ = try await bot.loginRoom("burst", user: harness.user("bot"), token: harness.token("bot"))
         await eventually(3) { store.cursor(room: "burst") != nil }
         let savesBefore = store.saveCount
-        _ = botLoop.execute { Thread.sleep(forTimeInterval: 0.5) }
+        // Hold the bot's loop until every event is acknowledged, so the pushes wait in its socket together.
+        let held = DispatchSemaphore(value: 0)
+        _ = botLoop.execute { held.wait() }
         let count = 300
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<count {
@@ -102,6 +104,8 @@ final class SessionStoreTests: XCTestCase {
             }
             try await group.waitForAll()
         }
+        try await Task.sleep(for: .milliseconds(100))
+        held.signal()
         await eventually(5) { self.magix(events).count == count }
         let lastSeq = try XCTUnwrap(magix(events).map(\.seq).max())
         await eventually(3) { store.cursor(room: "burst")?.seq == lastSeq }
@@ -132,8 +136,21 @@ final class SessionStoreTests: XCTestCase {
 
         let events = EventRecorder()
         let second = try harness.host(viaProxy: false, recorder: events) { $0.sessionStore = store }
-        let after = try await second.loginRoom("lobby", user: harness.user("bot"), token: harness.token("bot"))
+        let hostDelegate = GapDelegate(), roomDelegate = GapDelegate()
+        second.delegate = hostDelegate
+        let stream = second.events()
+        let after = try await second.loginRoom("lobby", user: harness.user("bot"), token: harness.token("bot"),
+                                               delegate: roomDelegate)
         XCTAssertNotEqual(after.content.memberId, oldMember, "a new session")
+        await eventually(3) { hostDelegate.resyncs.count == 1 && roomDelegate.resyncs.count == 1 }
+        XCTAssertEqual(hostDelegate.resyncs, resyncs(events), "the host delegate hears it")
+        XCTAssertEqual(roomDelegate.resyncs, resyncs(events), "the room delegate hears it")
+        XCTAssertEqual(hostDelegate.logined, [["recovered": false]], "extendedData reaches onRoomStateChanged")
+        var streamed: [ResyncEvent] = []
+        for await event in stream {
+            if case .resync(let gap) = event { streamed.append(gap); break }
+        }
+        XCTAssertEqual(streamed, resyncs(events), "the AsyncSequence carries it")
         XCTAssertEqual(extendedData(events, .logined), [["recovered": false]])
         let resync = resyncs(events)
         XCTAssertEqual(resync.count, 1)
@@ -191,5 +208,46 @@ final class SessionStoreTests: XCTestCase {
         await eventually(5, "RECONNECT_FAILED") { !self.resyncs(events).isEmpty }
         XCTAssertEqual(resyncs(events), [ResyncEvent(room: "lobby", reason: .reconnectFailed, lastAppliedSeq: applied, resumedAtSeq: nil)])
         try await harness.close()
+    }
+
+    func testStoredSessionKickedMeanwhile_isRefused_thenTheHostLogsInFresh_andRaisesResyncResumeRefused() async throws {
+        var timing = EngineHarness.Timing()
+        timing.heartbeatTimeout = .seconds(5)
+        let harness = try EngineHarness(timing: timing)
+        let store = InMemorySessionStore()
+        let first = try harness.host(viaProxy: true) { $0.sessionStore = store }
+        _ = try await first.loginRoom("lobby", user: harness.user("bot"), token: harness.token("bot"))
+        await eventually(3) { store.cursor(room: "lobby") != nil }
+        let stored = try XCTUnwrap(store.cursor(room: "lobby"))
+        harness.proxy.stop()
+        // Another instance of the same user logs in fresh: the detached stored session is kicked (newest wins).
+        let other = try harness.host(viaProxy: false)
+        _ = try await other.loginRoom("lobby", user: harness.user("bot"), token: harness.token("bot"))
+
+        let events = EventRecorder()
+        let second = try harness.host(viaProxy: false, recorder: events) { $0.sessionStore = store }
+        let room = try await second.loginRoom("lobby", user: harness.user("bot"), token: harness.token("bot"))
+        XCTAssertEqual(events.reasons("lobby"), ["LOGINING 0", "LOGINED 0"],
+                       "the refusal is not a LOGIN_FAILED: the host logs in fresh")
+        XCTAssertNotEqual(room.content.memberId, stored.memberId)
+        XCTAssertEqual(resyncs(events), [ResyncEvent(room: "lobby", reason: .resumeRefused, lastAppliedSeq: stored.seq,
+                                                     resumedAtSeq: room.content.seq)])
+        await eventually(3) { store.cursor(room: "lobby")?.memberId == room.content.memberId }
+        try await harness.close()
+    }
+}
+
+/// Counts what the delegates hear of continuity.
+private final class GapDelegate: RoomDelegate, RoomHostDelegate, @unchecked Sendable {
+    // @unchecked Sendable: guarded by lock.
+    private let lock = NSLock()
+    private var gaps: [ResyncEvent] = []
+    private var loginData: [[String: JSON]] = []
+    var resyncs: [ResyncEvent] { lock.withLock { gaps } }
+    var logined: [[String: JSON]] { lock.withLock { loginData } }
+    func fireResync(_ room: Room, event: ResyncEvent) { lock.withLock { gaps.append(event) } }
+    func onRoomResync(_ event: ResyncEvent) { lock.withLock { gaps.append(event) } }
+    func onRoomStateChanged(reason: RoomReason, errorCode: ErrorCode, extendedData: [String: JSON], roomID: String) {
+        if reason == .logined { lock.withLock { loginData.append(extendedData) } }
     }
 }
