@@ -47,13 +47,15 @@ extension FleetCoordinator {
 
     private func loggedIn(_ room: String, fence: Int64, resumed: Bool) {
         let shard = fleetShard(of: room, shards: config.shards)
-        guard active[room] == fence, held[shard] != nil else {
-            // The shard was lost (or released) while the login ran.
-            if active[room] == fence { active.removeValue(forKey: room) }
-            Task { [host] in try? await host.logoutRoom(room) }
+        if active[room] == fence, held[shard]?.rooms.contains(room) == true {
+            if resumed { metrics.handOverResumes.increment() }
             return
         }
-        if resumed { metrics.handOverResumes.increment() }
+        // The shard was lost or released (or the room removed) while the
+        // login ran: leave at once, unless a newer login of the room runs.
+        guard active[room] == nil || active[room] == fence else { return }
+        active.removeValue(forKey: room)
+        Task { [host] in try? await host.logoutRoom(room) }
     }
 
     private func loginFailed(_ room: String, fence: Int64, _ error: RoomError) {

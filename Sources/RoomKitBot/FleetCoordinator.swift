@@ -323,7 +323,11 @@ final class FleetCoordinator: @unchecked Sendable {
     /// Process CPU time over wall time since the last sample (one core = 1).
     private func sampleLoad() {
         var usage = rusage()
+        #if os(Linux)
         getrusage(RUSAGE_SELF.rawValue, &usage)
+        #else
+        getrusage(RUSAGE_SELF, &usage)
+        #endif
         let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
         let wall = loop.nowMilliseconds

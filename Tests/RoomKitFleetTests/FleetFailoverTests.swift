@@ -109,7 +109,7 @@ final class FleetFailoverTests: XCTestCase {
         let successors = picture.mapValues { $0[0] }
         let wokeAt = Int64(Date().timeIntervalSince1970 * 1000)
         paused.signal(SIGCONT)
-        usleep(UInt32(3 * fleet.ttl * 1_000_000))
+        usleep(UInt32(2 * fleet.ttl * 1_000_000))
         let (settled, after) = fleet.waitExactlyOnce(timeout: 30)
         XCTAssertNotNil(settled, "after SIGCONT: \(fleet.problems(after))")
         // A steal: the woken host (re)attached a room before that room's
@@ -148,7 +148,7 @@ final class FleetFailoverTests: XCTestCase {
         usleep(300_000)
         try fleet.redis.start()
         var doubled = 0
-        let watchUntil = Date().addingTimeInterval(3 * fleet.ttl)
+        let watchUntil = Date().addingTimeInterval(2 * fleet.ttl)
         while Date() < watchUntil {
             doubled = max(doubled, fleet.holders().filter { $0.value.count > 1 }.count)
             usleep(100_000)
