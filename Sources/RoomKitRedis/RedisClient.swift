@@ -13,6 +13,9 @@ import Logging
 /// (replies are matched by order, so a late reply could not be trusted);
 /// every other pending command then fails with `.disconnected`, and the
 /// client reconnects after `reconnectDelay`.
+///
+/// Keep the client alive until `close()` (or the loop's shutdown, which
+/// closes it): hiredis holds an unretained pointer to it.
 public final class RedisClient: @unchecked Sendable {
     // @unchecked Sendable: every mutable field is touched on the loop thread
     // only (asserted); Sendable so loop tasks can capture it.
