@@ -45,6 +45,10 @@ final class FleetFailoverTests: XCTestCase {
         for share in shares { XCTAssertLessThanOrEqual(abs(share - mean), 0.2 * mean, "shards per host \(shares)") }
         let (seconds, picture) = fleet.waitExactlyOnce(timeout: 10)
         XCTAssertNotNil(seconds, fleet.problems(picture))
+        // Rooms follow the shards: with 500 rooms each host's share is within ±20 % too.
+        let rooms = fleet.roomsPerHost(picture).values.map(Double.init)
+        XCTAssertEqual(rooms.count, 5)
+        for count in rooms { XCTAssertLessThanOrEqual(abs(count - 100), 20, "rooms per host \(rooms)") }
         let status = try XCTUnwrap(fleet.hosts[0].fleet())
         XCTAssertEqual(status["rooms"]?.int64Value, 500)
         XCTAssertEqual(status["unhomed"]?.int64Value, 0)
