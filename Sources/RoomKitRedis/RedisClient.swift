@@ -28,10 +28,13 @@ public final class RedisClient: @unchecked Sendable {
         public var connectTimeout: Duration = .seconds(2)
         /// Wait between a lost connection and the next attempt.
         public var reconnectDelay: Duration = .milliseconds(250)
+        /// The defaults above.
         public init() {}
     }
 
+    /// Where the server is.
     public let endpoint: RedisEndpoint
+    /// The deadlines in use.
     public let configuration: Configuration
     private let loop: EventLoop
     private let logger: Logger

@@ -7,10 +7,13 @@ import RoomKitLoop
 /// Loop thread only (the cached SHA is not locked).
 public final class RedisScript: @unchecked Sendable {
     // @unchecked Sendable: `sha` is read and written on the loop thread only.
+    /// A name for logs and errors.
     public let name: String
+    /// The Lua source.
     public let source: String
     private var sha: String?
 
+    /// Creates a script; nothing is sent until its first `evaluate`.
     public init(name: String, source: String) {
         self.name = name
         self.source = source

@@ -8,7 +8,9 @@ public enum RedisValue: Sendable, Hashable, CustomStringConvertible {
     case bulk([UInt8])
     /// A status reply such as `OK`.
     case status(String)
+    /// An integer reply.
     case integer(Int64)
+    /// An array reply (nested replies keep their types).
     case array([RedisValue])
     /// The nil bulk or nil array.
     case null
@@ -40,6 +42,7 @@ public enum RedisValue: Sendable, Hashable, CustomStringConvertible {
         return []
     }
 
+    /// A short text form for logs: `"text"`, `+OK`, `:1`, `[...]`, `nil`, `-ERR ...`.
     public var description: String {
         switch self {
         case .bulk: return "\"\(string ?? "")\""
@@ -87,6 +90,7 @@ public enum RedisValue: Sendable, Hashable, CustomStringConvertible {
 
 /// Why a Redis command did not get a reply.
 public struct RedisError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let raw: String
         /// Not connected, or the connection was lost before the reply.
@@ -100,23 +104,31 @@ public struct RedisError: Error, Hashable, Sendable, CustomStringConvertible {
         public var description: String { raw }
     }
 
+    /// The failure's kind.
     public let code: Code
+    /// What happened, naming the server.
     public let message: String
 
+    /// Creates an error.
     public init(code: Code, message: String) {
         self.code = code
         self.message = message
     }
 
+    /// "redis timedOut: no reply from redis://…".
     public var description: String { "redis \(code): \(message)" }
 }
 
 /// Where a Redis server is: parsed from `redis://HOST[:PORT][/DB]`.
 public struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
+    /// Host name or address.
     public var host: String
+    /// TCP port (default 6379).
     public var port: Int
+    /// Database number selected after connecting (default 0).
     public var database: Int
 
+    /// Creates an endpoint.
     public init(host: String, port: Int = 6379, database: Int = 0) {
         self.host = host
         self.port = port
@@ -146,5 +158,6 @@ public struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
         self.init(host: String(rest), port: port, database: database)
     }
 
+    /// The URL form, `redis://host:port/db`.
     public var description: String { "redis://\(host):\(port)/\(database)" }
 }
