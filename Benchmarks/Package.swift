@@ -35,6 +35,7 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "RoomKit", package: "RoomKit"),
+                .product(name: "RoomKitBot", package: "RoomKit"),
                 .product(name: "RoomKitPlugins", package: "RoomKit"),
                 .product(name: "RoomKitLoop", package: "RoomKit"),
                 .product(name: "RoomKitProtocol", package: "RoomKit"),

@@ -82,11 +82,12 @@ extension RoomHost {
     /// Records that `driver`'s cursor changed; the store hears of it once,
     /// at the end of this loop turn. Loop thread only.
     func cursorChanged(_ driver: SessionDriver) {
-        guard configuration.sessionStore != nil else { return }
+        guard !driver.cursorDirty, configuration.sessionStore != nil else { return }
         if dirtyCursors.isEmpty {
             if !loop.execute({ [self] in flushCursors() }) { return }
         }
-        dirtyCursors.insert(driver.room.id)
+        driver.cursorDirty = true
+        dirtyCursors.append(driver)
     }
 
     /// Hands every cursor changed so far to the `SessionStore` now, in one
@@ -103,8 +104,10 @@ extension RoomHost {
     func flushCursors() {
         guard let store = configuration.sessionStore, !dirtyCursors.isEmpty else { return }
         var changes = SessionStoreChanges()
-        for id in dirtyCursors.sorted() {
-            guard let driver = drivers[id], let session = driver.session, driver.machine.isLoggedIn else {
+        for driver in dirtyCursors {
+            driver.cursorDirty = false
+            let id = driver.room.id
+            guard let session = driver.session, driver.machine.isLoggedIn else {
                 changes.removed.append(id)
                 continue
             }

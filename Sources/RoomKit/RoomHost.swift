@@ -81,8 +81,8 @@ public final class RoomHost: @unchecked Sendable {
     var deadlines = DeadlineQueue<String>()
     var ticker: LoopTimer?
     var observers: [(RoomEvent) -> Void] = []
-    /// Rooms whose session cursor changed this loop turn (see `flushCursors`).
-    var dirtyCursors: Set<String> = []
+    /// Sessions whose cursor changed this loop turn (see `flushCursors`).
+    var dirtyCursors: [SessionDriver] = []
     /// Whether the push being applied belongs to a resume's replay.
     var applyingReplay = false
     var isShutDown = false

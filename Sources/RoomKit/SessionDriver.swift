@@ -32,6 +32,8 @@ final class SessionDriver {
     var pendingResync: (reason: ResyncReason, lastApplied: Int64)?
     /// Pushes with a seq up to this one are a resume's replay.
     var replayUntil: Int64 = 0
+    /// Whether the cursor changed since the store last heard (it is in `dirtyCursors`).
+    var cursorDirty = false
     /// Extended data for the next LOGINED / RECONNECTED report.
     var reportExtras: [String: JSON] = [:]
 

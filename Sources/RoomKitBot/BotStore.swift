@@ -13,7 +13,8 @@ import Synchronization
 ///
 /// Durability: every change is one transaction (`synchronous=NORMAL` in WAL
 /// mode), so `kill -9` at any moment leaves the last committed state; power
-/// loss may lose the last transactions, never the file. Safe to copy while
+/// loss may lose the last transactions, never the file. Checkpoints run on a
+/// thread of their own (`BotStoreCheckpointer`), never inside a commit. Safe to copy while
 /// the bot is stopped; delete it (and its `-wal`/`-shm`) to reset the bot.
 ///
 /// Thread safety: every call takes the store's lock; the engine calls
@@ -32,6 +33,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     private var committedLogSize: Int64?
     /// Whether an end-of-turn commit of the event log's size is queued.
     private let logCommitPending = LockedValue(false)
+    private let checkpointer: BotStoreCheckpointer
 
     /// Opens (creating if needed) the store at `path`.
     public init(path: String, logger: Logger) throws(BotStoreError) {
@@ -41,6 +43,8 @@ public final class BotStore: SessionStore, @unchecked Sendable {
         try database.execute("""
             PRAGMA journal_mode=WAL;
             PRAGMA synchronous=NORMAL;
+            PRAGMA wal_autocheckpoint=0;
+            PRAGMA journal_size_limit=4194304;
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS rooms(room TEXT PRIMARY KEY, origin TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS cursors(
@@ -63,6 +67,12 @@ public final class BotStore: SessionStore, @unchecked Sendable {
                 writable: row.int(5) != 0, snapshot: snapshot)
         }
         cursors = loaded
+        checkpointer = try BotStoreCheckpointer(path: path, interval: 1)
+        checkpointer.start()
+    }
+
+    deinit {
+        checkpointer.stop()
     }
 
     // MARK: SessionStore (loop thread)
@@ -244,8 +254,9 @@ public final class BotStore: SessionStore, @unchecked Sendable {
         }
     }
 
-    /// Closes the file (the bot is stopping).
+    /// Closes the file (the bot is stopping). Idempotent.
     public func close() {
+        checkpointer.stop()
         lock.withLock { database.close() }
     }
 }

@@ -138,6 +138,8 @@ final class BotRestartTests: XCTestCase {
         XCTAssertEqual(logined.last?["extendedData"]?["recovered"], true)
         XCTAssertEqual(log(setup).filter { $0["event"] == "resync" }.count, 0)
         XCTAssertEqual(botUpdates(setup.watcher).map(\.0), [.add], "the observer saw no userUpdate from the restart")
+        let allUpdates = setup.watcher.events.all.filter { if case .userUpdate = $0 { return true }; return false }
+        XCTAssertEqual(allUpdates.count, 1, "no userUpdate of any kind but the bot's first arrival")
         XCTAssertEqual(setup.room.roomMembers.first { $0.userId == "bot-1" }?.memberId, memberId)
         try await close(setup, bot)
     }

@@ -91,7 +91,7 @@ final class SessionStoreTests: XCTestCase {
         configuration.sessionStore = store
         let bot = try RoomHost(loop: botLoop, configuration: configuration)
         bot.addObserver { events.record($0) }
-        _ = try await bot.loginRoom("burst", user: harness.user("bot"), token: harness.token("bot"))
+        let botRoom = try await bot.loginRoom("burst", user: harness.user("bot"), token: harness.token("bot"))
         await eventually(3) { store.cursor(room: "burst") != nil }
         let savesBefore = store.saveCount
         // Hold the bot's loop until every event is acknowledged, so the pushes wait in its socket together.
@@ -108,7 +108,12 @@ final class SessionStoreTests: XCTestCase {
         held.signal()
         await eventually(5) { self.magix(events).count == count }
         let lastSeq = try XCTUnwrap(magix(events).map(\.seq).max())
-        await eventually(3) { store.cursor(room: "burst")?.seq == lastSeq }
+        await eventually(3, "the store holds the newest seq") {
+            let stored = store.cursor(room: "burst")?.seq ?? 0
+            return stored >= lastSeq && stored == botRoom.content.seq
+        }
+        XCTAssertEqual(magix(events).count, count, "each event raised once")
+        XCTAssertEqual(Set(magix(events).map(\.seq)).count, count)
         let saves = store.saveCount - savesBefore
         XCTAssertGreaterThan(saves, 0)
         XCTAssertLessThan(saves, count / 2, "one save per loop turn carrying every changed cursor, not one per event")
