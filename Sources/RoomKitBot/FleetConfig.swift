@@ -22,6 +22,7 @@ public struct FleetConfig: Sendable, Hashable {
     /// Shards a host releases per round when rebalancing or draining.
     public var releaseBatch: Int = 256
 
+    /// A fleet on `redis` named `name`, with the defaults above.
     public init(redis: RedisEndpoint, name: String) {
         self.redis = redis
         self.name = name
