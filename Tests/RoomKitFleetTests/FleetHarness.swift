@@ -181,6 +181,8 @@ final class FleetHarness {
 
     func close() {
         for host in hosts { host.kill9() }
+        roomd.kill9()
+        redis.kill9()
         if ProcessInfo.processInfo.environment["KEEP_FLEET_DATA"] == nil {
             try? FileManager.default.removeItem(atPath: directory)
         } else {

@@ -29,6 +29,11 @@ final class FleetScriptTests: XCTestCase {
 
     override func tearDownWithError() throws {
         try loop.shutdown()
+        loop = nil
+        client = nil
+        // XCTest keeps test case objects until the process ends: stop it now.
+        redis.kill9()
+        redis = nil
     }
 
     private func run(_ source: FleetScriptSource, keys: [String], _ arguments: [String]) throws -> RedisValue {

@@ -32,6 +32,7 @@ final class RedisClientTests: XCTestCase {
         try loop.shutdown()  // throws when a handle (the adapter's poll) leaked
         loop = nil
         client = nil
+        redis.kill9()
         redis = nil
     }
 
