@@ -1,4 +1,5 @@
 import Foundation
+@testable import RoomKitBot
 import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
@@ -143,6 +144,21 @@ final class FleetFailoverTests: XCTestCase {
         XCTAssertEqual(stolen, [], "rooms the woken host took back from their successors")
         XCTAssertEqual(kicked, 0, "successors kicked out of rooms after the wake")
         XCTAssertGreaterThan(paused.metric("roombot_fleet_losses_total"), 0, "the paused host knew it lost its leases")
+
+        // The backstop behind the local rule: a login with the fence before
+        // the owner's is refused by roomd, names the owner's fence, kicks nobody.
+        let room = fleet.rooms[0]
+        let holder = try XCTUnwrap(after[room]?.first)
+        let shard = fleetShard(of: room, shards: 4096)
+        let owner = fleet.redis.cli(["HGET", "roomkit:{test}:owner", String(shard)])
+        let fence = try XCTUnwrap(Int64(owner.split(separator: "|").last?.filter(\.isNumber) ?? ""))
+        let stale = try Observer(url: "ws://127.0.0.1:\(fleet.roomd.port)/v1/rooms", secret: FleetHarness.secret)
+        defer { stale.close() }
+        let refusal = stale.login(room, as: "fleetbot", fence: fence - 1)
+        XCTAssertEqual(refusal?.code, .staleFence)
+        XCTAssertEqual(refusal?.currentFence, fence)
+        usleep(300_000)
+        XCTAssertEqual(fleet.holders()[room], [holder], "the owner kept the room")
     }
 
     func testRedisKill9AndRestart_stealsNoRoomAndLosesNoLease() throws {
@@ -231,6 +247,23 @@ final class Observer: @unchecked Sendable {
     }
 
     func botUpdates() -> Int { updates.withLock { $0 } }
+
+    /// Logs in to `room` as `user` with `fence`; returns the refusal, if any.
+    func login(_ room: String, as user: String, fence: Int64) -> RoomError? {
+        let now = Int64(Date().timeIntervalSince1970)
+        let token = TokenSigner(secret: secret).sign(TokenClaims(sub: user, room: "*", role: .writer,
+                                                                 exp: now + 3600, iat: now))
+        let outcome = LockedValue<RoomError?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task { [host] in
+            do { try await host.loginRoom(room, user: LoginUser(id: user), token: token, fence: fence) } catch {
+                outcome.withLock { $0 = error as? RoomError }
+            }
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + 10)
+        return outcome.withLock { $0 }
+    }
 
     /// Sends `{"n": k}` to each room in turn, every 20 ms, until stopped.
     func startSending(_ rooms: [String]) {
