@@ -107,7 +107,7 @@ extension FleetCoordinator {
         }
         let timeout = Double(RedisClient.milliseconds(config.drainTimeout)) / 1000
         while Date().timeIntervalSince(started) < timeout {
-            let done = (try? await loop.submit { [self] in held.isEmpty && releasing.isEmpty && !releaseInFlight }) ?? true
+            let done = (try? await loop.submit { [self] in held.isEmpty && releasing.isEmpty && !releaseInFlight && handingOver.isEmpty }) ?? true
             if done { break }
             try? await Task.sleep(for: .milliseconds(50))
         }

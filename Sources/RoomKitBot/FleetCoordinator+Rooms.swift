@@ -166,9 +166,9 @@ extension FleetCoordinator {
 
     /// Writes the cursors that changed since the last tick, in one script,
     /// fenced: only for shards this host still holds with that fence.
-    func flushCursors() {
+    func flushCursors(then done: (() -> Void)? = nil) {
         let dirty = store.takeDirty()
-        guard !dirty.isEmpty else { return }
+        guard !dirty.isEmpty else { done?(); return }
         var cursorKeys = [keys.owner]
         var arguments = [hostID]
         for (room, cursor) in dirty.sorted(by: { $0.key < $1.key }) {
@@ -181,11 +181,12 @@ extension FleetCoordinator {
                 arguments += [String(shard), String(fence), "del", "", "", "", "", "", ""]
             }
         }
-        guard cursorKeys.count > 1 else { return }
+        guard cursorKeys.count > 1 else { done?(); return }
         redis.evaluate(scripts.cursors, keys: cursorKeys, arguments: arguments) { [logger] result in
             if case .failure(let error) = result {
                 logger.warning("fleet cursors not written", metadata: ["error": "\(error)"])
             }
+            done?()
         }
     }
 }

@@ -54,6 +54,10 @@ final class FleetCoordinator: @unchecked Sendable {
     var renewInFlight = false
     var claimInFlight = false
     var releaseInFlight = false
+    /// Rooms a draining host handed over without logging out: room → the
+    /// "host|fence" of its cursor; logged out once the next owner's cursor
+    /// replaces it (FleetCoordinator+Drain).
+    var handingOver: [String: String] = [:]
     /// The first claim waits one claim interval after the first renew, so
     /// hosts started together see each other before they take shards.
     var firstClaimAt: UInt64?
@@ -279,6 +283,7 @@ final class FleetCoordinator: @unchecked Sendable {
     /// Releases shards above target + 1 (or, when draining, every shard) at
     /// `releaseBatch` per round: log out of their rooms, then release.
     private func rebalance() {
+        if draining { return handOverBatch() }
         guard !releaseInFlight else { return }
         let excess = draining ? held.count : held.count - (target + 1)
         guard excess > 0, roomdHealthy else { return }
@@ -308,7 +313,7 @@ final class FleetCoordinator: @unchecked Sendable {
                 // From now on no renew may carry these shards: a renew after
                 // the release would see no owner and re-assert them.
                 for (shard, _) in shards { releasing.removeValue(forKey: shard) }
-                var arguments = [hostID]
+                var arguments = [hostID, "0"]
                 for (shard, fence) in shards { arguments += [String(shard), String(fence)] }
                 redis.evaluate(scripts.release, keys: [keys.lease, keys.owner], arguments: arguments) { [self] result in
                     releaseInFlight = false
@@ -348,6 +353,7 @@ struct FleetScriptSet: @unchecked Sendable {
     let rooms = FleetScripts.rooms.script
     let status = FleetScripts.status.script
     let refence = FleetScripts.refence.script
+    let owners = FleetScripts.owners.script
 }
 
 extension RedisClient {

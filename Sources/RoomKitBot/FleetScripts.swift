@@ -143,21 +143,24 @@ enum FleetScripts {
         return {now, target, live, claimed, rooms}
         """)
 
-    /// Release. KEYS: lease, owner. ARGV: host, then shard, fence pairs.
-    /// Gives up shards this host still owns (the lease becomes expired at
-    /// once) and deletes their rooms' cursors (their sessions were logged
-    /// out). Returns the number released.
+    /// Release. KEYS: lease, owner. ARGV: host, keep (0/1), then shard,
+    /// fence pairs. Gives up shards this host still owns (the lease becomes
+    /// expired at once). Unless `keep`, deletes their rooms' cursors (their
+    /// sessions were logged out); a drain keeps them for the next owner to
+    /// resume. Returns the number released.
     static let release = FleetScriptSource(name: "release", source: """
-        local host = ARGV[1]
+        local host, keep = ARGV[1], ARGV[2] == '1'
         local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #'lease')
         local released = 0
-        for i = 2, #ARGV, 2 do
+        for i = 3, #ARGV, 2 do
           local shard, fence = ARGV[i], ARGV[i + 1]
           if redis.call('HGET', KEYS[2], shard) == host .. '|' .. fence then
             redis.call('HDEL', KEYS[2], shard)
             redis.call('ZADD', KEYS[1], 0, shard)
-            for _, room in ipairs(redis.call('SMEMBERS', prefix .. 'rooms:' .. shard)) do
-              redis.call('DEL', prefix .. 'cursor:' .. room)
+            if not keep then
+              for _, room in ipairs(redis.call('SMEMBERS', prefix .. 'rooms:' .. shard)) do
+                redis.call('DEL', prefix .. 'cursor:' .. room)
+              end
             end
             released = released + 1
           end
@@ -169,7 +172,8 @@ enum FleetScripts {
     /// ARGV: host, then per room: shard, fence, op (set/del), session,
     /// memberId, seq, user, writable, snapshot. Writes only for shards this
     /// host still owns with that fence, so a stale host never overwrites its
-    /// successor's cursor. Returns the number written.
+    /// successor's cursor; each cursor records its writer as `owner`
+    /// ("host|fence"). Returns the number written.
     static let cursors = FleetScriptSource(name: "cursors", source: """
         local host = ARGV[1]
         local written = 0
@@ -180,7 +184,8 @@ enum FleetScripts {
               redis.call('DEL', KEYS[i])
             else
               redis.call('HSET', KEYS[i], 'session', ARGV[b + 3], 'memberId', ARGV[b + 4], 'seq', ARGV[b + 5],
-                         'user', ARGV[b + 6], 'writable', ARGV[b + 7], 'snapshot', ARGV[b + 8])
+                         'user', ARGV[b + 6], 'writable', ARGV[b + 7], 'snapshot', ARGV[b + 8],
+                         'owner', host .. '|' .. ARGV[b + 1])
             end
             written = written + 1
           end
@@ -229,6 +234,15 @@ enum FleetScripts {
           end
         end
         return {now, hosts, rooms, unhomed}
+        """)
+
+    /// Owners. KEYS: cursor:<room> per room. Returns each cursor's `owner`
+    /// (nil when there is none): a draining host sees which of the rooms it
+    /// handed over the next owner has taken.
+    static let owners = FleetScriptSource(name: "owners", source: """
+        local owners = {}
+        for i = 1, #KEYS do owners[i] = redis.call('HGET', KEYS[i], 'owner') or '' end
+        return owners
         """)
 
     /// Bump the fence counter past `ARGV[1]` (roomd's current fence after a

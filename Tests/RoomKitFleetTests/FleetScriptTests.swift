@@ -105,8 +105,8 @@ final class FleetScriptTests: XCTestCase {
         // A release gives the shard up at once (expired lease, no owner); the
         // coordinator drops it from its renews when it sends the release.
         let released = taken[1]
-        XCTAssertEqual(try run(FleetScripts.release, keys: [keys.lease, keys.owner], ["a", String(released.0), String(released.1)]),
-                       .integer(1))
+        XCTAssertEqual(try run(FleetScripts.release, keys: [keys.lease, keys.owner],
+                               ["a", "0", String(released.0), String(released.1)]), .integer(1))
         XCTAssertEqual(redis.cli(["HEXISTS", keys.owner, String(released.0)]).filter(\.isNumber), "0")
         XCTAssertEqual(redis.cli(["ZSCORE", keys.lease, String(released.0)]).filter(\.isNumber), "0")
         _ = try renew("a", Array(taken.dropFirst(2)))
@@ -122,6 +122,15 @@ final class FleetScriptTests: XCTestCase {
         XCTAssertEqual(written, .integer(1), "the stale fence 6 wrote nothing")
         XCTAssertEqual(redis.cli(["HGET", keys.cursor("r1"), "seq"]).filter(\.isNumber), "17")
         XCTAssertEqual(redis.cli(["EXISTS", keys.cursor("r2")]).filter(\.isNumber), "0")
+        XCTAssertEqual(try run(FleetScripts.owners, keys: [keys.cursor("r1"), keys.cursor("r2")], []).array.map(\.string),
+                       ["a|7", ""], "each cursor names its writer")
+        // A drain's release keeps the cursors for the next owner; a rebalance's deletes them.
+        redis.cli(["SADD", keys.rooms(3), "r1"])
+        XCTAssertEqual(try run(FleetScripts.release, keys: [keys.lease, keys.owner], ["a", "1", "3", "7"]), .integer(1))
+        XCTAssertEqual(redis.cli(["EXISTS", keys.cursor("r1")]).filter(\.isNumber), "1")
+        redis.cli(["HSET", keys.owner, "3", "a|8"])
+        XCTAssertEqual(try run(FleetScripts.release, keys: [keys.lease, keys.owner], ["a", "0", "3", "8"]), .integer(1))
+        XCTAssertEqual(redis.cli(["EXISTS", keys.cursor("r1")]).filter(\.isNumber), "0")
     }
 
     func testRefence_movesTheCounterPastRoomdAndRefencesOnlyAnOwnedShard() throws {
