@@ -19,8 +19,8 @@ final class FleetFailoverTests: XCTestCase {
 
     /// Cold start: every room homed exactly once; shards within ±20 % of the mean.
     private func coldStart(hosts: Int = 5, rooms: Int = 500, roomdArguments: [String] = [],
-                           fenceCounter: Int? = nil) throws {
-        fleet = try FleetHarness(hosts: hosts, rooms: rooms, roomdArguments: roomdArguments)
+                           fenceCounter: Int? = nil, probe: Bool = false) throws {
+        fleet = try FleetHarness(hosts: hosts, rooms: rooms, roomdArguments: roomdArguments, probe: probe)
         if let fenceCounter { fleet.redis.cli(["SET", "roomkit:{test}:fence", String(fenceCounter)]) }
         try fleet.startAll()
         let (seconds, picture) = fleet.waitExactlyOnce(timeout: 30)
@@ -58,7 +58,7 @@ final class FleetFailoverTests: XCTestCase {
     }
 
     func testKill9TwoHosts_theirRoomsMoveByResume_invisiblyAndWithoutLosingEvents() throws {
-        try coldStart()
+        try coldStart(probe: true)
         let observed = Array(fleet.rooms.prefix(20))
         let observer = try Observer(url: "ws://127.0.0.1:\(fleet.roomd.port)/v1/rooms", secret: FleetHarness.secret)
         defer { observer.close() }
@@ -98,6 +98,13 @@ final class FleetFailoverTests: XCTestCase {
         let missing = sent.filter { !logged.contains($0) }
         XCTAssertGreaterThan(sent.count, 0)
         XCTAssertEqual(missing.count, 0, "events no bot logged: \(missing.prefix(5)) of \(sent.count)")
+        // ...and the plugins (the probe plugin, loaded by every host) heard them all.
+        let heard = Set(ProbePlugin.lines(try XCTUnwrap(fleet.probeOutput)).filter { $0.kind == 8 }.compactMap { line -> String? in
+            guard let json = try? JSON.parse(Array(line.payload.utf8)), let n = json["payload"]?["n"]?.int64Value else { return nil }
+            return "\(line.room)#\(n)"
+        })
+        let unheard = sent.filter { !heard.contains($0) }
+        XCTAssertEqual(unheard.count, 0, "events no plugin heard: \(unheard.prefix(5)) of \(sent.count)")
     }
 
     func testSigstopPastTheTTL_thenSigcont_stealsNoRoom() throws {

@@ -96,9 +96,12 @@ final class FleetHarness {
     let rooms: [String]
     let ttl: Double
     var hosts: [FleetHost] = []
+    /// With `probe: true`, every host loads the probe plugin, which appends
+    /// each room event it hears to this one file (`ProbePlugin`).
+    var probeOutput: String?
 
     init(hosts count: Int, rooms: Int, ttl: Double = 2, shards: Int = 4096, drainTimeout: Double = 20,
-         configRooms: Bool = true, roomdArguments: [String] = [],
+         configRooms: Bool = true, roomdArguments: [String] = [], probe: Bool = false,
          through: (_ host: Int, _ redisPort: Int, _ roomdPort: Int) -> (redis: Int, roomd: Int) = { ($1, $2) }) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -118,6 +121,18 @@ final class FleetHarness {
                 "loadThreshold": 1.0, "drainTimeout": .double(drainTimeout),
             ],
         ]
+        var manifest: String?
+        if probe {
+            let output = directory + "/probe.lines"
+            let library = try compilePlugin("probe", source: ProbePlugin.source(output: output), in: directory)
+            let path = directory + "/plugins.json"
+            let json: JSON = ["manifestVersion": 1, "plugins": [[
+                "name": "probe", "library": .string(library), "abi": 1, "hooks": ["room"], "rooms": ["*"], "timeoutMs": 1000,
+            ]]]
+            try Data(json.serialized()).write(to: URL(fileURLWithPath: path))
+            manifest = path
+            probeOutput = output
+        }
         for index in 0..<count {
             // A host may reach Redis or roomd through a fault proxy.
             let (redisPort, roomdPort) = through(index, redis.port, roomd.port)
@@ -125,6 +140,7 @@ final class FleetHarness {
             fleet["redis"] = .string("redis://127.0.0.1:\(redisPort)/0")
             object["fleet"] = .object(fleet)
             object["server"] = .string("ws://127.0.0.1:\(roomdPort)/v1/rooms")
+            if let manifest { object["manifest"] = .string(manifest) }
             hosts.append(try FleetHost(index: index, directory: directory, config: .object(object)))
         }
     }
