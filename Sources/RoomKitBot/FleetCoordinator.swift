@@ -58,6 +58,8 @@ final class FleetCoordinator: @unchecked Sendable {
     /// "host|fence" of its cursor; logged out once the next owner's cursor
     /// replaces it (FleetCoordinator+Drain).
     var handingOver: [String: String] = [:]
+    /// The `run_id` of the Redis process last connected to.
+    var redisRunID: String?
     /// The first claim waits one claim interval after the first renew, so
     /// hosts started together see each other before they take shards.
     var firstClaimAt: UInt64?
@@ -104,8 +106,17 @@ final class FleetCoordinator: @unchecked Sendable {
         logger.info("fleet host starting", metadata: ["host": "\(hostID)", "fleet": "\(config.name)",
                                                       "redis": "\(config.redis)", "shards": "\(config.shards)"])
         redis.onConnect = { [unowned self] in
-            addToRoomSet(self.configRooms + active.keys.sorted(), then: { _ in })
             renew()
+            // A new Redis process (its run_id changed) may have lost the room
+            // set: add the configured and the held rooms back. A mere
+            // reconnect to the same process adds nothing.
+            redis.command(["INFO", "server"]) { [self] result in
+                guard case .success(let info) = result, let text = info.string else { return }
+                let runID = text.split(whereSeparator: \.isNewline).first { $0.hasPrefix("run_id:") }.map(String.init)
+                guard runID == nil || runID != redisRunID else { return }
+                redisRunID = runID
+                addToRoomSet(self.configRooms + active.keys.sorted(), then: { _ in })
+            }
         }
         try redis.start()
         let renewEvery = config.leaseTTL / 5
