@@ -206,7 +206,11 @@ extension RoomHost {
         switch push {
         case .reply(let id, let result):
             guard let request = pending.removeValue(forKey: id) else { return }
-            request.completion(result.mapError { RoomError(code: $0.code, message: $0.message) })
+            request.completion(result.mapError { failure in
+                var error = RoomError(code: failure.code, message: failure.message)
+                error.currentFence = failure.currentFence
+                return error
+            })
         case .pong:
             break
         case .error(let error, _):

@@ -164,9 +164,12 @@ public final class RoomHost: @unchecked Sendable {
     /// token, 1002053 timeout, or the server's code). With no `token`,
     /// `tokenProvider` (else the host's token provider) supplies one; when
     /// none can be had, the room reports `LOGINING` then `LOGIN_FAILED` 1002033.
+    /// A `fence` (fleets, docs/FLEET.md) goes with this login and every
+    /// resume of its session; a stale one fails with 1009008 and the server's
+    /// fence in `RoomError.currentFence`.
     @discardableResult
     public func loginRoom(_ roomID: String, user: LoginUser, token: String? = nil, tokenProvider: (any TokenProvider)? = nil,
-                          writable: Bool = true, delegate: (any RoomDelegate)? = nil) async throws -> Room {
+                          writable: Bool = true, fence: Int64? = nil, delegate: (any RoomDelegate)? = nil) async throws -> Room {
         guard RoomID.isValid(roomID) else {
             throw RoomError(code: .invalidArgument, message: "invalid room ID '\(roomID)'", reason: .loginFailed)
         }
@@ -182,7 +185,7 @@ public final class RoomHost: @unchecked Sendable {
             let accepted = loop.execute { [self] in
                 switch resolved {
                 case .success(let token):
-                    startLogin(roomID, user: user, token: token, writable: writable, continuation: continuation)
+                    startLogin(roomID, user: user, token: token, writable: writable, fence: fence, continuation: continuation)
                 case .failure(let error):
                     startImpossibleLogin(roomID, user: user, writable: writable, error: error, continuation: continuation)
                 }

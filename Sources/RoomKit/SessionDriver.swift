@@ -23,6 +23,10 @@ final class SessionDriver {
     /// The request ID of the login last handed to `send` (to withdraw it
     /// from the outbox when a logout comes before it went out).
     var loginRequestID: Int64?
+    /// The fleet fence every login of this session carries (nil: none), and
+    /// the server's current fence from a 1009008 refusal.
+    var fence: Int64?
+    var refusedFence: Int64?
     /// The stored cursor this login resumes (a `SessionStore`'s), until answered.
     var restored: SessionCursor?
     /// Whether the cache holds a stored room (so an adopted snapshot is a change).
@@ -48,9 +52,11 @@ final class SessionDriver {
 extension RoomHost {
     var nowMonotonic: Int64 { Int64(loop.nowMilliseconds) }
 
-    func startLogin(_ roomID: String, user: LoginUser, token: String, writable: Bool,
+    func startLogin(_ roomID: String, user: LoginUser, token: String, writable: Bool, fence: Int64? = nil,
                     continuation: CheckedContinuation<Void, any Error>) {
         guard let driver = idleDriver(roomID, user: user, token: token, writable: writable, continuation: continuation) else { return }
+        driver.fence = fence
+        driver.refusedFence = nil
         driver.resuming = false
         driver.pendingResync = nil
         restoreCursor(driver)
@@ -156,7 +162,10 @@ extension RoomHost {
             emit(.disconnectWithError(room: room.id, error: why), room: room)
         case .kickedWithReason(let code, let reason):
             emit(.kickedWithReason(room: room.id, code: code, reason: reason), room: room)
-        case .finishLogin(let error):
+        case .finishLogin(let reported):
+            var fenced = reported
+            if fenced?.code == .staleFence { fenced?.currentFence = driver.refusedFence }
+            let error = fenced
             let waiters = driver.loginWaiters
             driver.loginWaiters.removeAll()
             // Resume on the next loop turn: the rest of this reply's events
@@ -206,7 +215,8 @@ extension RoomHost {
         var point = resume ? driver.session.map { ResumePoint(session: $0, seq: driver.lastSeq) } : nil
         if !resume, let cursor = driver.restored { point = ResumePoint(session: cursor.session, seq: cursor.seq) }
         driver.resuming = resume
-        let request = LoginRequest(token: driver.token, user: driver.user, writable: driver.wantsWritable, resume: point)
+        let request = LoginRequest(token: driver.token, user: driver.user, writable: driver.wantsWritable, resume: point,
+                                   fence: driver.fence)
         driver.loginRequestID = nextRequestID
         send(.login(request), room: driver.room.id, timeout: false) { [self] result in
             loginAnswered(driver, result)
@@ -284,7 +294,9 @@ extension RoomHost {
                 }
                 return
             }
-            if driver.restored != nil, case .logining = driver.machine.state {
+            if error.code == .staleFence { driver.refusedFence = error.currentFence }
+            // A stale fence refuses a fresh login as well: no second try.
+            if error.code != .staleFence, driver.restored != nil, case .logining = driver.machine.state {
                 return abandonRestoredCursor(driver, error)
             }
             run(.loginFailed(error.code, error.message), on: driver)

@@ -107,13 +107,19 @@ public struct LoginRequest: Sendable, Hashable {
     public var writable: Bool
     /// Present to resume an earlier session (§6).
     public var resume: ResumePoint?
+    /// The fleet's fence for this room (§6, docs/FLEET.md): the server refuses
+    /// a login whose fence is lower than the highest it has seen for this
+    /// room and user (1009008). Nil: no fence.
+    public var fence: Int64?
 
     /// Creates a login request.
-    public init(token: String, user: LoginUser, writable: Bool = true, resume: ResumePoint? = nil) {
+    public init(token: String, user: LoginUser, writable: Bool = true, resume: ResumePoint? = nil,
+                fence: Int64? = nil) {
         self.token = token
         self.user = user
         self.writable = writable
         self.resume = resume
+        self.fence = fence
     }
 }
 
@@ -188,7 +194,7 @@ public enum ClientRequest: Sendable, Hashable {
         case .login(let login):
             return Dictionary(dropNils: [
                 "token": .string(login.token), "user": login.user.json, "writable": .bool(login.writable),
-                "resume": login.resume?.json,
+                "resume": login.resume?.json, "fence": login.fence.map(JSON.int),
             ])
         case .logout:
             return [:]

@@ -205,6 +205,9 @@ extension RoomServer {
         }
         let claims = try verify(login.token, room: roomID, user: login.user.id, now: now)
         let room = try openRoom(roomID, now: now)
+        if let fence = login.fence, !admitFence(fence, room: roomID, user: login.user.id, id: id, link: link) {
+            return
+        }
 
         // Resume of a session we still retain for this room and user.
         if let resume = login.resume, let session = room.sessions[resume.session], session.userId == login.user.id {

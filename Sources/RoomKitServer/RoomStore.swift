@@ -102,6 +102,9 @@ final class RoomStore {
                 member INTEGER NOT NULL, role TEXT NOT NULL, wants_writable INTEGER NOT NULL,
                 token_exp INTEGER NOT NULL, detached_at INTEGER, visible INTEGER NOT NULL,
                 ended_code INTEGER);
+            CREATE TABLE IF NOT EXISTS fences(
+                room TEXT NOT NULL, user TEXT NOT NULL, fence INTEGER NOT NULL,
+                PRIMARY KEY(room, user)) WITHOUT ROWID;
             """)
         checkpointer = try WALCheckpointer(path: db.path, interval: checkpointInterval)
         checkpointer.start()
@@ -282,6 +285,25 @@ final class RoomStore {
                 endedCode: statement.isNull(9) ? nil : Int(statement.int64(9))))
         }
         return result
+    }
+
+    // MARK: Fences (PROTOCOL.md §6, docs/FLEET.md)
+    /// The highest fence stored for `user` in `room`, if any.
+    func fence(room: String, user: String) throws(StorageError) -> Int64? {
+        let statement = try db.statement("SELECT fence FROM fences WHERE room = ? AND user = ?")
+            .bind(1, room).bind(2, user)
+        defer { statement.reset() }
+        return try statement.step() ? statement.int64(0) : nil
+    }
+
+    /// Raises the stored fence to `fence` (never lowers it), committed before
+    /// it returns.
+    func raiseFence(room: String, user: String, to fence: Int64) throws(StorageError) {
+        try db.statement("""
+            INSERT INTO fences(room, user, fence) VALUES(?, ?, ?)
+            ON CONFLICT(room, user) DO UPDATE SET fence = MAX(fence, excluded.fence)
+            """)
+            .bind(1, room).bind(2, user).bind(3, fence).run()
     }
 
     /// SQLite's own consistency check ("ok" when healthy).
