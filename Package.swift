@@ -125,6 +125,7 @@ let package = Package(
             dependencies: [
                 "RoomKitLoop", "RoomKitProtocol",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
@@ -146,6 +147,7 @@ let package = Package(
             dependencies: [
                 "CRoomKitPluginABI", "CRoomKitPluginWire", "RoomKit", "RoomKitLoop", "RoomKitProtocol",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
@@ -212,7 +214,8 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitPluginTests",
-            dependencies: ["RoomKitPlugins", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
+            dependencies: ["RoomKitPlugins", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport",
+                           .product(name: "MetricsTestKit", package: "swift-metrics")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitRedisTests",

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import CoreMetrics
 import Logging
 import RoomKitLoop
 import RoomKitProtocol
@@ -39,6 +40,11 @@ public struct RoomHostConfiguration: Sendable {
     /// the host saves every changed cursor once per loop turn. Nil (the
     /// default): every `loginRoom` of a new host is a fresh login.
     public var sessionStore: (any SessionStore)?
+    /// Where the host reports its metrics (swift-metrics): sessions by
+    /// reason, reconnects, events, dispatch latency (`RoomHostMetrics`).
+    /// Nil (the default): the process-wide `MetricsSystem.factory`, a no-op
+    /// until the app bootstraps a backend such as swift-prometheus.
+    public var metricsFactory: (any MetricsFactory)?
 
     public init(serverURL: String) {
         self.serverURL = serverURL
@@ -61,6 +67,8 @@ public final class RoomHost: @unchecked Sendable {
     let url: WebSocketURL
     let tokenProvider: (any TokenProvider)?
     let callbackQueue: DispatchQueue?
+    /// swift-metrics instruments (RoomHost+Metrics.swift).
+    let metrics: RoomHostMetrics
     /// Observers and event streams.
     let broadcaster = EventBroadcaster<RoomEvent>()
     /// Delegates, common callbacks and the URL chain (RoomHost+Callbacks.swift).
@@ -102,6 +110,7 @@ public final class RoomHost: @unchecked Sendable {
             backoff: .init(first: configuration.backoffFirst.ms, cap: configuration.backoffCap.ms),
             livenessOverride: configuration.livenessTimeout?.ms)
         bucket = configuration.requestBurst
+        metrics = RoomHostMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
     }
 
     /// Registers the custom global state type (the seed's

@@ -1,3 +1,4 @@
+import CoreMetrics
 import RoomKitLoop
 import CRoomKitPluginABI
 import Dispatch
@@ -37,6 +38,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     // except `turnBatch`, which only the loop thread touches (dispatch, flush).
 
     public let host: RoomHost
+    private let metricsFactory: any MetricsFactory
     private let logger: Logger
     private let runtimes = LockedValue<[PluginRuntime]>([])
     /// Failures at load time, kept for reports.
@@ -59,9 +61,12 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// The manager owns its host, not the other way round: keep a reference
     /// to the manager for as long as its plugins should see events and
     /// rewrite URLs (a dropped manager's plugins simply stop being called).
-    public init(host: RoomHost, logger: Logger = Logger(label: "roomkit.plugins"),
+    /// `metricsFactory` receives each plugin's calls, failures and call
+    /// latency (`roomkit_plugin_*`; nil: the process-wide `MetricsSystem.factory`).
+    public init(host: RoomHost, logger: Logger = Logger(label: "roomkit.plugins"), metricsFactory: (any MetricsFactory)? = nil,
                 onStatus: @escaping @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void = { _, _, _ in }) {
         self.host = host
+        self.metricsFactory = metricsFactory ?? MetricsSystem.factory
         self.logger = logger
         listener = onStatus
         // Weakly: the manager owns the host, so the host holding it strongly
@@ -108,7 +113,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             noteFailure(spec, error.description)
             throw error
         }
-        let runtime = PluginRuntime(mapped, actions: self) { [weak self] runtime, reason in
+        let runtime = PluginRuntime(mapped, actions: self, metricsFactory: metricsFactory) { [weak self] runtime, reason in
             self?.logger.warning("plugin quarantined", metadata: ["plugin": "\(runtime.spec.name)", "reason": "\(reason)"])
             self?.listener(runtime.spec.name, .quarantined, reason)
             PluginProcess.of(runtime)?.stopAfterQuarantine()
