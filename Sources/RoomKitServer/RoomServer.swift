@@ -33,6 +33,11 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     var links: [ObjectIdentifier: ClientLink] = [:]
     var metrics = ServerMetrics()
     private var sweeper: LoopTimer?
+    /// Commits the turn's transaction at the end of every loop turn.
+    var turnHook: LoopTurnHook?
+    /// What this turn sent while its transaction was open, in order: held
+    /// until it commits (RoomServer+Commit.swift). Loop thread only.
+    var held: [HeldSend] = []
     /// The server's lifecycle (Hummingbird's `Server` shape): each state
     /// carries what only it needs. Loop thread only.
     private var state = State.stopped
@@ -78,7 +83,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         startedAt = wallMilliseconds()
         store = try RoomStore(directory: configuration.dataDirectory,
                               synchronous: configuration.synchronousFull ? .full : .normal)
-        try restore()
+        try restore(now: startedAt)
         var web = WebServerConfiguration()
         web.host = configuration.host
         web.port = configuration.port
@@ -97,6 +102,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             guard let self else { return timer.cancel() }
             sweep()
         }
+        turnHook = try LoopTurnHook(loop: loop) { [weak self] in self?.commitPending() }
         loop.addShutdownHook { [weak self] in
             // The loop is going away: no time left for close handshakes.
             self?.beginStop()
@@ -146,6 +152,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
                 try? store.save(session.stored)
             }
         }
+        commitPending()
         for link in links.values {
             link.connection.close(code: 1001, reason: "server shutting down")
         }
@@ -164,6 +171,9 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             (web, completions) = (stopping, pending)
         }
         state = .stopped
+        commitPending()
+        turnHook?.cancel()
+        turnHook = nil
         web.stop()
         store.close()
         for completion in completions { completion() }
@@ -171,8 +181,10 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
 
     // MARK: Restore after restart
 
-    private func restore() throws {
-        let now = startedAt
+    /// Loads rooms and sessions from storage into `rooms` (at start, and
+    /// again after a failed group commit). Sessions come back detached at
+    /// `now` unless storage says earlier.
+    func restore(now: Int64) throws {
         for stored in try store.loadRooms() {
             var model = RoomModel()
             if let snapshot = stored.snapshot {
@@ -282,7 +294,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         if let id = envelope.id {
             guard admitRequest(link, id: id, now: now) else { return }
-            handle(envelope.request, id: id, room: envelope.room, link: link, now: now)
+            handleTracked(envelope.request, id: id, room: envelope.room, link: link, now: now)
         } else if admitUnsolicited(link, now: now), case .ping(let t) = envelope.request {
             link.send(ServerMessage.pong(t: t, serverTime: now))
         }
@@ -370,7 +382,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         for session in room.sessions.values {
             guard let link = session.link, session !== origin else { continue }
             if let allowed, !allowed.contains(session.userId) { continue }
-            link.send(frame)
+            link.send(frame, kind: .event)
         }
         return seq
     }
