@@ -100,6 +100,10 @@ final class RoomStore {
         // reset so a burst does not leave a huge file behind.
         try db.execute("PRAGMA wal_autocheckpoint=0")
         try db.execute("PRAGMA journal_size_limit=\(64 << 20)")
+        // A turn's transaction (group commit) may touch thousands of pages;
+        // with SQLite's default 2 MiB cache it would spill dirty pages into
+        // the WAL mid-transaction and write them again at commit.
+        try db.execute("PRAGMA cache_size=-65536")
         try db.execute("""
             CREATE TABLE IF NOT EXISTS rooms(
                 room TEXT PRIMARY KEY, created INTEGER NOT NULL, seq INTEGER NOT NULL);
