@@ -54,9 +54,11 @@ extension RoomServer {
         guard store.inTransaction else { return }
         let sends = held
         held.removeAll(keepingCapacity: true)
+        metrics.commits += 1
         do {
             try store.commit()
         } catch {
+            metrics.commitFailures += 1
             logger.error("turn not stored; its events are dropped", metadata: [
                 "error": "\(error)", "messages": "\(sends.count)",
             ])

@@ -181,6 +181,15 @@ extension RoomServer {
             # HELP roomd_unsolicited_over_limit_total Messages without id (pings, malformed, binary) that arrived over the rate limit.
             # TYPE roomd_unsolicited_over_limit_total counter
             roomd_unsolicited_over_limit_total \(metrics.unsolicitedOverLimit)
+            # HELP roomd_requests_over_limit_total Requests refused 1009004 (over the connection's request bucket).
+            # TYPE roomd_requests_over_limit_total counter
+            roomd_requests_over_limit_total \(metrics.requestsOverLimit)
+            # HELP roomd_commits_total Group commits: one SQLite transaction per loop turn that wrote.
+            # TYPE roomd_commits_total counter
+            roomd_commits_total \(metrics.commits)
+            # HELP roomd_commit_failures_total Group commits that failed (their turn was rolled back).
+            # TYPE roomd_commit_failures_total counter
+            roomd_commit_failures_total \(metrics.commitFailures)
             # HELP roomd_rooms Rooms known to the server.
             # TYPE roomd_rooms gauge
             roomd_rooms \(rooms.count)

@@ -11,6 +11,11 @@ struct ServerMetrics {
     var authFailures = 0
     /// Messages without `id` that arrived over the rate limit.
     var unsolicitedOverLimit = 0
+    /// Requests refused 1009004.
+    var requestsOverLimit = 0
+    /// Group commits (one per loop turn that wrote), and those that failed.
+    var commits = 0
+    var commitFailures = 0
     var eventsPerSecond = 0.0
     var lastRateSample: (at: Int64, events: Int) = (0, 0)
 }
@@ -308,6 +313,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         case .admitted:
             return true
         case .refused:
+            metrics.requestsOverLimit += 1
             link.send(ServerMessage.replyError(id: id, ProtocolError(code: .rateLimited, message: "rate limited")))
         case .overTooLong:
             link.connection.close(code: 1008, reason: "rate limit exceeded", discardQueued: true)
@@ -340,6 +346,32 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     var rateLimits: RateBucket.Limits {
         RateBucket.Limits(burst: configuration.rateLimitBurst, perSecond: configuration.rateLimitPerSecond,
                           grace: configuration.rateLimitGrace.milliseconds, episodeGap: Self.refusalEpisodeGap)
+    }
+
+    /// The request bucket of a service connection (docs/PROTOCOL.md "Service connections").
+    var serviceRateLimits: RateBucket.Limits {
+        RateBucket.Limits(burst: configuration.serviceRateLimitBurst, perSecond: configuration.serviceRateLimitPerSecond,
+                          grace: configuration.rateLimitGrace.milliseconds, episodeGap: Self.refusalEpisodeGap)
+    }
+
+    /// A `hello` with a token: a valid `service` token gives the connection
+    /// the service request bucket (full, less the hello's own token);
+    /// anything else is refused 1002033 and the connection stays un-greeted.
+    func admitService(_ token: String, link: ClientLink, now: Int64) throws(ProtocolError) {
+        let claims: TokenClaims
+        do {
+            claims = try signer.verify(token, now: now / 1000)
+        } catch {
+            metrics.authFailures += 1
+            throw ProtocolError(code: .tokenInvalid, message: "hello token rejected: \(error.reason)")
+        }
+        guard claims.role == .service else {
+            metrics.authFailures += 1
+            throw ProtocolError(code: .tokenInvalid, message: "a hello token must have role service, not \(claims.role.rawValue)")
+        }
+        link.requests = RateBucket(serviceRateLimits, now: now)
+        _ = link.requests.take(now: now)
+        logger.debug("service connection", metadata: ["connection": "\(link.id)", "user": "\(claims.sub)"])
     }
 
     // MARK: Events
