@@ -21,7 +21,8 @@ import sys
 import tempfile
 import time
 
-from report import render
+from report import render, figures
+from roomd_workloads import roomd_alone
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -48,11 +49,13 @@ def stop_running():
 
 
 class Roomd:
-    """The release roomd as a child process, with raised per-connection limits."""
+    """The release roomd as a child process, with raised per-connection limits
+    (or, with `defaults`, exactly as shipped)."""
 
-    def __init__(self, name):
+    def __init__(self, name, defaults=False):
         self.data = tempfile.mkdtemp(prefix=f"roomd-{name}-")
         self.name = name
+        self.defaults = defaults
         self.port = 0
         self.process = None
         RUNNING.append(self)
@@ -60,11 +63,12 @@ class Roomd:
 
     def start(self):
         stderr = open(os.path.join(LOGS, f"roomd-{self.name}.log"), "a")
+        limits = [] if self.defaults else [
+            "--rate-limit", RATE, "--rate-limit-burst", RATE,
+            "--max-outbound-bytes", str(1 << 30), "--max-connections-per-ip", "100000"]
         self.process = subprocess.Popen(
             [os.path.join(BIN, "roomd"), "serve", "--listen", f"127.0.0.1:{self.port}", "--secret", SECRET,
-             "--data", self.data, "--rate-limit", RATE, "--rate-limit-burst", RATE,
-             "--max-outbound-bytes", str(1 << 30), "--max-connections-per-ip", "100000",
-             "--log-level", "warning"],
+             "--data", self.data, *limits, "--log-level", "warning"],
             stdout=subprocess.PIPE, stderr=stderr, text=True)
         line = self.process.stdout.readline()
         if not line.startswith("listening on"):
@@ -81,6 +85,12 @@ class Roomd:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024
         return 0
+
+    def cpu_seconds(self):
+        """User + system CPU time of roomd so far (all its threads)."""
+        with open(f"/proc/{self.process.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def kill9(self):
         self.process.send_signal(signal.SIGKILL)
@@ -152,9 +162,9 @@ def manifest(count):
     return path
 
 
-def send(roomd, rooms, duration, rate=None, window=1000):
+def send(roomd, rooms, duration, rate=None, window=1000, prefix="room"):
     command = [os.path.join(BIN, "roomkit-bench"), "send", "--url", roomd.url, "--secret", SECRET,
-               "--rooms", str(rooms), "--duration", str(duration), "--window", str(window)]
+               "--rooms", str(rooms), "--duration", str(duration), "--window", str(window), "--prefix", prefix]
     if rate:
         command += ["--rate", str(int(rate))]
     output = subprocess.run(command, capture_output=True, text=True, timeout=duration + 120)
@@ -170,10 +180,15 @@ def idle_sessions(results):
     for size in sizes:
         for side in SIDES:
             roomd = Roomd(f"sessions-{size}")
+            roomd_before = roomd.rss()
             client = Client(side, f"sessions-{size}", roomd, connections=connections, rooms=size // connections)
             ready = client.read()
-            client.quit()
             ready["roomd_rss"] = roomd.rss()
+            ready["roomd_rss_before"] = roomd_before
+            client.quit()
+            # After quit the sessions are detached and retained (PROTOCOL.md §4.5).
+            time.sleep(1)
+            ready["roomd_rss_retained"] = roomd.rss()
             roomd.stop()
             ready["bytes_per_session"] = (ready["rss_after"] - ready["rss_before"]) / max(1, ready["sessions"])
             ready["bytes_per_session_trimmed"] = (ready["rss_trimmed"] - ready["rss_before"]) / max(1, ready["sessions"])
@@ -297,20 +312,26 @@ def main():
     if sys.argv[1:] == ["--render"]:  # rewrite docs/BENCHMARKS.md from the last full (or quick) run
         with open(os.path.join(HERE, ".build", "results.json")) as file:
             results = json.load(file)
+        results["figures"] = figures(results)
+        with open(os.path.join(HERE, ".build", "results.json"), "w") as file:
+            json.dump(results, file, indent=1)
         with open(os.path.join(ROOT, "docs", "BENCHMARKS.md"), "w") as file:
             file.write(render(results, "BENCH_QUICK=1 make bench" if results["quick"] else "make bench"))
         return
     started = time.monotonic()
-    results = {"quick": QUICK, "machine": machine(), "sessions": {}, "throughput": {}, "recovery": {},
+    results = {"quick": QUICK, "machine": machine(), "roomd": {}, "sessions": {}, "throughput": {}, "recovery": {},
                "fanout": {}, "plugins": {}}
     only = set(sys.argv[1:])
-    for name, workload in (("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
+    this = sys.modules[__name__]
+    for name, workload in (("roomd", lambda results: roomd_alone(results, this)),
+                           ("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
                            ("fanout", fanout), ("plugins", plugin_overhead)):
         if only and name not in only:
             continue
         log(f"workload: {name}")
         workload(results)
     results["elapsed_s"] = time.monotonic() - started
+    results["figures"] = figures(results)
     name = "results-partial.json" if only else "results.json"
     with open(os.path.join(HERE, ".build", name), "w") as file:
         json.dump(results, file, indent=1)

@@ -74,6 +74,9 @@ final class RoomStore {
     /// Writes so far (each `atomically` body, session save or delete): the
     /// server compares it around a request to know whether the request wrote.
     var writes = 0
+    /// Each room's newest seq appended in the turn: `rooms.seq` is written
+    /// once per room at commit, not once per event.
+    var pendingRoomSeqs: [String: Int64] = [:]
     /// Test seam: when set, the next `commit()` fails with it (and rolls
     /// back) instead of committing, as a full disk or an I/O error would.
     var failNextCommit: StorageError?
@@ -157,13 +160,13 @@ final class RoomStore {
                 .bind(5, bytes: event.mutation?.serialized())
                 .bind(6, bytes: event.recipients.map { JSON.array($0.map(JSON.string)).serialized() })
                 .run()
-            try db.statement("UPDATE rooms SET seq = ? WHERE room = ?").bind(1, event.seq).bind(2, event.room).run()
             if let snapshotAfter {
                 try db.statement("INSERT OR REPLACE INTO snapshots(room, seq, ts, body) VALUES(?, ?, ?, ?)")
                     .bind(1, event.room).bind(2, event.seq).bind(3, event.ts)
                     .bind(4, bytes: snapshotAfter.serialized()).run()
             }
         }
+        pendingRoomSeqs[event.room] = event.seq
     }
 
     func loadRooms() throws(StorageError) -> [StoredRoom] {
