@@ -263,14 +263,16 @@ def fanout(results):
                             window=200)
             ready = client.read()
             client.ask("mark")
+            cpu_before = roomd.cpu_seconds()
             sender = send(roomd, rooms, duration)
             delivered = client.ask("report")
+            roomd_cpu = roomd.cpu_seconds() - cpu_before
             roomd_rss = roomd.rss()
             client.quit()
             roomd.stop()
             results["fanout"].setdefault(str(members), {})[side] = {
                 "ready": ready, "sender": sender, "delivered": delivered, "connections_held": members + 1,
-                "roomd_rss": roomd_rss}
+                "roomd_rss": roomd_rss, "roomd_cpu_s": roomd_cpu}
             log(f"fan-out {members} {side}: {delivered['events_per_s']:.0f} deliveries/s, "
                 f"roomd {sender['events_per_s']:.0f} events/s")
 

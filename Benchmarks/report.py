@@ -181,6 +181,10 @@ def fanout_rows(table, results):
             r = raw["delivered"]["events_per_s"]
             table.add(label, "same, raw members (frames counted, not parsed; one run, shown in both columns)",
                       number(r), number(r), "", "", "")
+            if raw.get("roomd_cpu_s") and raw["delivered"].get("events"):
+                per = raw["roomd_cpu_s"] / raw["delivered"]["events"] * 1e6
+                table.add(label, "roomd CPU per delivery to raw members (us, all threads; its capacity on one core "
+                          "= 1e6 / this)", number(per, 2), "n/a", "", "<= 1 us (1,000,000/s)", verdict(per <= 1))
         cpu_a = ours["delivered"]["cpu_ns"] / max(1, ours["delivered"]["events"]) / 1000
         cpu_b = peer["delivered"]["cpu_ns"] / max(1, peer["delivered"]["events"]) / 1000
         table.add(label, "receiving client CPU per delivery (us)", number(cpu_a, 1), number(cpu_b, 1),

@@ -41,7 +41,7 @@ def service_logins(results, bench):
     size = 20_000 if bench.QUICK else 100_000
     roomd = bench.Roomd("service-logins", defaults=True)
     before = roomd.rss()
-    client = bench.Client("roomkit", "service-logins", roomd, connections=1, rooms=size, service=1, window=20_000)
+    client = bench.Client("roomkit", "service-logins", roomd, connections=1, rooms=size, service=1, window=1_000)
     ready = client.read()
     roomd_rss = roomd.rss()
     killed = time.monotonic_ns()
