@@ -23,6 +23,7 @@ import time
 
 from report import render, figures
 from roomd_workloads import roomd_alone
+from firehose_workload import firehose
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -321,11 +322,12 @@ def main():
             file.write(render(results, "BENCH_QUICK=1 make bench" if results["quick"] else "make bench"))
         return
     started = time.monotonic()
-    results = {"quick": QUICK, "machine": machine(), "roomd": {}, "sessions": {}, "throughput": {}, "recovery": {},
+    results = {"quick": QUICK, "machine": machine(), "roomd": {}, "firehose": {}, "sessions": {}, "throughput": {}, "recovery": {},
                "fanout": {}, "plugins": {}}
     only = set(sys.argv[1:])
     this = sys.modules[__name__]
     for name, workload in (("roomd", lambda results: roomd_alone(results, this)),
+                           ("firehose", lambda results: firehose(results, this)),
                            ("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
                            ("fanout", fanout), ("plugins", plugin_overhead)):
         if only and name not in only:

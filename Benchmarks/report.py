@@ -80,6 +80,32 @@ def roomd_rows(table, results):
         table.add(label, "roomd RSS per session, attached (VmRSS delta / N)", f"{number(per)} B", "n/a", "", "", "")
 
 
+def firehose_rows(table, results):
+    fire = results.get("firehose") or {}
+    ours, peer = fire.get("roomkit"), fire.get("peer")
+    if not ours or not peer:
+        return
+    label = "6. Client engine alone: firehose source, 100 rooms, 3 plugins"
+
+    def spread(entries, value):
+        values = sorted(value(entry) for entry in entries)
+        return values[len(values) // 2], values[0], values[-1]
+
+    def shown(triple, digits=0):
+        median, low, high = triple
+        return number(median, digits) if low == high else \
+            f"{number(median, digits)} ({number(low, digits)}-{number(high, digits)})"
+
+    rate_a = spread(ours, lambda entry: entry["report"]["events_per_s"])
+    rate_b = spread(peer, lambda entry: entry["report"]["events_per_s"])
+    table.add(label, f"events/s through the 3rd plugin (median of {len(ours)}; min-max)", shown(rate_a),
+              shown(rate_b), ratio(rate_a[0], rate_b[0]), "", "")
+    cpu_a = spread(ours, lambda entry: entry["cpu_us_per_event"])
+    cpu_b = spread(peer, lambda entry: entry["cpu_us_per_event"])
+    table.add(label, "client CPU per event (us, all threads; median, min-max)", shown(cpu_a, 2), shown(cpu_b, 2),
+              ratio(cpu_a[0], cpu_b[0]), "<= 1 us, <= 0.1x", both(cpu_a[0] <= 1, cpu_a[0] / cpu_b[0] <= 0.1))
+
+
 def sessions_rows(table, results, limits):
     sizes = sorted(results["sessions"], key=int)
     for size in sizes:
@@ -244,6 +270,7 @@ def build(results):
     recovery_rows(table, results)
     fanout_rows(table, results)
     plugin_rows(table, results)
+    firehose_rows(table, results)
     return table, limits
 
 

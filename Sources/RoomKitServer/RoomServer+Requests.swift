@@ -291,7 +291,7 @@ extension RoomServer {
         if let room = rooms[roomID] { return room }
         let room = ServerRoom(id: roomID, created: now, seq: 0, model: RoomModel())
         do {
-            try store.createRoom(roomID, created: now, snapshotBody: room.model.json)
+            try store.createRoom(roomID, created: now, snapshotBody: nil)
         } catch {
             logger.error("room not created", metadata: ["room": "\(roomID)", "error": "\(error)"])
             throw ProtocolError(code: .internalError, message: "storage failed")

@@ -142,12 +142,18 @@ final class RoomStore {
 
     // MARK: Rooms and events
 
-    func createRoom(_ room: String, created: Int64, snapshotBody: JSON) throws(StorageError) {
+    /// Stores a new room, with a seq-0 snapshot when `snapshotBody` is given.
+    /// roomd passes none: a room without snapshots starts from an empty
+    /// `RoomModel` at restore and in recordings, which is what a new room is
+    /// (one insert and one serialisation less per first login).
+    func createRoom(_ room: String, created: Int64, snapshotBody: JSON?) throws(StorageError) {
         try atomically { () throws(StorageError) in
             try db.statement("INSERT INTO rooms(room, created, seq) VALUES(?, ?, 0)")
                 .bind(1, room).bind(2, created).run()
-            try db.statement("INSERT INTO snapshots(room, seq, ts, body) VALUES(?, 0, ?, ?)")
-                .bind(1, room).bind(2, created).bind(3, bytes: snapshotBody.serialized()).run()
+            if let snapshotBody {
+                try db.statement("INSERT INTO snapshots(room, seq, ts, body) VALUES(?, 0, ?, ?)")
+                    .bind(1, room).bind(2, created).bind(3, bytes: snapshotBody.serialized()).run()
+            }
         }
     }
 
