@@ -282,11 +282,15 @@ def plugin_overhead(results):
     iterations = 2_000_000 if QUICK else 20_000_000
     swift = subprocess.run([os.path.join(BIN, "plugin-bench"), "--c", os.path.join(PLUGINS, "libbench-noop-c.so"),
                             "--swift", os.path.join(BIN, "libbench-noop-swift.so"), "--iterations", str(iterations),
-                            "--manager-iterations", str(50_000 if QUICK else 200_000)],
+                            "--manager-iterations", str(50_000)],
                            capture_output=True, text=True, timeout=600)
     peer = subprocess.run([sys.executable, os.path.join(HERE, "peers", "peer_plugins.py"),
                            "--iterations", str(iterations // 10)], capture_output=True, text=True, timeout=600)
-    results["plugins"] = {"roomkit": json.loads(swift.stdout.strip().splitlines()[-1]),
+    lines = swift.stdout.strip().splitlines()
+    if not lines:
+        log(f"plugin-bench failed ({swift.returncode}): {swift.stderr.strip()[-500:]}")
+        return
+    results["plugins"] = {"roomkit": json.loads(lines[-1]),
                           "peer": json.loads(peer.stdout.strip().splitlines()[-1])}
     log(f"plugins: {results['plugins']}")
 
