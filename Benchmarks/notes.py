@@ -30,7 +30,9 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   "Service connections"), N rooms, 1,000 logins in flight, against a roomd
   started with **no** limit flags; the engine paces to the bucket the hello
   reply advertises. Then `kill -9`, restart on the same data, and the time
-  until every room is `RECONNECTED`.
+  until every room is `RECONNECTED`. The peer does the same with its
+  `--service 1` (the token in its hello, 1,000 requests in flight, under
+  the advertised bucket).
 - **Connections.** `RoomHost` keeps one connection per server, so RoomKit
   runs several `RoomHost` instances, all on one `EventLoop` thread; the peer
   opens the same number of `websockets` connections in one asyncio loop.

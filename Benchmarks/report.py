@@ -63,19 +63,27 @@ def roomd_rows(table, results):
         cpus = sorted(run["roomd_cpu_us_per_append"] for run in runs)
         table.add(label, "roomd CPU per append (us, all threads; median, min-max)",
                   f"{number(cpus[len(cpus) // 2], 1)} ({number(cpus[0], 1)}-{number(cpus[-1], 1)})", "n/a", "", "", "")
-    logins = roomd.get("service_logins")
+    both_sides = roomd.get("service_logins") or {}
+    if "ready" in both_sides:  # a results.json from before the peer was measured here
+        both_sides = {"roomkit": both_sides}
+    logins, other = both_sides.get("roomkit"), both_sides.get("peer") or {}
     if logins:
         ready, size = logins["ready"], logins["ready"]["sessions"] + logins["ready"]["failed"]
+        peer_ready = other.get("ready") or {}
         label = f"0. roomd alone: one bot, {size:,} rooms, one service connection, default roomd"
-        table.add(label, "room logins per second (end to end, RoomKit engine)", number(ready["logins_per_s"]),
-                  "n/a", "", ">= 20,000", verdict(ready["logins_per_s"] >= 20_000))
+        a, b = ready["logins_per_s"], peer_ready.get("logins_per_s")
+        table.add(label, "room logins per second (end to end)", number(a), number(b), ratio(a, b), ">= 20,000",
+                  verdict(a >= 20_000))
         table.add(label, "s until every room is LOGINED (failed)", f"{number(ready['login_s'], 2)} ({ready['failed']})",
-                  "n/a", "", "<= 10 s", verdict(ready["login_s"] <= 10 and ready["failed"] == 0))
-        resumed = logins["all_reconnected_s"]
+                  f"{number(peer_ready.get('login_s'), 2)} ({peer_ready.get('failed', 'n/a')})",
+                  ratio(ready["login_s"], peer_ready.get("login_s")), "<= 10 s",
+                  verdict(ready["login_s"] <= 10 and ready["failed"] == 0))
+        resumed, peer_resumed = logins["all_reconnected_s"], other.get("all_reconnected_s")
         table.add(label, "s from kill -9 until every room is RECONNECTED (heartbeat timeout 90 s)",
-                  f"{number(resumed, 2)} ({logins['recovered']['reconnected']:,} of {ready['sessions']:,})", "n/a", "",
-                  "<= 45 s", verdict(bool(resumed) and resumed <= 45
-                                     and logins["recovered"]["reconnected"] >= ready["sessions"]))
+                  f"{number(resumed, 2)} ({logins['recovered']['reconnected']:,} of {ready['sessions']:,})",
+                  f"{number(peer_resumed, 2)} ({other.get('recovered', {}).get('reconnected', 0):,})",
+                  ratio(resumed, peer_resumed), "<= 45 s",
+                  verdict(bool(resumed) and resumed <= 45 and logins["recovered"]["reconnected"] >= ready["sessions"]))
         per = (logins["roomd_rss"] - logins["roomd_rss_before"]) / max(1, ready["sessions"])
         table.add(label, "roomd RSS per session, attached (VmRSS delta / N)", f"{number(per)} B", "n/a", "", "", "")
 

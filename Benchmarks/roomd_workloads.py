@@ -35,13 +35,19 @@ def appends(results, bench):
 
 
 def service_logins(results, bench):
-    """One RoomKit bot, one connection with a `service` token, N rooms,
-    against roomd with its DEFAULT settings (no raised limits); then kill -9,
-    restart on the same data, and time until every session is RECONNECTED."""
+    """One bot (RoomKit, then the peer), one connection with a `service`
+    token, N rooms, against roomd with its DEFAULT settings (no raised
+    limits); then kill -9, restart on the same data, and time until every
+    session is RECONNECTED."""
+    for side in bench.SIDES:
+        service_logins_side(results, bench, side)
+
+
+def service_logins_side(results, bench, side):
     size = 20_000 if bench.QUICK else 100_000
     roomd = bench.Roomd("service-logins", defaults=True)
     before = roomd.rss()
-    client = bench.Client("roomkit", "service-logins", roomd, connections=1, rooms=size, service=1, window=1_000)
+    client = bench.Client(side, "service-logins", roomd, connections=1, rooms=size, service=1, window=1_000)
     ready = client.read()
     roomd_rss = roomd.rss()
     killed = time.monotonic_ns()
@@ -55,8 +61,8 @@ def service_logins(results, bench):
     entry = {"ready": ready, "recovered": recovered, "roomd_rss_before": before, "roomd_rss": roomd_rss,
              "restart_s": (listening - killed) / 1e9,
              "all_reconnected_s": (recovered["last_ns"] - killed) / 1e9 if recovered["last_ns"] else None}
-    results["roomd"]["service_logins"] = entry
-    bench.log(f"service logins: {ready['sessions']}/{size} in {ready['login_s']:.1f} s "
+    results["roomd"].setdefault("service_logins", {})[side] = entry
+    bench.log(f"service logins {side}: {ready['sessions']}/{size} in {ready['login_s']:.1f} s "
               f"({ready['logins_per_s']:.0f}/s); after kill -9 all {recovered['reconnected']} resumed "
               f"{entry['all_reconnected_s']} s later")
 
