@@ -16,8 +16,8 @@ RoomKit's client pacing is raised to match (`requestsPerSecond` and
 `requestBurst` 1,000,000). Both clients take the same options and print the
 same JSON lines (`Benchmarks/.build/results.json` keeps them all).
 
-- **0. roomd alone** (`Benchmarks/roomd_workloads.py`; roomd is the same for
-  both clients, so these rows have no peer value). *Durable appends*: two
+- **0. roomd alone** (`Benchmarks/roomd_workloads.py`). *Durable appends*
+  (roomd and the sender only, so no peer value): two
   `roomkit-bench send` processes, 5,000 `magix` requests in flight each, 100
   rooms each, flood a fresh roomd (raised request limits, storage as
   shipped: WAL, `synchronous=NORMAL`, group commit); appends/s = the

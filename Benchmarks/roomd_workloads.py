@@ -2,8 +2,8 @@
 with group commit, logins of one bot on one service connection against a
 roomd with its default settings, and their resume after `kill -9`.
 
-RoomKit's roomd is measured on its own here, so these rows have no peer
-value; the other workloads put the client engines side by side.
+The appends rows measure roomd and the sender only (no peer value); the
+service logins run the RoomKit bot and then the Python peer's, side by side.
 """
 
 import statistics
