@@ -83,9 +83,13 @@ public final class WebSocketConnection: TransportPeer, @unchecked Sendable {
             return true
         }
         guard state == .open || state == .connecting, closeRequest == nil else { return false }
+        let wasIdle = outboundHead == outbound.count
         outbound.append(frame)
         bufferedAmount += frame.count
-        if state == .open, let wsi {
+        // A non-empty queue already has a writable callback coming (asked
+        // for when it stopped being empty, or by a partial write), so one
+        // request per burst, not per frame (fan-out queues many per turn).
+        if wasIdle, state == .open, let wsi {
             lws_callback_on_writable(wsi)
         }
         return true
