@@ -24,6 +24,7 @@ import time
 from report import render, figures
 from roomd_workloads import roomd_alone
 from firehose_workload import firehose
+from redis_anchor import redis_fanout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -276,6 +277,12 @@ def fanout(results):
                 "roomd_rss": roomd_rss, "roomd_cpu_s": roomd_cpu}
             log(f"fan-out {members} {side}: {delivered['events_per_s']:.0f} deliveries/s, "
                 f"roomd {sender['events_per_s']:.0f} events/s")
+        if members == 100:
+            anchor = redis_fanout(members, 50_000 if QUICK else 200_000, log)
+            if anchor:
+                results["fanout"][str(members)]["redis"] = anchor
+                log(f"redis anchor {members}: {anchor['deliveries_per_s']:.0f} deliveries/s, "
+                    f"{anchor['cpu_us_per_delivery']:.2f} us CPU per delivery")
 
 
 def plugin_overhead(results):

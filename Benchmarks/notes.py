@@ -74,7 +74,15 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   connections that count frames without parsing them) checks whether the
   members' engines are what limits the rate; during it roomd's own CPU per
   delivery is taken from /proc (utime+stime / deliveries), which is what
-  roomd would need per delivery on a core of its own.
+  roomd would need per delivery on a core of its own. *Redis anchor*
+  (`Benchmarks/redis_anchor.py`, rooms of 100 only): redis-server 7 with
+  persistence off, 100 `redis-cli subscribe` processes on one channel,
+  `redis-benchmark` publishing the text of a roomd magix push (96 bytes), 64
+  pipelined, on one connection; deliveries = publishes x subscribers still
+  subscribed at the end. The subscribers are not roomd's raw members, so
+  the comparable figure is each server's CPU per delivery (a rate per core);
+  deliveries/s is shown beside it. roomd also stores every event durably
+  and checks every member's rights; Redis does neither.
 - **5. Plugin overhead.** `plugin-bench`: a tight loop calling `on_room_event`
   through the descriptor's function pointer (C no-op plugin), and through the
   descriptor the Swift SDK exports (its trampoline decodes the payload JSON
@@ -156,10 +164,13 @@ replaced by `lws_partial_buffered` (no syscall): fewer TCP segments and one
 syscall less per delivery. Still one `send` per frame: libwebsockets 4.1
 frames one message per `lws_write`, and hand-writing frames is not allowed
 here, so coalescing several frames into one write needs an lws with
-`LWS_WRITE_BUFLIST`-style batching or another WebSocket layer. The raw
-members row shows the receivers, not roomd, set the delivered rate on this
-machine (roomd used ~26% of a core at 100 members); its CPU per delivery is
-the figure to read for roomd.
+`LWS_WRITE_BUFLIST`-style batching or another WebSocket layer. And a send
+no longer asks lws for a writable callback when the queue already has one
+coming: one request per burst instead of one per delivery (raw fan-out to
+100 members ~570,000 -> ~940,000 deliveries/s on this machine). roomd's CPU
+per delivery is the figure to read for roomd; against Redis (anchor rows)
+the gap is the per-frame `send` and the WebSocket framing: Redis writes a
+client's whole output buffer with one `write` per event-loop turn.
 
 **Against the firehose** the client engine is measured alone. RoomKit's
 CPU per event through 3 plugins is in the row above; its breakdown from the
@@ -181,12 +192,13 @@ and the client's 4 threads (loop + 3 plugin queues) want more than the 2
 shared cores, and the tail is scheduling delay. The p99 <= 2 ms target
 needs that load on cores of its own.
 
-**Not done (issue 17).** The Redis PUBLISH anchor (it needs a receiving
-client that speaks both protocols through libraries, e.g. a SwiftNIO peer
-with a RESP codec; none is in the package mirror, and hand-writing RESP is
-not allowed here), the second peer (Swift on SwiftNIO / websocket-kit), the
-3-run spread for workloads 1 to 5 (workloads 0 and 6 have it), and the
-client hot-path targets (another engineer is reshaping the engine).
+**Not done (issue 17).** A receiving client shared by roomd and Redis (the
+anchor uses redis-cli for Redis and RoomKitLoop sinks for roomd: a SwiftNIO
+client with a RESP codec would be needed, and swift-nio-ssl's BoringSSL
+build alone is minutes on these 2 cores), the second peer (Swift on SwiftNIO
+/ websocket-kit, same reason), the 3-run spread for workloads 1 to 5
+(workloads 0 and 6 have it), and the client hot-path targets (another
+engineer is reshaping the engine).
 
 **Where the client is measured on its own: CPU per operation.** The rows
 "client CPU" divide the client process's CPU time (all threads) by the

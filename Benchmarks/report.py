@@ -219,6 +219,16 @@ def fanout_rows(table, results):
                 per = raw["roomd_cpu_s"] / raw["delivered"]["events"] * 1e6
                 table.add(label, "roomd CPU per delivery to raw members (us, all threads; its capacity on one core "
                           "= 1e6 / this)", number(per, 2), "n/a", "", "<= 1 us (1,000,000/s)", verdict(per <= 1))
+                redis = entry.get("redis")
+                if redis:
+                    anchor = redis["cpu_us_per_delivery"]
+                    table.add(label, f"anchor: redis-server PUBLISH to {redis['subscribed_after']} redis-cli "
+                              f"subscribers, {redis['payload_bytes']}-byte payload: deliveries/s",
+                              number(raw["delivered"]["events_per_s"]), f"Redis {number(redis['deliveries_per_s'])}",
+                              ratio(raw["delivered"]["events_per_s"], redis["deliveries_per_s"]), "", "")
+                    table.add(label, "anchor: server CPU per delivery, Redis / roomd (roomd's rate per core / Redis's)",
+                              number(per, 2), f"Redis {number(anchor, 2)}", f"{anchor / per:.2f}x", ">= 0.5x",
+                              verdict(anchor / per >= 0.5))
         cpu_a = ours["delivered"]["cpu_ns"] / max(1, ours["delivered"]["events"]) / 1000
         cpu_b = peer["delivered"]["cpu_ns"] / max(1, peer["delivered"]["events"]) / 1000
         table.add(label, "receiving client CPU per delivery (us)", number(cpu_a, 1), number(cpu_b, 1),
