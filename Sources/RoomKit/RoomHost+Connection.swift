@@ -93,6 +93,7 @@ extension RoomHost {
             case .success(let fields):
                 let interval = fields["heartbeatInterval"]?.int64Value ?? 10_000
                 let timeout = fields["heartbeatTimeout"]?.int64Value ?? 90_000
+                adoptPacing(burst: fields["requestBurst"]?.doubleValue, perSecond: fields["requestsPerSecond"]?.doubleValue)
                 drive(.helloAnswered(interval: interval, timeout: timeout))
             case .failure(let error):
                 if error.code != .connectionInterrupted {
@@ -101,11 +102,23 @@ extension RoomHost {
                 }
             }
         }
-        let hello = JSON.object(["op": "hello", "id": .int(id), "client": .string(configuration.clientName)])
+        var hello: [String: JSON] = ["op": "hello", "id": .int(id), "client": .string(configuration.clientName)]
+        if let token = configuration.serviceToken { hello["token"] = .string(token) }
         // A new connection gets a fresh server-side bucket; the hello uses one token of it.
-        bucket = configuration.requestBurst - 1
+        pacing = (configuration.requestBurst, configuration.requestsPerSecond)
+        bucket = pacing.burst - 1
         lastRefill = loop.nowMilliseconds
-        connection?.send(WebSocketFrame(bytes: hello.serialized()))
+        connection?.send(WebSocketFrame(bytes: JSON.object(hello).serialized()))
+    }
+
+    /// Paces to the bucket the hello reply advertised (95% of its refill,
+    /// 75% of its burst, as the defaults are of §1's 200/200), or keeps the
+    /// configuration's when it advertised none.
+    private func adoptPacing(burst: Double?, perSecond: Double?) {
+        guard configuration.adoptsAdvertisedPacing, let burst, let perSecond, burst >= 1, perSecond > 0 else { return }
+        pacing = (max(1, (burst * 0.75).rounded(.down)), perSecond * 0.95)
+        bucket = pacing.burst - 1
+        lastRefill = loop.nowMilliseconds
     }
 
     // MARK: Requests
@@ -128,7 +141,7 @@ extension RoomHost {
         guard link.isReady, let connection else { return }
         let now = loop.nowMilliseconds
         if lastRefill == 0 { lastRefill = now }
-        bucket = min(configuration.requestBurst, bucket + Double(now - lastRefill) / 1000 * configuration.requestsPerSecond)
+        bucket = min(pacing.burst, bucket + Double(now - lastRefill) / 1000 * pacing.perSecond)
         lastRefill = now
         while outboxHead < outbox.count && bucket >= 1 {
             let (id, frame) = outbox[outboxHead]

@@ -25,9 +25,19 @@ public struct RoomHostConfiguration: Sendable {
     public var requestTimeout: Duration = .seconds(15)
     /// Client-side pacing, a little under the server's per-connection limit
     /// (200 burst, 200/s), so a burst of logins or of resumes after a restart
-    /// is admitted at a bounded rate and never trips 1009004.
+    /// is admitted at a bounded rate and never trips 1009004. Used only when
+    /// the server does not advertise the connection's bucket in its hello
+    /// reply; one that does is paced at 95% of its refill rate and 75% of
+    /// its burst (docs/PROTOCOL.md "Service connections").
     public var requestsPerSecond = 190.0
     public var requestBurst = 150.0
+    /// Whether to pace to the bucket the server's hello advertises (true,
+    /// the default) or always to `requestsPerSecond` / `requestBurst`.
+    public var adoptsAdvertisedPacing = true
+    /// A token with role `service`, sent in `hello`: the server then gives
+    /// the connection its larger service request bucket, for a bot in
+    /// thousands of rooms on one connection. nil: an ordinary connection.
+    public var serviceToken: String?
     /// Timer granularity of the engine (deadlines, pings, pacing).
     public var tick: Duration = .milliseconds(20)
     /// Sent in `hello`.
@@ -88,6 +98,8 @@ public final class RoomHost: @unchecked Sendable {
     var nextRequestID: Int64 = 1
     var bucket: Double
     var lastRefill: UInt64 = 0
+    /// Pacing in force: the configuration's until a hello reply advertises the bucket.
+    var pacing: (burst: Double, perSecond: Double)
     var deadlines = DeadlineQueue<String>()
     var ticker: LoopTimer?
     /// Sessions whose cursor changed this loop turn (see `flushCursors`).
@@ -111,6 +123,7 @@ public final class RoomHost: @unchecked Sendable {
             livenessOverride: configuration.livenessTimeout?.ms)
         bucket = configuration.requestBurst
         metrics = RoomHostMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
+        pacing = (configuration.requestBurst, configuration.requestsPerSecond)
     }
 
     /// Registers the custom global state type (the seed's

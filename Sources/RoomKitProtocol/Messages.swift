@@ -125,8 +125,10 @@ public struct LoginRequest: Sendable, Hashable {
 
 /// A decoded, validated client message (everything but `op`, `id`, `room`).
 public enum ClientRequest: Sendable, Hashable {
-    /// `hello` with the optional client name.
-    case hello(client: String?)
+    /// `hello` with the optional client name, and the optional connection
+    /// token (a `service` token: the connection gets the service request
+    /// bucket; docs/PROTOCOL.md "Service connections").
+    case hello(client: String?, token: String? = nil)
     /// `ping` with the client's clock value to echo (any JSON; `null` if absent).
     case ping(t: JSON)
     /// `login`.
@@ -187,8 +189,8 @@ public enum ClientRequest: Sendable, Hashable {
     /// The request's own wire fields (without `op`, `id`, `room`).
     public var fields: [String: JSON] {
         switch self {
-        case .hello(let client):
-            return Dictionary(dropNils: ["client": client.map(JSON.string)])
+        case .hello(let client, let token):
+            return Dictionary(dropNils: ["client": client.map(JSON.string), "token": token.map(JSON.string)])
         case .ping(let t):
             return ["t": t]
         case .login(let login):

@@ -35,6 +35,11 @@ public struct ServerConfiguration: Sendable {
     /// Requests per connection: bucket size and refill per second.
     public var rateLimitBurst = 200.0
     public var rateLimitPerSecond = 200.0
+    /// The request bucket of a service connection (one whose `hello` carried
+    /// a valid `service` token): a bot host logging in or resuming many rooms
+    /// on one connection (docs/PROTOCOL.md "Service connections").
+    public var serviceRateLimitBurst = 100_000.0
+    public var serviceRateLimitPerSecond = 100_000.0
     /// Continuous time over the limit after which the connection is closed 1008.
     public var rateLimitGrace: Duration = .seconds(2)
     /// Outbound bytes queued per connection before it is closed 1013.
