@@ -130,7 +130,7 @@ extension RoomHost {
         let id = nextRequestID
         nextRequestID += 1
         let envelope = ClientEnvelope(id: id, room: room, request: request)
-        let deadline = timeout ? UInt64(nowMonotonic + configuration.requestTimeout.ms) : nil
+        let deadline = timeout ? UInt64(nowMonotonic + configuration.requestTimeout.milliseconds) : nil
         pending[id] = PendingRequest(room: room, deadline: deadline, completion: completion)
         outbox.append((id, WebSocketFrame(bytes: envelope.json.serialized())))
         flushOutbox()

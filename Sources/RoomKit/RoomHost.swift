@@ -119,8 +119,8 @@ public final class RoomHost: @unchecked Sendable {
         self.callbackQueue = callbackQueue
         url = try WebSocketURL(configuration.serverURL)
         link = ConnectionMachine(
-            backoff: .init(first: configuration.backoffFirst.ms, cap: configuration.backoffCap.ms),
-            livenessOverride: configuration.livenessTimeout?.ms)
+            backoff: .init(first: configuration.backoffFirst.milliseconds, cap: configuration.backoffCap.milliseconds),
+            livenessOverride: configuration.livenessTimeout?.milliseconds)
         bucket = configuration.requestBurst
         metrics = RoomHostMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
         pacing = (configuration.requestBurst, configuration.requestsPerSecond)
@@ -349,13 +349,6 @@ struct PendingRequest {
     let completion: (Result<[String: JSON], RoomError>) -> Void
 }
 
-extension Duration {
-    /// Whole milliseconds.
-    var ms: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}
 
 extension RoomHost {
     /// Drops the shared connection as a network failure would (no close

@@ -91,8 +91,8 @@ extension RoomHost {
             driver.wantsWritable = writable
         } else {
             driver = SessionDriver(room: handle(for: roomID),
-                                   machine: RoomSessionMachine(loginTimeout: configuration.loginTimeout.ms,
-                                                               reconnectWindow: configuration.reconnectWindow.ms),
+                                   machine: RoomSessionMachine(loginTimeout: configuration.loginTimeout.milliseconds,
+                                                               reconnectWindow: configuration.reconnectWindow.milliseconds),
                                    user: user, token: token, wantsWritable: writable)
             drivers[roomID] = driver
         }
@@ -358,9 +358,5 @@ extension RoomHost {
     }
 }
 
-/// Wall-clock milliseconds since the epoch (token expiry is wall time).
-func wallMilliseconds() -> Int64 {
-    Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
-}
 
 import Foundation

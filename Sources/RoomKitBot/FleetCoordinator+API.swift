@@ -105,7 +105,7 @@ extension FleetCoordinator {
             renew()
             claim()
         }
-        let timeout = Double(RedisClient.milliseconds(config.drainTimeout)) / 1000
+        let timeout = Double(config.drainTimeout.milliseconds) / 1000
         while Date().timeIntervalSince(started) < timeout {
             let done = (try? await loop.submit { [self] in held.isEmpty && releasing.isEmpty && !releaseInFlight && handingOver.isEmpty }) ?? true
             if done { break }

@@ -95,7 +95,7 @@ final class FleetCoordinator: @unchecked Sendable {
         redis = RedisClient(loop: loop, endpoint: config.redis, configuration: redisConfiguration, logger: logger)
     }
 
-    var ttlMs: UInt64 { RedisClient.milliseconds(config.leaseTTL) }
+    var ttlMs: UInt64 { UInt64(config.leaseTTL.milliseconds) }
 
     /// Connects to Redis, adds the configured rooms to the fleet's room set
     /// (on every connect, so a restarted Redis gets them back) and starts
@@ -140,7 +140,7 @@ final class FleetCoordinator: @unchecked Sendable {
     }
 
     private func scheduleClaim() {
-        let base = Double(RedisClient.milliseconds(config.claimInterval))
+        let base = Double(config.claimInterval.milliseconds)
         let jittered = base * Double.random(in: 0.75...1.25, using: &random)
         do {
             let timer = try loop.scheduleTimer(after: .milliseconds(Int64(jittered))) { [unowned self] timer in
@@ -197,7 +197,7 @@ final class FleetCoordinator: @unchecked Sendable {
                 addToRoomSet(rooms, then: { _ in })
             }
             startChanges(at: reply[0].integer ?? 0)
-            if firstClaimAt == nil { firstClaimAt = loop.nowMilliseconds + RedisClient.milliseconds(config.claimInterval) }
+            if firstClaimAt == nil { firstClaimAt = loop.nowMilliseconds + UInt64(config.claimInterval.milliseconds) }
             flushCursors()
             retryWaiting()
         }
@@ -367,10 +367,3 @@ struct FleetScriptSet: @unchecked Sendable {
     let owners = FleetScripts.owners.script
 }
 
-extension RedisClient {
-    /// Whole milliseconds of a duration.
-    static func milliseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(max(0, seconds)) * 1000 + UInt64(max(0, attoseconds) / 1_000_000_000_000_000)
-    }
-}

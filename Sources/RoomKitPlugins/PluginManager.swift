@@ -203,7 +203,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             runtime.stop()
             let drained = DispatchSemaphore(value: 0)
             runtime.queue.async { drained.signal() }
-            let millis = Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
+            let millis = Int(wait.milliseconds)
             if drained.wait(timeout: .now() + .milliseconds(millis)) == .timedOut {
                 logger.warning("plugin did not finish its calls; leaving it", metadata: ["plugin": "\(runtime.spec.name)"])
             }

@@ -71,18 +71,6 @@ public struct ServerConfiguration: Sendable {
     }
 }
 
-extension Duration {
-    /// Whole milliseconds (rounded down, never negative).
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-    }
-}
-
-/// Wall-clock milliseconds since the epoch.
-func wallMilliseconds() -> Int64 {
-    Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
-}
 
 /// A random identifier like `s-3f9a…` (16 hex digits).
 func randomIdentifier(_ prefix: String) -> String {
