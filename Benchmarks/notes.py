@@ -219,7 +219,7 @@ engineer is reshaping the engine).
 logins or events it handled; that is what the client would need per
 operation on a free core, whatever roomd does. RoomKit's per-session memory
 (about 1.4 KB at 100k) is a `Room` (its cache behind a lock: state, members,
-streams, extra info), a `SessionDriver`, the scene and member arrays of the
+streams, extra info), a `SessionRecord`, the scene and member arrays of the
 snapshot, and two dictionary entries; getting to 0.2x of the peer would
 need a leaner cache layout (e.g. sharing the initial scene state between
 rooms), not done here.

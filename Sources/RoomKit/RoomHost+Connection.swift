@@ -31,7 +31,7 @@ extension RoomHost {
     // MARK: Connection machine
 
     func updateConnectionWanted() {
-        let wanted = drivers.values.contains { $0.machine.isLoggedIn }
+        let wanted = sessions.values.contains { $0.machine.isLoggedIn }
         if wanted != link.wanted { drive(wanted ? .wanted : .unwanted) }
     }
 
@@ -61,11 +61,11 @@ extension RoomHost {
             case .becameReady:
                 logger.debug("connection ready", metadata: ["server": "\(url)"])
                 flushOutbox()
-                for driver in Array(drivers.values) { run(.connectionReady, on: driver) }
+                for record in Array(sessions.values) { run(.connectionReady, on: record) }
             case .lost(let why):
                 logger.info("connection lost", metadata: ["why": "\(why)"])
                 failPending(RoomError.interrupted("a request"))
-                for driver in Array(drivers.values) { run(.connectionLost(why), on: driver) }
+                for record in Array(sessions.values) { run(.connectionLost(why), on: record) }
             }
         }
     }
@@ -191,8 +191,8 @@ extension RoomHost {
         let now = nowMonotonic
         drive(.tick)
         for (roomID, generation) in deadlines.popDue(now) {
-            guard let driver = drivers[roomID], driver.generation == generation else { continue }
-            run(.deadlinePassed, on: driver)
+            guard let record = sessions[roomID], record.generation == generation else { continue }
+            run(.deadlinePassed, on: record)
         }
         if !pending.isEmpty {
             let expired = pending.filter { $0.value.deadline.map { $0 <= UInt64(now) } ?? false }
@@ -229,22 +229,22 @@ extension RoomHost {
         case .error(let error, _):
             emit(.throwError(domain: "server", code: error.code, message: error.message), room: nil)
         case .kicked(let roomID, let code, let reason):
-            guard let driver = drivers[roomID] else { return }
-            run(.kicked(code, reason), on: driver)
+            guard let record = sessions[roomID] else { return }
+            run(.kicked(code, reason), on: record)
         case .tokenWillExpire(let roomID, let remaining):
-            guard let driver = drivers[roomID] else { return }
-            emit(.tokenWillExpire(room: roomID, remaining: remaining), room: driver.room)
-            renewAutomatically(driver)
+            guard let record = sessions[roomID] else { return }
+            emit(.tokenWillExpire(room: roomID, remaining: remaining), room: record.room)
+            renewAutomatically(record)
         case .room(let roomPush):
-            guard let driver = drivers[roomPush.room] else { return }
-            apply(roomPush, driver: driver)
+            guard let record = sessions[roomPush.room] else { return }
+            apply(roomPush, record: record)
         }
     }
 
-    private func renewAutomatically(_ driver: SessionDriver) {
+    private func renewAutomatically(_ record: SessionRecord) {
         guard let provider = tokenProvider else { return }
-        let roomID = driver.room.id
-        let user = driver.user.id
+        let roomID = record.room.id
+        let user = record.user.id
         Task { [self] in
             do {
                 let token = try await provider.token(room: roomID, user: user)

@@ -8,14 +8,14 @@ extension RoomHost {
     /// is not newer than the last one seen is a duplicate and is dropped
     /// (exactly once across resumes). Own events (possible only in a resume
     /// replay) update the cache without callbacks.
-    func apply(_ push: RoomPush, driver: SessionDriver) {
-        guard push.seq > driver.lastSeq else { return }
-        driver.lastSeq = push.seq
-        cursorChanged(driver)
-        let replayed = push.seq <= driver.replayUntil
+    func apply(_ push: RoomPush, record: SessionRecord) {
+        guard push.seq > record.lastSeq else { return }
+        record.lastSeq = push.seq
+        cursorChanged(record)
+        let replayed = push.seq <= record.replayUntil
         applyingReplay = replayed
         defer { applyingReplay = false }
-        let room = driver.room
+        let room = record.room
         let me = room.memberId
         var outcome: Result<RoomChange, ProtocolError> = .success(RoomChange())
         room.update { content in
@@ -70,7 +70,7 @@ extension RoomHost {
             emit(.roomStateModified(room: room.id, from: nil, diff: diff), room: room)
 
         case .streamUpdate(let type, let streams):
-            let others = streams.filter { $0.userId != driver.user.id }
+            let others = streams.filter { $0.userId != record.user.id }
             if !others.isEmpty {
                 emit(.streamUpdate(room: room.id, type: type, streams: others), room: room)
             }

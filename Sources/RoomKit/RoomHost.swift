@@ -91,7 +91,7 @@ public final class RoomHost: @unchecked Sendable {
     var client: WebSocketClient?
     var connection: WebSocketConnection?
     var link: ConnectionMachine
-    var drivers: [String: SessionDriver] = [:]
+    var sessions: [String: SessionRecord] = [:]
     var pending: [Int64: PendingRequest] = [:]
     var outbox: [(id: Int64, frame: WebSocketFrame)] = []
     var outboxHead = 0
@@ -103,7 +103,7 @@ public final class RoomHost: @unchecked Sendable {
     var deadlines = DeadlineQueue<String>()
     var ticker: LoopTimer?
     /// Sessions whose cursor changed this loop turn (see `flushCursors`).
-    var dirtyCursors: [SessionDriver] = []
+    var dirtyCursors: [SessionRecord] = []
     /// Whether the push being applied belongs to a resume's replay.
     var applyingReplay = false
     var isShutDown = false
@@ -230,7 +230,7 @@ public final class RoomHost: @unchecked Sendable {
     @discardableResult
     public func logoutRoom() async -> [String] {
         let rooms = (try? await loop.submit { [self] in
-            drivers.values.filter { $0.machine.isLoggedIn }.map(\.room.id)
+            sessions.values.filter { $0.machine.isLoggedIn }.map(\.room.id)
         }) ?? []
         await withTaskGroup(of: Void.self) { group in
             for room in rooms {
@@ -252,7 +252,7 @@ public final class RoomHost: @unchecked Sendable {
     public func switchRoom(from: String, to: String, token: String? = nil, tokenProvider: (any TokenProvider)? = nil,
                            delegate: (any RoomDelegate)? = nil) async throws -> Room {
         let (user, targetJoined) = try await loop.submit { [self] in
-            (drivers[from].flatMap { $0.machine.isLoggedIn ? $0.user : nil }, drivers[to]?.machine.isLoggedIn ?? false)
+            (sessions[from].flatMap { $0.machine.isLoggedIn ? $0.user : nil }, sessions[to]?.machine.isLoggedIn ?? false)
         }
         guard let user else {
             try await logoutRoom(from)  // reports LOGOUT_FAILED 1002002 and throws
@@ -275,10 +275,10 @@ public final class RoomHost: @unchecked Sendable {
     public func renewToken(_ roomID: String, token: String) async throws {
         let fields = try await requestFields(.renewToken(token: token), room: roomID)
         try await loop.submit { [self] in
-            guard let driver = drivers[roomID] else { return }
-            driver.token = token
-            if let expiresAt = fields["expiresAt"]?.int64Value { driver.tokenExpiresAt = expiresAt }
-            if let writable = fields["writable"]?.boolValue { setWritable(writable, driver: driver) }
+            guard let record = sessions[roomID] else { return }
+            record.token = token
+            if let expiresAt = fields["expiresAt"]?.int64Value { record.tokenExpiresAt = expiresAt }
+            if let writable = fields["writable"]?.boolValue { setWritable(writable, record: record) }
         }
     }
 
@@ -321,7 +321,7 @@ public final class RoomHost: @unchecked Sendable {
     func requestFields(_ request: ClientRequest, room: String) async throws -> [String: JSON] {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[String: JSON], any Error>) in
             let accepted = loop.execute { [self] in
-                guard let driver = drivers[room], driver.machine.state == .active else {
+                guard let record = sessions[room], record.machine.state == .active else {
                     return continuation.resume(throwing: RoomError(code: .roomNotLoggedIn, message: "not logged in to \(room)"))
                 }
                 guard link.isReady else {
@@ -330,7 +330,7 @@ public final class RoomHost: @unchecked Sendable {
                 send(request, room: room, timeout: true) { [self] result in
                     switch result {
                     case .success(let fields):
-                        applyOwn(request, reply: fields, driver: driver)
+                        applyOwn(request, reply: fields, record: record)
                         continuation.resume(returning: fields)
                     case .failure(let error):
                         continuation.resume(throwing: error)
