@@ -1,3 +1,4 @@
+import RoomKitLoop
 import RoomKitProtocol
 
 extension RoomContent: RoomContentModel {}
@@ -85,6 +86,45 @@ extension RoomHost {
             emit(.magix(MagixEvent(room: room.id, seq: push.seq, from: from, event: event, payload: payload,
                                    replayed: replayed)),
                  room: room)
+        }
+    }
+}
+
+// Everything the server sends arrives here, decoded once (ServerPush).
+extension RoomHost {
+
+    func received(_ message: WebSocketMessage) {
+        drive(.messageReceived)
+        let push: ServerPush
+        do {
+            push = try ServerPush.decode(JSON.parse(message.bytes)).get()
+        } catch {
+            emit(.throwError(domain: "protocol", code: (error as? ProtocolError)?.code ?? .malformed,
+                             message: "unreadable message from the server: \(error)"), room: nil)
+            return
+        }
+        switch push {
+        case .reply(let id, let result):
+            guard let request = pending.removeValue(forKey: id) else { return }
+            request.completion(result.mapError { failure in
+                var error = RoomError(code: failure.code, message: failure.message)
+                error.currentFence = failure.currentFence
+                return error
+            })
+        case .pong:
+            break
+        case .error(let error, _):
+            emit(.throwError(domain: "server", code: error.code, message: error.message), room: nil)
+        case .kicked(let roomID, let code, let reason):
+            guard let record = sessions[roomID] else { return }
+            run(.kicked(code, reason), on: record)
+        case .tokenWillExpire(let roomID, let remaining):
+            guard let record = sessions[roomID] else { return }
+            emit(.tokenWillExpire(room: roomID, remaining: remaining), room: record.room)
+            renewAutomatically(record)
+        case .room(let roomPush):
+            guard let record = sessions[roomPush.room] else { return }
+            apply(roomPush, record: record)
         }
     }
 }

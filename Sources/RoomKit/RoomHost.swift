@@ -269,19 +269,6 @@ public final class RoomHost: @unchecked Sendable {
         return try await loginRoom(to, user: user, token: token, delegate: delegate ?? room(from)?.delegate)
     }
 
-    /// Replaces the room's token. The new token's role applies (a reader
-    /// role makes the session read-only). A rejected token throws 1002033 and
-    /// the old one stays.
-    public func renewToken(_ roomID: String, token: String) async throws {
-        let fields = try await requestFields(.renewToken(token: token), room: roomID)
-        try await loop.submit { [self] in
-            guard let record = sessions[roomID] else { return }
-            record.token = token
-            if let expiresAt = fields["expiresAt"]?.int64Value { record.tokenExpiresAt = expiresAt }
-            if let writable = fields["writable"]?.boolValue { setWritable(writable, record: record) }
-        }
-    }
-
     /// Logs out of every room, closes the connection, and ends every event stream.
     public func shutdown() async {
         await logoutRoom()
