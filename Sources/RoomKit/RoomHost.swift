@@ -87,27 +87,9 @@ public final class RoomHost: @unchecked Sendable {
     /// Checks that a globalState decodes as the registered type (name, check).
     private let customGlobalState = LockedValue<(name: String, check: @Sendable (JSON) throws -> Void)?>(nil)
 
-    // Loop thread only:
-    var client: WebSocketClient?
-    var connection: WebSocketConnection?
-    var link: ConnectionMachine
-    var sessions: [String: SessionRecord] = [:]
-    var pending: [Int64: PendingRequest] = [:]
-    var outbox: [(id: Int64, frame: WebSocketFrame)] = []
-    var outboxHead = 0
-    var nextRequestID: Int64 = 1
-    var bucket: Double
-    var lastRefill: UInt64 = 0
-    /// Pacing in force: the configuration's until a hello reply advertises the bucket.
-    var pacing: (burst: Double, perSecond: Double)
-    var deadlines = DeadlineQueue<String>()
-    var ticker: LoopTimer?
-    /// Sessions whose cursor changed this loop turn (see `flushCursors`).
-    var dirtyCursors: [SessionRecord] = []
-    /// Whether the push being applied belongs to a resume's replay.
-    var applyingReplay = false
-    var isShutDown = false
-    var random = SystemRandomNumberGenerator()
+    /// Everything the engine mutates while it runs (RoomHost+State.swift),
+    /// checked on every access to be on the loop thread.
+    let engine: LoopBound<EngineState>
 
     /// Creates a host. Nothing connects until the first `loginRoom`.
     public init(loop: EventLoop, configuration: RoomHostConfiguration, logger: Logger = Logger(label: "roomkit.host"),
@@ -118,12 +100,11 @@ public final class RoomHost: @unchecked Sendable {
         self.tokenProvider = tokenProvider
         self.callbackQueue = callbackQueue
         url = try WebSocketURL(configuration.serverURL)
-        link = ConnectionMachine(
+        let link = ConnectionMachine(
             backoff: .init(first: configuration.backoffFirst.milliseconds, cap: configuration.backoffCap.milliseconds),
             livenessOverride: configuration.livenessTimeout?.milliseconds)
-        bucket = configuration.requestBurst
+        engine = LoopBound(EngineState(link: link, pacing: (configuration.requestBurst, configuration.requestsPerSecond)), loop: loop)
         metrics = RoomHostMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
-        pacing = (configuration.requestBurst, configuration.requestsPerSecond)
     }
 
     /// Registers the custom global state type (the seed's

@@ -1,0 +1,111 @@
+import RoomKitLoop
+import RoomKitProtocol
+
+/// The engine's loop-side state: everything the host mutates while it runs.
+/// `RoomHost` keeps it in a `LoopBound`, so every read and write checks it
+/// is on the loop thread (NIO's `NIOLoopBoundBox`) instead of a comment
+/// saying so; the properties below forward to it, so the engine's code
+/// reads as before.
+struct EngineState {
+    var client: WebSocketClient? = nil
+    var connection: WebSocketConnection? = nil
+    var link: ConnectionMachine
+    /// Each room's session record, by room ID.
+    var sessions: [String: SessionRecord] = [:]
+    /// Requests waiting for their reply, by request ID.
+    var pending: [Int64: PendingRequest] = [:]
+    /// Requests not yet sent (paced), from `outboxHead` on.
+    var outbox: [(id: Int64, frame: WebSocketFrame)] = []
+    var outboxHead: Int = 0
+    var nextRequestID: Int64 = 1
+    /// The pacing bucket's tokens.
+    var bucket: Double
+    var lastRefill: UInt64 = 0
+    /// Pacing in force: the configuration's until a hello reply advertises the bucket.
+    var pacing: (burst: Double, perSecond: Double)
+    var deadlines: DeadlineQueue<String> = DeadlineQueue<String>()
+    var ticker: LoopTimer? = nil
+    /// Sessions whose cursor changed this loop turn (see `flushCursors`).
+    var dirtyCursors: [SessionRecord] = []
+    /// Whether the push being applied belongs to a resume's replay.
+    var applyingReplay: Bool = false
+    var isShutDown: Bool = false
+    var random: SystemRandomNumberGenerator = SystemRandomNumberGenerator()
+
+    init(link: ConnectionMachine, pacing: (burst: Double, perSecond: Double)) {
+        self.link = link
+        self.pacing = pacing
+        bucket = pacing.burst
+    }
+}
+
+extension RoomHost {
+    var client: WebSocketClient? {
+        get { engine.value.client }
+        _modify { yield &engine.value.client }
+    }
+    var connection: WebSocketConnection? {
+        get { engine.value.connection }
+        _modify { yield &engine.value.connection }
+    }
+    var link: ConnectionMachine {
+        get { engine.value.link }
+        _modify { yield &engine.value.link }
+    }
+    var sessions: [String: SessionRecord] {
+        get { engine.value.sessions }
+        _modify { yield &engine.value.sessions }
+    }
+    var pending: [Int64: PendingRequest] {
+        get { engine.value.pending }
+        _modify { yield &engine.value.pending }
+    }
+    var outbox: [(id: Int64, frame: WebSocketFrame)] {
+        get { engine.value.outbox }
+        _modify { yield &engine.value.outbox }
+    }
+    var outboxHead: Int {
+        get { engine.value.outboxHead }
+        _modify { yield &engine.value.outboxHead }
+    }
+    var nextRequestID: Int64 {
+        get { engine.value.nextRequestID }
+        _modify { yield &engine.value.nextRequestID }
+    }
+    var bucket: Double {
+        get { engine.value.bucket }
+        _modify { yield &engine.value.bucket }
+    }
+    var lastRefill: UInt64 {
+        get { engine.value.lastRefill }
+        _modify { yield &engine.value.lastRefill }
+    }
+    var pacing: (burst: Double, perSecond: Double) {
+        get { engine.value.pacing }
+        _modify { yield &engine.value.pacing }
+    }
+    var deadlines: DeadlineQueue<String> {
+        get { engine.value.deadlines }
+        _modify { yield &engine.value.deadlines }
+    }
+    var ticker: LoopTimer? {
+        get { engine.value.ticker }
+        _modify { yield &engine.value.ticker }
+    }
+    var dirtyCursors: [SessionRecord] {
+        get { engine.value.dirtyCursors }
+        _modify { yield &engine.value.dirtyCursors }
+    }
+    var applyingReplay: Bool {
+        get { engine.value.applyingReplay }
+        _modify { yield &engine.value.applyingReplay }
+    }
+    var isShutDown: Bool {
+        get { engine.value.isShutDown }
+        _modify { yield &engine.value.isShutDown }
+    }
+    var random: SystemRandomNumberGenerator {
+        get { engine.value.random }
+        _modify { yield &engine.value.random }
+    }
+}
