@@ -19,7 +19,7 @@ let package = Package(
         .library(name: "RoomKitProtocol", targets: ["RoomKitProtocol"]),
         .library(name: "RoomKitServer", targets: ["RoomKitServer"]),
         .library(name: "RoomKit", targets: ["RoomKit"]),
-        .library(name: "RoomKitPlugins", targets: ["RoomKitPlugins"]),
+        .library(name: "RoomKitPluginHost", targets: ["RoomKitPluginHost"]),
         .library(name: "RoomKitPluginSDK", targets: ["RoomKitPluginSDK"]),
         .library(name: "RoomKitRedis", targets: ["RoomKitRedis"]),
         .library(name: "RoomKitBot", targets: ["RoomKitBot"]),
@@ -143,7 +143,7 @@ let package = Package(
             dependencies: ["CRoomKitPluginABI", "RoomKitProtocol"],
             swiftSettings: swiftSettings),
         .target(
-            name: "RoomKitPlugins",
+            name: "RoomKitPluginHost",
             dependencies: [
                 "CRoomKitPluginABI", "CRoomKitPluginWire", "RoomKit", "RoomKitLoop", "RoomKitProtocol",
                 .product(name: "Logging", package: "swift-log"),
@@ -172,7 +172,7 @@ let package = Package(
         .target(
             name: "RoomKitBot",
             dependencies: [
-                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics", "RoomKitRedis", "CSQLite3",
+                "RoomKit", "RoomKitPluginHost", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics", "RoomKitRedis", "CSQLite3",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -182,7 +182,7 @@ let package = Package(
         .executableTarget(
             name: "roombot",
             dependencies: [
-                "RoomKitBot", "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
+                "RoomKitBot", "RoomKit", "RoomKitPluginHost", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -191,7 +191,7 @@ let package = Package(
         .executableTarget(
             name: "MultiRoomBot",
             dependencies: [
-                "RoomKit", "RoomKitPlugins", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
+                "RoomKit", "RoomKitPluginHost", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -214,7 +214,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitPluginTests",
-            dependencies: ["RoomKitPlugins", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport",
+            dependencies: ["RoomKitPluginHost", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport",
                            .product(name: "MetricsTestKit", package: "swift-metrics")],
             swiftSettings: swiftSettings),
         .testTarget(

@@ -37,7 +37,7 @@ let package = Package(
                 "BenchSupport",
                 .product(name: "RoomKit", package: "RoomKit"),
                 .product(name: "RoomKitBot", package: "RoomKit"),
-                .product(name: "RoomKitPlugins", package: "RoomKit"),
+                .product(name: "RoomKitPluginHost", package: "RoomKit"),
                 .product(name: "RoomKitLoop", package: "RoomKit"),
                 .product(name: "RoomKitProtocol", package: "RoomKit"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -48,7 +48,7 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "RoomKit", package: "RoomKit"),
-                .product(name: "RoomKitPlugins", package: "RoomKit"),
+                .product(name: "RoomKitPluginHost", package: "RoomKit"),
                 .product(name: "RoomKitPluginSDK", package: "RoomKit"),
                 .product(name: "RoomKitLoop", package: "RoomKit"),
                 .product(name: "RoomKitProtocol", package: "RoomKit"),
@@ -59,7 +59,7 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "RoomKit", package: "RoomKit"),
-                .product(name: "RoomKitPlugins", package: "RoomKit"),
+                .product(name: "RoomKitPluginHost", package: "RoomKit"),
                 .product(name: "RoomKitLoop", package: "RoomKit"),
                 .product(name: "RoomKitProtocol", package: "RoomKit"),
             ],

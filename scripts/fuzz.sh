@@ -21,7 +21,7 @@ build() {  # name, extra sources...
 }
 build decode Fuzz/FuzzDecode.swift
 build token Fuzz/FuzzToken.swift
-build manifest Fuzz/FuzzManifest.swift Sources/RoomKitPlugins/PluginManifest.swift
+build manifest Fuzz/FuzzManifest.swift Sources/RoomKitPluginHost/PluginManifest.swift
 build control Fuzz/FuzzControl.swift
 build push Fuzz/FuzzPush.swift
 

@@ -1,5 +1,5 @@
 import Foundation
-import RoomKitPlugins
+import RoomKitPluginHost
 import RoomKitProtocol
 
 /// The example's plugin manifest. `plugins.json` beside this file names

@@ -1,7 +1,7 @@
 import RoomKitLoop
 import Foundation
 import RoomKit
-import RoomKitPlugins
+import RoomKitPluginHost
 import RoomKitProtocol
 import Synchronization
 

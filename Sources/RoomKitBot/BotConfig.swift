@@ -1,5 +1,5 @@
 import Foundation
-import RoomKitPlugins
+import RoomKitPluginHost
 import RoomKit
 import RoomKitLoop
 import RoomKitProtocol

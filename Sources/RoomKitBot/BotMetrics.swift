@@ -2,7 +2,7 @@ import Foundation
 import Prometheus
 import RoomKit
 import RoomKitLoop
-import RoomKitPlugins
+import RoomKitPluginHost
 import Synchronization
 
 /// `/metrics` in Prometheus exposition, every family with a `# HELP` line.

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import RoomKit
 import RoomKitLoop
-import RoomKitPlugins
+import RoomKitPluginHost
 import RoomKitProtocol
 import Synchronization
 

@@ -1,7 +1,7 @@
 import Foundation
 import RoomKit
 import RoomKitLoop
-import RoomKitPlugins
+import RoomKitPluginHost
 import RoomKitProtocol
 
 /// The control API (CLI.md): HTTP/1.1 + JSON on `--control`, loopback by

@@ -5,7 +5,7 @@ import RoomKit
 import RoomKitBot
 import RoomKitCLI
 import RoomKitLoop
-import RoomKitPlugins
+import RoomKitPluginHost
 import RoomKitProtocol
 
 /// `roombot replay`: plays a recorded room, writing the player events in

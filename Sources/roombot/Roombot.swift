@@ -6,7 +6,7 @@ import RoomKit
 import RoomKitBot
 import RoomKitCLI
 import RoomKitLoop
-import RoomKitPlugins
+import RoomKitPluginHost
 
 /// `roombot`: the RoomKit bot host (CLI.md).
 struct Roombot: AsyncParsableCommand {

@@ -47,7 +47,7 @@ final class ReadmeExampleTests: XCTestCase {
                     .executableTarget(name: "ReadmeExample", dependencies: [
                         .product(name: "RoomKit", package: "\(identity)"),
                         .product(name: "RoomKitLoop", package: "\(identity)"),
-                        .product(name: "RoomKitPlugins", package: "\(identity)"),
+                        .product(name: "RoomKitPluginHost", package: "\(identity)"),
                         .product(name: "RoomKitProtocol", package: "\(identity)"),
                         .product(name: "Logging", package: "swift-log"),
                         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

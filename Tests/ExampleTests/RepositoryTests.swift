@@ -33,8 +33,8 @@ final class RepositoryTests: XCTestCase {
         for field in config {
             XCTAssertTrue(reference.contains("| `\(field)` |"), "docs/CLI.md has no bot.json row for `\(field)`")
         }
-        let manifest = try Self.knownFields(in: "Sources/RoomKitPlugins/PluginManifest.swift", after: "let known = Set([")
-            + Self.knownFields(in: "Sources/RoomKitPlugins/PluginManifest+Isolation.swift", after: "static let isolationFields = [")
+        let manifest = try Self.knownFields(in: "Sources/RoomKitPluginHost/PluginManifest.swift", after: "let known = Set([")
+            + Self.knownFields(in: "Sources/RoomKitPluginHost/PluginManifest+Isolation.swift", after: "static let isolationFields = [")
         XCTAssertTrue(manifest.contains("timeoutMs"), "\(manifest)")
         for field in manifest {
             XCTAssertTrue(reference.contains("| `plugins[i].\(field)` |"), "docs/CLI.md has no manifest row for `\(field)`")

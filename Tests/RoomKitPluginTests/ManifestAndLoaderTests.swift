@@ -1,5 +1,5 @@
 import Foundation
-import RoomKitPlugins
+import RoomKitPluginHost
 import RoomKitProtocol
 import RoomKitTestSupport
 import XCTest

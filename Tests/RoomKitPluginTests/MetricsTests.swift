@@ -1,7 +1,7 @@
 import Foundation
 import MetricsTestKit
 import RoomKit
-import RoomKitPlugins
+import RoomKitPluginHost
 import RoomKitProtocol
 import RoomKitTestSupport
 import XCTest

@@ -1,6 +1,6 @@
 import Foundation
 import RoomKit
-import RoomKitPlugins
+import RoomKitPluginHost
 import RoomKitProtocol
 import RoomKitTestSupport
 import XCTest

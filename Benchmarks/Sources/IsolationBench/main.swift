@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import RoomKit
 import RoomKitLoop
-import RoomKitPlugins
+import RoomKitPluginHost
 import RoomKitProtocol
 
 // isolation-bench: workload 6, what "isolation": "process" costs next to

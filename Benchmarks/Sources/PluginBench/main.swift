@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import RoomKit
 import RoomKitLoop
-import RoomKitPlugins
+import RoomKitPluginHost
 import RoomKitProtocol
 
 // plugin-bench: workload 5, the cost of one hook call. Three paths:

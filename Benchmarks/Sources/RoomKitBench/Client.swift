@@ -4,7 +4,7 @@ import Logging
 import RoomKit
 import RoomKitBot
 import RoomKitLoop
-import RoomKitPlugins
+import RoomKitPluginHost
 import RoomKitProtocol
 
 /// What the client's observers count. Loop thread only.
