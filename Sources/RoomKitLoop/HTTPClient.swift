@@ -75,19 +75,13 @@ public final class HTTPClient: LWSCallbackTarget, @unchecked Sendable {
                     "GET".withCString { method in
                         Self.protocolName.withCString { local in
                         "http/1.1".withCString { alpn in
-                            var info = lws_client_connect_info()
-                            info.context = lwsContext
-                            info.address = host
-                            info.port = Int32(url.port)
-                            info.path = path
-                            info.host = hostHeader
+                            var info = clientConnectInfo(context: lwsContext, address: host, port: url.port, path: path,
+                                                         host: hostHeader, ssl: flags, peer: request)
                             info.method = method
                             // Binding the protocol by name is what makes lws
                             // deliver the body (RECEIVE_CLIENT_HTTP_READ).
                             info.local_protocol_name = local
                             info.alpn = alpn
-                            info.ssl_connection = flags
-                            info.opaque_user_data = Unmanaged.passUnretained(request as LWSPeer).toOpaque()
                             return lws_client_connect_via_info(&info)
                         }
                         }

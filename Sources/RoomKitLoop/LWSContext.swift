@@ -304,3 +304,21 @@ enum LWSLogging {
         }
     }
 }
+
+/// The fields every client connection of ours fills (the WebSocket client
+/// and the HTTP client): where to connect, the request line's path and Host,
+/// TLS flags, and the peer object lws hands back in every callback. Callers
+/// add what only they need (origin and subprotocol, method and ALPN). The C
+/// strings must outlive the `lws_client_connect_via_info` call.
+func clientConnectInfo(context: OpaquePointer?, address: UnsafePointer<CChar>?, port: Int, path: UnsafePointer<CChar>?,
+                       host: UnsafePointer<CChar>?, ssl: Int32, peer: LWSPeer) -> lws_client_connect_info {
+    var info = lws_client_connect_info()
+    info.context = context
+    info.address = address
+    info.port = Int32(port)
+    info.path = path
+    info.host = host
+    info.ssl_connection = ssl
+    info.opaque_user_data = Unmanaged.passUnretained(peer).toOpaque()
+    return info
+}

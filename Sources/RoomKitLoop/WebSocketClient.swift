@@ -126,16 +126,10 @@ public final class WebSocketClient: LWSCallbackTarget, @unchecked Sendable {
             serverName.withCString { host in
                 url.path.withCString { path in
                     withOptionalCString(subprotocol) { proto in
-                        var info = lws_client_connect_info()
-                        info.context = lwsContext
-                        info.address = address
-                        info.port = Int32(url.port)
-                        info.path = path
-                        info.host = host
+                        var info = clientConnectInfo(context: lwsContext, address: address, port: url.port, path: path,
+                                                     host: host, ssl: flags, peer: connection)
                         info.origin = host
                         info.protocol = proto
-                        info.ssl_connection = flags
-                        info.opaque_user_data = Unmanaged.passUnretained(connection as LWSPeer).toOpaque()
                         connecting = connection
                         defer { connecting = nil }
                         return lws_client_connect_via_info(&info)
