@@ -31,3 +31,25 @@ enum LoopShared {
         return made
     }
 }
+
+/// A client that users who come and go share per loop and configuration
+/// (`LoopShared`): the WebSocket and the HTTP client.
+protocol LoopSharedClient: AnyObject {
+    associatedtype Configuration: Hashable & Sendable
+    init(loop: EventLoop, configuration: Configuration) throws(LoopError)
+    /// Set on the shared instance: its `shutdown()` then does nothing.
+    var isShared: Bool { get set }
+}
+
+extension LoopSharedClient {
+    /// The loop's shared client for `configuration`: made on first use and
+    /// kept until the loop shuts down (its `shutdown()` does nothing).
+    /// Loop thread only.
+    static func sharedClient(on loop: EventLoop, configuration: Configuration) throws(LoopError) -> Self {
+        try LoopShared.instance(on: loop, configuration: configuration) { () throws(LoopError) in
+            let client = try Self(loop: loop, configuration: configuration)
+            client.isShared = true
+            return client
+        }
+    }
+}
