@@ -22,7 +22,7 @@ extension ControlAPI {
         let nonce = (0..<2).map { _ in String(UInt64.random(in: .min ... .max), radix: 36) }.joined()
         let policy = "default-src 'none'; script-src 'nonce-\(nonce)'; style-src 'nonce-\(nonce)'; "
             + "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-        let body = DashboardPage.html(nonce: nonce, tokenRequired: runner.config.controlToken != nil)
+        let body = DashboardPage.html(nonce: nonce, tokenRequired: runner.config.controlToken != nil, fleetMode: runner.config.fleet != nil)
         responder.respond(HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", headers: [
             ("content-security-policy", policy), ("cache-control", "no-store"),
             ("referrer-policy", "no-referrer"), ("x-content-type-options", "nosniff"),

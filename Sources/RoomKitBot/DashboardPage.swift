@@ -7,10 +7,13 @@
 enum DashboardPage {
     /// The page, with `nonce` on its one style sheet and one script (the
     /// Content-Security-Policy allows nothing else).
-    static func html(nonce: String, tokenRequired: Bool) -> String {
+    /// `fleetMode`: the bot runs in fleet mode, so the page shows the fleet
+    /// view (hosts, shards, unhomed rooms from `GET /v1/fleet`).
+    static func html(nonce: String, tokenRequired: Bool, fleetMode: Bool = false) -> String {
         template
             .replacingOccurrences(of: "{{NONCE}}", with: nonce)
             .replacingOccurrences(of: "{{TOKEN_REQUIRED}}", with: tokenRequired ? "true" : "false")
+            .replacingOccurrences(of: "{{FLEET_MODE}}", with: fleetMode ? "true" : "false")
     }
 
     private static let template = #"""
@@ -87,6 +90,11 @@ td.num { text-align:right; font-variant-numeric: tabular-nums; } td.room { font-
       <th>Room</th><th>Reason</th><th>Phase</th><th>Error code</th><th>Member ID</th><th>Members</th><th>Seq</th><th>Writable</th><th>Last event</th>
     </tr></thead><tbody></tbody></table></div>
   </section>
+  <section id="fleet-section" hidden>
+    <h2>Fleet <span class="count" id="fleet-count"></span></h2>
+    <table id="fleet"><thead><tr><th>Host</th><th>Shards</th><th>Rooms</th><th>Load</th><th>Draining</th></tr></thead><tbody></tbody></table>
+    <div id="fleet-note" class="muted"></div>
+  </section>
   <section id="plugins-section">
     <h2>Plugins <span class="count" id="plugin-count"></span></h2>
     <table id="plugins"><thead><tr id="plugin-head"></tr></thead><tbody></tbody></table>
@@ -104,6 +112,7 @@ td.num { text-align:right; font-variant-numeric: tabular-nums; } td.room { font-
 <script nonce="{{NONCE}}">
 "use strict";
 const TOKEN_REQUIRED = {{TOKEN_REQUIRED}};
+const FLEET_MODE = {{FLEET_MODE}};
 const PAGE = 100, TAIL = 500, REFRESH_MS = 2000;
 const $ = (id) => document.getElementById(id);
 const state = { offset: 0, filter: "", rows: new Map(), paused: false, held: [], incoming: [], frame: 0, pluginsStale: false,
@@ -286,9 +295,27 @@ async function stream() {
   }
 }
 
+// ---- Fleet (fleet mode only; the server says so in FLEET_MODE).
+async function loadFleet() {
+  if (!FLEET_MODE) return;
+  const fleet = await api("/v1/fleet");
+  $("fleet-section").hidden = false;
+  const tbody = $("fleet").tBodies[0]; tbody.replaceChildren();
+  for (const h of fleet.hosts || []) {
+    const tr = el("tr"); tr.dataset.host = h.id;
+    tr.append(el("td", h.id + (h.id === fleet.host ? " (this host)" : ""), "room"),
+              el("td", String(h.shards)), el("td", String(h.rooms)),
+              el("td", typeof h.load === "number" ? h.load.toFixed(2) : String(h.load)), el("td", h.draining ? "yes" : "no"));
+    tbody.append(tr);
+  }
+  const hosts = (fleet.hosts || []).length;
+  $("fleet-count").textContent = hosts + (hosts === 1 ? " host" : " hosts");
+  $("fleet-note").textContent = fleet.rooms + " rooms in the set, " + fleet.unhomed + " unhomed";
+}
+
 async function refresh() {
   if (document.hidden || state.authFailed) return;
-  try { await Promise.all([loadRooms(), loadPlugins()]); }
+  try { await Promise.all([loadRooms(), loadPlugins(), loadFleet()]); }
   catch (e) { if (e.message !== "401") $("updated").textContent = "refresh failed: " + e.message; }
 }
 

@@ -91,6 +91,12 @@ final class DashboardTests: XCTestCase {
             XCTAssertEqual(get(port, path, token: "wrong-token-wrong-token").0, 401, path)
         }
         XCTAssertEqual(get(port, "/v1/rooms?limit=10", token: controlToken).0, 200)
+        // The fleet view reads /v1/fleet only in fleet mode (which needs the
+        // token too, and answers 404 for a bot not in fleet mode).
+        XCTAssertTrue(body.contains("const FLEET_MODE = false;") && body.contains(#"id="fleet-section" hidden"#))
+        XCTAssertEqual(DashboardPage.html(nonce: "n", tokenRequired: true, fleetMode: true).contains("const FLEET_MODE = true;"), true)
+        XCTAssertEqual(get(port, "/v1/fleet", token: nil).0, 401)
+        XCTAssertEqual(get(port, "/v1/fleet", token: controlToken).0, 404)
 
         await runner.stop()
         try harness.close()
