@@ -107,6 +107,7 @@ public final class BotRunner: @unchecked Sendable {
             events.write("plugin", fields)
         }
         metrics = BotMetrics()
+        configurePluginPlatform()
         host.addObserver { [weak self, events, metrics] event in
             events.write(event)
             metrics.count(event)

@@ -21,6 +21,12 @@ public struct PluginSpec: Sendable, Hashable {
     public var enabled: Bool
     public var timeout: Duration
     public var config: JSON
+    /// Per-room overrides of `config` (`roomConfig`): glob -> object, merged
+    /// one level deep over `config` for the rooms the glob matches.
+    public var roomConfig: [String: JSON] = [:]
+    /// Bytes (keys + values, UTF-8) the plugin may keep with kv_set
+    /// (`storageLimitBytes`, default 1 MiB).
+    public var storageLimit = 1 << 20
     /// The entry's index in the manifest (for messages).
     public var index: Int
 }
@@ -67,7 +73,7 @@ public struct ManifestErrors: Error, Sendable, CustomStringConvertible {
 public struct PluginManifest: Sendable {
     /// The ABI major version this host speaks.
     public static let hostABIMajor = 1
-    public static let hostABIMinor = 0
+    public static let hostABIMinor = 1
 
     public let path: String
     public let plugins: [PluginSpec]
@@ -111,7 +117,7 @@ public struct PluginManifest: Sendable {
             throw ManifestErrors(errors: errors)
         }
         var seen: [String: Int] = [:]
-        let known: Set<String> = ["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config"]
+        let known: Set<String> = ["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config", "roomConfig", "storageLimitBytes"]
         for (index, item) in list.enumerated() {
             let at = "plugins[\(index)]"
             guard let object = item.objectValue else {
@@ -185,10 +191,15 @@ public struct PluginManifest: Sendable {
             if let value = object["timeoutMs"] {
                 if let ms = value.int64Value, ms > 0 { timeout = .milliseconds(ms) } else { fail("\(at).timeoutMs", "must be a positive integer") }
             }
+            let roomConfig = Self.parseRoomConfig(object["roomConfig"], config: object["config"], at: at, fail: fail)
+            var storageLimit = 1 << 20
+            if let value = object["storageLimitBytes"] {
+                if let bytes = value.int64Value, bytes >= 0 { storageLimit = Int(bytes) } else { fail("\(at).storageLimitBytes", "must be a non-negative integer") }
+            }
             if errors.count == before {
                 specs.append(PluginSpec(name: name, library: library, entry: entry, abi: abi, hooks: hooks, rooms: rooms,
                                         order: order, enabled: enabled, timeout: timeout, config: object["config"] ?? .null,
-                                        index: index))
+                                        roomConfig: roomConfig, storageLimit: storageLimit, index: index))
             }
         }
         if !errors.isEmpty { throw ManifestErrors(errors: errors) }

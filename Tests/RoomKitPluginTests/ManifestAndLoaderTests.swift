@@ -50,9 +50,9 @@ final class ManifestAndLoaderTests: XCTestCase {
             ("garbage", notALibrary, ["room"], .dlopen, "dlopen failed"),
             ("wrong-entry", try compilePlugin("wrongentry", source: TestPlugins.wrongEntry, in: dir), ["room"], .missingEntry,
              "entry symbol 'roomkit_plugin_entry' not found"),
-            ("bad-abi", try compilePlugin("badabi", source: TestPlugins.badABI, in: dir), ["room"], .abiMismatch, "ABI mismatch: plugin 2.0"),
+            ("bad-abi", try compilePlugin("badabi", source: TestPlugins.badABI, in: dir), ["room"], .abiMismatch, "ABI mismatch: plugin 2."),
             ("refusing", try compilePlugin("refusing", source: TestPlugins.refusing, in: dir), ["room"], .entryRefused,
-             "the entry refused host ABI 1.0"),
+             "the entry refused host ABI 1.1"),
             ("no-hook", try compilePlugin("nohook", source: TestPlugins.missingHook, in: dir), ["urlInterrupter"], .hookNotExported,
              "declares hook 'urlInterrupter' but does not export it"),
         ]
