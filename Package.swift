@@ -29,6 +29,8 @@ let package = Package(
         .library(name: "url-rewrite", type: .dynamic, targets: ["URLRewritePlugin"]),
         .library(name: "error-log", type: .dynamic, targets: ["ErrorLogPlugin"]),
         .library(name: "echo-commands", type: .dynamic, targets: ["EchoCommandsPlugin"]),
+        // A Swift plugin for the SDK's tests (typed handlers, injected host/config/log).
+        .library(name: "sdk-probe", type: .dynamic, targets: ["SDKProbePlugin"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
@@ -140,6 +142,9 @@ let package = Package(
             name: "ErrorLogPlugin", dependencies: ["RoomKitPluginSDK"], path: "Plugins/ErrorLog",
             swiftSettings: swiftSettings),
         .target(name: "EchoCommandsPlugin", dependencies: ["CRoomKitPluginABI"], path: "Plugins/EchoCommands"),
+        .target(
+            name: "SDKProbePlugin", dependencies: ["RoomKitPluginSDK"], path: "Tests/Plugins/SDKProbe",
+            swiftSettings: swiftSettings),
 
         // MARK: The bot host (roombot) and the example
         .target(

@@ -129,3 +129,60 @@ final class PlatformTests: XCTestCase {
         try await harness.close()
     }
 }
+
+/// The Swift SDK: typed handlers, injected host/config/log, hand-off, storage.
+final class SwiftSDKTests: XCTestCase {
+    func testTypedHandlers_injectedHostAndConfig_liveConfig_handOff() async throws {
+        let harness = try PluginHarness()
+        let library = try shippedPlugin("sdk-probe")
+        let entry = pluginEntry("sdk", library: library, hooks: ["room"], config: ["greeting": "hey"])
+        let bot = try harness.host()
+        let manager = PluginManager(host: bot)
+        manager.useStore(MemoryPluginStore())
+        XCTAssertEqual(manager.load(try PluginManifest(path: try harness.writeManifest(manifest([entry]), name: "sdk.json"))), [])
+        _ = try await bot.loginRoom("lobby", user: LoginUser(id: "bot"), token: harness.token("bot"))
+        let room = try await harness.host().loginRoom("lobby", user: LoginUser(id: "human"), token: harness.token("human"))
+        let inbox = MagixInbox()
+        let listeners = ["hi", "recalled"].map { room.addMagixEventListener($0) { inbox.add($0) } }
+
+        try await room.dispatchMagixEvent("hello", payload: .null)
+        await eventually(5, "hi") { inbox.all.count == 1 }
+        XCTAssertEqual(inbox.all[0].payload["greeting"], "hey")
+        XCTAssertEqual(inbox.all[0].payload["joined"], ["human"], "userJoined heard the member")
+        XCTAssertEqual(inbox.all[0].payload["count"], 1)
+
+        try manager.updateConfig("sdk", body: ["config": ["greeting": "yo"]])
+        let spec = try PluginManifest(path: try harness.writeManifest(manifest([entry]), name: "sdk2.json")).plugins[0]
+        try manager.reload(spec)  // count 1 is handed over
+        try await room.dispatchMagixEvent("remember", payload: ["text": "kept"])
+        try await room.dispatchMagixEvent("recall", payload: .null)
+        try await room.dispatchMagixEvent("hello", payload: .null)
+        await eventually(5, "recalled and hi") { inbox.all.count == 3 }
+        XCTAssertEqual(inbox.all[1].payload["text"], "kept")
+        XCTAssertEqual(inbox.all[2].payload["greeting"], "yo", "the live config, kept across the reload")
+        XCTAssertEqual(inbox.all[2].payload["count"], 4, "1 before the reload, handed over, then remember, recall, hello")
+        listeners.forEach { $0.cancel() }
+        manager.unloadAll()
+        try await harness.close()
+    }
+
+    func testShippedURLRewrite_takesALiveConfigChange() async throws {
+        let harness = try PluginHarness()
+        let (_, errors) = try harness.botHost(manifest: manifest([
+            pluginEntry("url-rewrite", library: try shippedPlugin("url-rewrite"), hooks: ["urlInterrupter"],
+                        config: ["from": "http://", "to": "https://a/"]),
+        ]))
+        XCTAssertEqual(errors, [])
+        let before = await harness.manager.urlInterrupter("http://x/1.png")
+        XCTAssertEqual(before, "https://a/x/1.png")
+        try harness.manager.updateConfig("url-rewrite", body: ["config": ["from": "http://", "to": "https://b/"]])
+        // on_config_changed is posted in order before the next call.
+        let after = await harness.manager.urlInterrupter("http://x/1.png")
+        XCTAssertEqual(after, "https://b/x/1.png")
+        // An invalid live config is refused by the plugin and the old rule kept.
+        try harness.manager.updateConfig("url-rewrite", body: ["config": ["from": ""]])
+        let kept = await harness.manager.urlInterrupter("http://x/1.png")
+        XCTAssertEqual(kept, "https://b/x/1.png")
+        try await harness.close()
+    }
+}
