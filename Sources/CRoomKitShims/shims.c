@@ -69,6 +69,10 @@ const char *roomkit_lws_http_method(struct lws *wsi) {
     if (lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0) return "POST";
     if (lws_hdr_total_length(wsi, WSI_TOKEN_OPTIONS_URI) > 0) return "OPTIONS";
     if (lws_hdr_total_length(wsi, WSI_TOKEN_HEAD_URI) > 0) return "HEAD";
+#if defined(LWS_WITH_HTTP_UNCOMMON_HEADERS) || defined(LWS_HTTP_HEADERS_ALL)
+    /* PUT /v1/plugins/{name}/config (control API). */
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_PUT_URI) > 0) return "PUT";
+#endif
     return NULL;
 }
 
@@ -82,7 +86,10 @@ static int roomkit_copy(struct lws *wsi, enum lws_token_indexes t, char *buf, in
 
 int roomkit_lws_http_path(struct lws *wsi, char *buf, int len) {
     static const enum lws_token_indexes uris[] = {
-        WSI_TOKEN_GET_URI, WSI_TOKEN_POST_URI, WSI_TOKEN_OPTIONS_URI, WSI_TOKEN_HEAD_URI
+        WSI_TOKEN_GET_URI, WSI_TOKEN_POST_URI, WSI_TOKEN_OPTIONS_URI, WSI_TOKEN_HEAD_URI,
+#if defined(LWS_WITH_HTTP_UNCOMMON_HEADERS) || defined(LWS_HTTP_HEADERS_ALL)
+        WSI_TOKEN_PUT_URI,
+#endif
     };
     for (size_t i = 0; i < sizeof(uris) / sizeof(uris[0]); i++) {
         int n = roomkit_copy(wsi, uris[i], buf, len);

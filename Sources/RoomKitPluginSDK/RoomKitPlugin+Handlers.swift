@@ -9,6 +9,14 @@ public struct MagixMessage: Sendable, Hashable {
     public let from: Int64
     public let event: String
     public let payload: JSON
+
+    /// Makes a message (for tests of a plugin's handlers).
+    public init(room: String, from: Int64, event: String, payload: JSON) {
+        self.room = room
+        self.from = from
+        self.event = event
+        self.payload = payload
+    }
 }
 
 /// Users who joined or left a room (`ROOMKIT_ROOM_USER_UPDATE`).
