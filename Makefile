@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak install check-install
+.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak install check-install test-browser
 
 # Where `make install` puts things; DESTDIR stages the tree (packaging).
 PREFIX ?= /usr/local
@@ -28,6 +28,14 @@ run: bootstrap
 test: bootstrap
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-swift-testing
+
+# roombot's dashboard in a real headless Chromium (not part of `make test`):
+# a real roomd and roombot, the page loaded with no console errors, the bot's
+# rooms on screen, a kick shown within 1 s; screenshot in .build/browser/.
+# Installs Debian's chromium and python3-websocket when missing; the script
+# exits 77 when they cannot be installed (.ci/run treats that as skipped).
+test-browser: bootstrap
+	@scripts/browser-test.sh
 
 # libFuzzer targets (protocol messages, tokens, manifest, request bodies),
 # each for FUZZ_SECONDS (default 60) from the seed corpus in Fuzz/corpus.

@@ -24,6 +24,8 @@ let package = Package(
         .library(name: "RoomKitBot", targets: ["RoomKitBot"]),
         .executable(name: "roomd", targets: ["roomd"]),
         .executable(name: "roombot", targets: ["roombot"]),
+        // Runs one "isolation": "process" plugin; shipped next to roombot.
+        .executable(name: "roomkit-plugin-host", targets: ["roomkit-plugin-host"]),
         .executable(name: "multiroom-bot", targets: ["MultiRoomBot"]),
         // The plugins we ship, each a dynamic library loaded at run time.
         .library(name: "url-rewrite", type: .dynamic, targets: ["URLRewritePlugin"]),
@@ -123,6 +125,12 @@ let package = Package(
 
         // MARK: Plugins: the C ABI, the Swift SDK, the host, and the plugins we ship
         .target(name: "CRoomKitPluginABI"),
+        // The private wire between roombot and roomkit-plugin-host (frames, progress page).
+        .target(name: "CRoomKitPluginWire"),
+        // The plugin process: C only, links no engine (dlopen + the ABI + the wire).
+        .executableTarget(
+            name: "roomkit-plugin-host", dependencies: ["CRoomKitPluginABI", "CRoomKitPluginWire"],
+            linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
         .target(
             name: "RoomKitPluginSDK",
             dependencies: ["CRoomKitPluginABI", "RoomKitProtocol"],
@@ -130,7 +138,7 @@ let package = Package(
         .target(
             name: "RoomKitPlugins",
             dependencies: [
-                "CRoomKitPluginABI", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "CSQLite3",
+                "CRoomKitPluginABI", "CRoomKitPluginWire", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "CSQLite3",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -150,7 +158,7 @@ let package = Package(
         .target(
             name: "RoomKitBot",
             dependencies: [
-                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics",
+                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics", "CSQLite3",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),

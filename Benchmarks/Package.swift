@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .executable(name: "roomkit-bench", targets: ["RoomKitBench"]),
         .executable(name: "plugin-bench", targets: ["PluginBench"]),
+        .executable(name: "isolation-bench", targets: ["IsolationBench"]),
         // A no-op plugin written with the Swift SDK, loaded at run time.
         .library(name: "bench-noop-swift", type: .dynamic, targets: ["BenchNoopSwift"]),
     ],
@@ -35,6 +36,7 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "RoomKit", package: "RoomKit"),
+                .product(name: "RoomKitBot", package: "RoomKit"),
                 .product(name: "RoomKitPlugins", package: "RoomKit"),
                 .product(name: "RoomKitLoop", package: "RoomKit"),
                 .product(name: "RoomKitProtocol", package: "RoomKit"),
@@ -48,6 +50,16 @@ let package = Package(
                 .product(name: "RoomKit", package: "RoomKit"),
                 .product(name: "RoomKitPlugins", package: "RoomKit"),
                 .product(name: "RoomKitPluginSDK", package: "RoomKit"),
+                .product(name: "RoomKitLoop", package: "RoomKit"),
+                .product(name: "RoomKitProtocol", package: "RoomKit"),
+            ],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "IsolationBench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "RoomKit", package: "RoomKit"),
+                .product(name: "RoomKitPlugins", package: "RoomKit"),
                 .product(name: "RoomKitLoop", package: "RoomKit"),
                 .product(name: "RoomKitProtocol", package: "RoomKit"),
             ],

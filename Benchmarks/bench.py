@@ -50,9 +50,10 @@ def stop_running():
 class Roomd:
     """The release roomd as a child process, with raised per-connection limits."""
 
-    def __init__(self, name):
+    def __init__(self, name, extra=()):
         self.data = tempfile.mkdtemp(prefix=f"roomd-{name}-")
         self.name = name
+        self.extra = list(extra)
         self.port = 0
         self.process = None
         RUNNING.append(self)
@@ -64,7 +65,7 @@ class Roomd:
             [os.path.join(BIN, "roomd"), "serve", "--listen", f"127.0.0.1:{self.port}", "--secret", SECRET,
              "--data", self.data, "--rate-limit", RATE, "--rate-limit-burst", RATE,
              "--max-outbound-bytes", str(1 << 30), "--max-connections-per-ip", "100000",
-             "--log-level", "warning"],
+             "--log-level", "warning"] + self.extra,
             stdout=subprocess.PIPE, stderr=stderr, text=True)
         line = self.process.stdout.readline()
         if not line.startswith("listening on"):
@@ -145,7 +146,8 @@ def manifest(count):
     for index in range(count):
         library = "libbench-probe-c.so" if index == count - 1 else "libbench-noop-c.so"
         entries.append({"name": f"plugin-{index}", "library": os.path.join(PLUGINS, library), "abi": 1,
-                        "hooks": ["room"], "rooms": ["*"], "order": index})
+                        "hooks": ["room"], "rooms": ["*"], "order": index,
+                        "isolation": "inline"})
     path = os.path.join(HERE, ".build", f"plugins-{count}.json")
     with open(path, "w") as file:
         json.dump({"manifestVersion": 1, "plugins": entries}, file)
@@ -273,6 +275,115 @@ def plugin_overhead(results):
     log(f"plugins: {results['plugins']}")
 
 
+def bot_restart(results):
+    """roombot in N rooms, kill -9, started again: how long until every room
+    is back, and how many of the resumes the other members never saw; at
+    roomd's default heartbeat timeout, and at one shorter than the resume."""
+    rooms = 2_000 if QUICK else 10_000
+    results["botrestart"] = {"roomkit": bot_restart_run(rooms, 90)}
+    results["botrestart"]["roomkit_short"] = bot_restart_run(rooms, 5 if QUICK else 30)
+
+
+def bot_restart_run(rooms, heartbeat):
+    roomd = Roomd(f"bot-restart-{heartbeat}", ["--heartbeat-timeout", str(heartbeat)])
+    work = tempfile.mkdtemp(prefix="bot-restart-")
+    events = os.path.join(work, "events.ndjson")
+    config = os.path.join(work, "bot.json")
+    with open(config, "w") as file:
+        json.dump({"server": roomd.url, "user": {"id": "bot"}, "auth": {"secret": SECRET},
+                   "rooms": [f"r{index}" for index in range(rooms)], "events": events,
+                   "loginTimeout": 300, "reconnectWindow": 600}, file)
+    stderr = open(os.path.join(LOGS, "bot-restart-roombot.log"), "a")
+
+    def start():
+        return subprocess.Popen([os.path.join(BIN, "roombot"), "run", "--config", config, "--log-level", "warning"],
+                                stdout=subprocess.DEVNULL, stderr=stderr)
+
+    def lines(offset):
+        """LOGINED and resync lines after byte `offset` of the event log."""
+        with open(events, "rb") as file:
+            file.seek(offset)
+            data = file.read()
+        logined, resync = [], 0
+        for raw in data.splitlines():
+            if b'"LOGINED"' in raw:
+                logined.append(json.loads(raw))
+            elif b'"resync"' in raw:
+                resync += 1
+        return logined, resync
+
+    def wait_logined(offset, started, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            logined, resync = lines(offset) if os.path.exists(events) else ([], 0)
+            if len(logined) >= rooms:
+                return logined, resync
+            time.sleep(0.2)
+        raise RuntimeError(f"only {len(logined)} of {rooms} rooms LOGINED within {timeout} s")
+
+    first = start()
+    started = time.time()
+    logined, _ = wait_logined(0, started, 600)
+    first_s = max(line["ts"] for line in logined) / 1000 - started
+    time.sleep(1)  # idle: every cursor committed
+    offset = os.path.getsize(events)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    killed_ms = int(time.time() * 1000)
+    second = start()
+    restarted = time.time()
+    logined, resync = wait_logined(offset, restarted, 600)
+    last = max(line["ts"] for line in logined)
+    recovered = sum(1 for line in logined if line.get("extendedData", {}).get("recovered") is True)
+    second.send_signal(signal.SIGKILL)
+    second.wait()
+    # What the other members saw: the room's own log (every member sees the
+    # same seq'd events), from the kill on. A visible resume left a userUpdate.
+    visible = 0
+    import urllib.request
+    token = jwt(SECRET, "observer")
+    for index in range(rooms):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{roomd.port}/v1/rooms/r{index}/recording?from={killed_ms}",
+            headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            body = answer.read().decode().splitlines()[1:]
+        if any('"userUpdate"' in line for line in body):
+            visible += 1
+    roomd.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    entry = {"rooms": rooms, "first_start_s": first_s, "all_resumed_s": last / 1000 - restarted,
+             "recovered": recovered, "resync": resync, "visible": visible,
+             "invisible_fraction": (rooms - visible) / rooms, "heartbeat_timeout_s": heartbeat,
+             "down_s": (restarted * 1000 - killed_ms) / 1000}
+    log(f"bot restart (heartbeat timeout {heartbeat} s): {rooms} rooms back {entry['all_resumed_s']:.1f} s after start "
+        f"(first start {first_s:.1f} s); {recovered} recovered; {visible} visible; {resync} resync")
+    return entry
+
+
+def jwt(secret, user):
+    """An HS256 token for any room (the recording API needs one)."""
+    import base64
+    import hashlib
+    import hmac
+
+    def encode(data):
+        return base64.urlsafe_b64encode(data).rstrip(b"=")
+    now = int(time.time())
+    header = encode(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    claims = encode(json.dumps({"sub": user, "room": "*", "role": "reader", "exp": now + 3600, "iat": now}).encode())
+    signature = encode(hmac.new(secret.encode(), header + b"." + claims, hashlib.sha256).digest())
+    return (header + b"." + claims + b"." + signature).decode()
+def plugin_isolation(results):
+    """Workload 6: "isolation": "process" next to "inline" (isolation-bench)."""
+    events = 200_000 if QUICK else 1_000_000
+    run = subprocess.run([os.path.join(BIN, "isolation-bench"), "--c", os.path.join(PLUGINS, "libbench-noop-c.so"),
+                          "--events", str(events), "--urls", str(5_000 if QUICK else 20_000)],
+                         capture_output=True, text=True, timeout=900)
+    results["isolation"] = json.loads(run.stdout.strip().splitlines()[-1])
+    log(f"isolation: {results['isolation']}")
+
+
 def machine():
     model = "unknown"
     with open("/proc/cpuinfo") as cpuinfo:
@@ -302,10 +413,11 @@ def main():
         return
     started = time.monotonic()
     results = {"quick": QUICK, "machine": machine(), "sessions": {}, "throughput": {}, "recovery": {},
-               "fanout": {}, "plugins": {}}
+               "fanout": {}, "plugins": {}, "isolation": {}, "botrestart": {}}
     only = set(sys.argv[1:])
     for name, workload in (("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
-                           ("fanout", fanout), ("plugins", plugin_overhead)):
+                           ("fanout", fanout), ("plugins", plugin_overhead), ("isolation", plugin_isolation),
+                           ("botrestart", bot_restart)):
         if only and name not in only:
             continue
         log(f"workload: {name}")

@@ -63,7 +63,21 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   path (payload encoding, room glob, the hop to the plugin's queue, watchdog,
   counters) through the public `dispatchPlayerEvent`, 3 plugins, wall time
   and process CPU time per hook call. The peer: a Python function call, and
-  `json.loads` + call."""
+  `json.loads` + call.
+- **6. Bot restart.** RoomKit only (the peer keeps no state across a
+  restart). The release `roombot` joins N rooms from its `bot.json` against
+  a roomd with the default heartbeat timeout (90 s; a second run: 30 s,
+  shorter than the resume), idles 1 s, is killed
+  with `kill -9`, and is started again at once with the same config and
+  store (`bot.state.sqlite`). Time = from the second process's start until
+  its event log holds N `LOGINED` lines (each resumed from the store;
+  `extendedData.recovered` counts those that recovered every missed event).
+  Invisible = rooms whose own log (`GET /v1/rooms/{room}/recording?from=<kill
+  time>`, the seq'd events every member receives) holds no `userUpdate`
+  after the kill. roombot keeps one connection and paces its requests under
+  roomd's default limit (190/s), so N logins or resumes take about N / 190 s
+  whatever roomd allows; the resumes are invisible while that stays under the
+  heartbeat timeout."""
 
 NOTES = """\
 Profiled during development with `perf record -g` on this machine (the
@@ -156,4 +170,18 @@ Swift SDK trampoline decodes every payload into `JSON` before calling
 payload would make a no-op Swift hook as cheap as a C one, but changes the
 SDK's public protocol. `PluginManager`'s per-call path in the table is
 measured through `dispatchPlayerEvent`, which is not batched (player events
-are rare); room events are batched as above."""
+are rare); room events are batched as above.
+
+**Bot restart: the client's pacing.** roombot resumes 10,000 rooms in
+about as long as it takes to log in to them (53 s vs 52 s): both are
+10,000 requests over roombot's one connection, paced at 190/s under
+roomd's default per-connection limit (200/s). Resuming costs no more than
+a login, and every resume recovered; all 10,000 were invisible because 53 s
+is inside the 90 s heartbeat timeout. With roomd's timeout shorter than
+the resume (30 s), only the rooms resumed before it were invisible; the
+rest were re-added with their memberId, and all still recovered every
+missed event (retention is 20 minutes). A bot in more rooms than
+`190 x (heartbeat timeout - restart time)` (about 17,000 at the defaults)
+would show the last ones leaving and coming back: more connections per
+bot, or a roomd and bot configured for a higher request rate, would move
+that line."""

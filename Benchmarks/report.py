@@ -6,7 +6,9 @@ one process >= 100,000; idle memory per session <= 2 KiB (<= 0.2x the peer);
 room logins per second >= 20,000 (>= 5x); events/s through 3 plugins >=
 300,000 (>= 5x); p99 dispatch latency at half load <= 2 ms; recovery after a
 restart, 10k sessions, <= 5 s and >= 80% of the steady login rate; roomd
-fan-out >= 300,000 deliveries/s; plugin overhead <= 50 ns per hook call."""
+fan-out >= 300,000 deliveries/s; plugin overhead <= 50 ns per hook call;
+bot restart: >= 99% of resumes invisible when the restart takes less than
+the heartbeat timeout minus the time needed to resume."""
 
 
 def number(value, digits=0):
@@ -172,6 +174,46 @@ def plugin_rows(table, results):
               f"{number(ours['manager_swift_wall_ns'])} / {number(ours['manager_swift_cpu_ns'])}", "", "", "", "")
 
 
+def bot_restart_rows(table, results):
+    ours = results.get("botrestart", {}).get("roomkit")
+    if not ours:
+        return
+    label = f"7. Bot restart, roombot kill -9, {ours['rooms']:,} rooms"
+    table.add(label, "s from process start until every room is resumed (LOGINED)", number(ours["all_resumed_s"], 1),
+              "", "", "", "")
+    table.add(label, "s for the first start (fresh logins), for comparison", number(ours["first_start_s"], 1),
+              "", "", "", "")
+    table.add(label, "resumes answered recovered:true (resync events)",
+              f"{ours['recovered']:,} ({ours['resync']:,})", "", "", "all", verdict(ours["recovered"] >= ours["rooms"]))
+    table.add(label, f"resumes invisible to the other members (heartbeat timeout {ours['heartbeat_timeout_s']} s)",
+              f"{ours['invisible_fraction']:.1%}", "", "", ">= 99%", verdict(ours["invisible_fraction"] >= 0.99))
+    short = results["botrestart"].get("roomkit_short")
+    if short:
+        table.add(label, f"same with a heartbeat timeout shorter than the resume ({short['heartbeat_timeout_s']} s): "
+                  "invisible, recovered", f"{short['invisible_fraction']:.1%}, {short['recovered']:,}", "", "", "", "")
+
+
+def isolation_rows(table, results):
+    iso = results.get("isolation")
+    if not iso:
+        return
+    label = "6. Plugin isolation (process vs inline)"
+    for count in (1, 3):
+        p, i = iso[f"process_{count}"], iso[f"inline_{count}"]
+        target = ">= 200,000" if count == 1 else ""
+        table.add(label, f"events/s to {count} plugin(s), no-op C (process / inline)", number(p["events_per_s"]),
+                  number(i["events_per_s"]), ratio(p["events_per_s"], i["events_per_s"]), target,
+                  verdict(p["events_per_s"] >= 200_000) if count == 1 else "")
+        table.add(label, f"ns per hook, {count} plugin(s): wall / bot CPU / plugin CPU (process / inline)",
+                  f"{number(p['wall_ns_per_hook'])} / {number(p['bot_cpu_ns_per_hook'])} / {number(p['plugin_cpu_ns_per_hook'])}",
+                  f"{number(i['wall_ns_per_hook'])} / {number(i['bot_cpu_ns_per_hook'])}", "", "", "")
+    p, i = iso["process_url"], iso["inline_url"]
+    table.add(label, "urlInterrupter round trip p50 (us, process / inline)", number(p["p50_us"], 1), number(i["p50_us"], 1),
+              ratio(p["p50_us"], i["p50_us"]), "", "")
+    table.add(label, "urlInterrupter round trip p99 (us, process / inline)", number(p["p99_us"], 1), number(i["p99_us"], 1),
+              ratio(p["p99_us"], i["p99_us"]), "<= 200 us", verdict(p["p99_us"] <= 200))
+
+
 def render(results, command):
     machine = results["machine"]
     table = Table()
@@ -181,6 +223,8 @@ def render(results, command):
     recovery_rows(table, results)
     fanout_rows(table, results)
     plugin_rows(table, results)
+    isolation_rows(table, results)
+    bot_restart_rows(table, results)
     quick = " (BENCH_QUICK smoke run: smaller sizes, not the real figures)" if results["quick"] else ""
     from notes import NOTES, METHOD
     return f"""# Benchmarks

@@ -17,7 +17,7 @@ echo "== release build (Benchmarks/.build)"
 # SwiftPM may keep the build plan of the root package (a path dependency)
 # from before files were added to it: drop the plan so it is made anew.
 rm -f .build/release.yaml
-for product in roomd roomkit-bench plugin-bench bench-noop-swift; do
+for product in roomd roombot roomkit-bench plugin-bench isolation-bench roomkit-plugin-host bench-noop-swift; do
     "$SWIFT" build -c release --package-path "$here" --product "$product"
 done
 

@@ -13,7 +13,10 @@
 #include <string.h>
 #include <time.h>
 
-static int on_load(void *self, const roomkit_host_api *host, const char *config) { return 0; }
+static const roomkit_host_api *host_api;
+static int on_load(void *self, const roomkit_host_api *host, const char *config) { host_api = host; return 0; }
+/* The URL unchanged (isolation-bench times the round trip). */
+static char *url_interrupter(void *self, const char *url) { return host_api->alloc_string(host_api->context, url); }
 static void on_unload(void *self) {}
 
 #ifdef BENCH_PROBE
@@ -81,6 +84,7 @@ static roomkit_plugin descriptor = {
     .on_unload = on_unload,
     .on_room_event = on_room_event,
     .on_player_event = on_player_event,
+    .url_interrupter = url_interrupter,
 };
 
 const roomkit_plugin *roomkit_plugin_entry(uint16_t major, uint16_t minor) {

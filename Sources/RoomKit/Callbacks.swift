@@ -12,6 +12,9 @@ public struct MagixEvent: Sendable, Hashable {
     public let from: Int64
     public let event: String
     public let payload: JSON
+    /// Whether the event arrived in a resume's replay (PROTOCOL.md §6): it
+    /// happened while this session was away, and is raised now, once.
+    public var replayed = false
 }
 
 /// The changed parts of the room state (`fireRoomStateChanged`): only the
@@ -41,9 +44,10 @@ public struct RoomStateDiff: Sendable, Hashable {
 
 /// Everything the engine reports, as one value (the `AsyncSequence` form).
 public enum RoomEvent: Sendable, Hashable {
-    /// `extendedData` is the seed's `onRoomStateChanged` extended data: for
-    /// `RECONNECT_FAILED` after the server refused the resume, `cause` holds
-    /// the server's code (`errorCode` stays 1002053).
+    /// `onRoomStateChanged`. `extendedData` is the seed's extended data:
+    /// `recovered` (Bool) on `RECONNECTED` and on a `LOGINED` that resumed a
+    /// stored session; for `RECONNECT_FAILED` after the server refused the
+    /// resume, `cause` holds the server's code (`errorCode` stays 1002053).
     case roomStateChanged(room: String, reason: RoomReason, errorCode: ErrorCode, extendedData: [String: JSON] = [:])
     case phaseChanged(room: String, phase: RoomPhase)
     /// Another member changed the room state (`from` nil for server-side changes).
@@ -54,10 +58,13 @@ public enum RoomEvent: Sendable, Hashable {
     case catchErrorWhenAppendFrame(room: String, memberId: Int64, error: String)
     case magix(MagixEvent)
     case userUpdate(room: String, type: UpdateType, users: [Member])
-    case streamUpdate(room: String, type: UpdateType, streams: [RoomKitProtocol.Stream])
+    case streamUpdate(room: String, type: UpdateType, streams: [MediaStream])
     case extraInfoUpdate(room: String, key: String, value: String)
     case tokenWillExpire(room: String, remaining: Int64)
     case throwError(domain: String, code: ErrorCode, message: String)
+    /// Continuity broke: events between `lastAppliedSeq` and the room's
+    /// present may never be raised (see `ResyncEvent`).
+    case resync(ResyncEvent)
 
     /// The room the event concerns (nil for `throwError`).
     public var room: String? {
@@ -68,6 +75,8 @@ public enum RoomEvent: Sendable, Hashable {
              .extraInfoUpdate(let room, _, _), .tokenWillExpire(let room, _):
             return room
         case .magix(let event):
+            return event.room
+        case .resync(let event):
             return event.room
         case .throwError:
             return nil
@@ -87,6 +96,9 @@ public protocol RoomDelegate: AnyObject, Sendable {
     func fireKickedWithReason(_ room: Room, code: ErrorCode, reason: String)
     func fireCatchErrorWhenAppendFrame(_ room: Room, memberId: Int64, error: String)
     func fireMagixEvent(_ room: Room, event: MagixEvent)
+    /// Continuity broke: rebuild whatever was derived from the room's events
+    /// (the cache already holds the adopted snapshot).
+    func fireResync(_ room: Room, event: ResyncEvent)
 }
 
 extension RoomDelegate {
@@ -97,23 +109,27 @@ extension RoomDelegate {
     public func fireKickedWithReason(_ room: Room, code: ErrorCode, reason: String) {}
     public func fireCatchErrorWhenAppendFrame(_ room: Room, memberId: Int64, error: String) {}
     public func fireMagixEvent(_ room: Room, event: MagixEvent) {}
+    public func fireResync(_ room: Room, event: ResyncEvent) {}
 }
 
 /// Host-wide callbacks (the RTC seed's event handler). All optional.
 public protocol RoomHostDelegate: AnyObject, Sendable {
     func onRoomStateChanged(reason: RoomReason, errorCode: ErrorCode, extendedData: [String: JSON], roomID: String)
     func onRoomUserUpdate(roomID: String, type: UpdateType, users: [Member])
-    func onRoomStreamUpdate(roomID: String, type: UpdateType, streams: [RoomKitProtocol.Stream])
+    func onRoomStreamUpdate(roomID: String, type: UpdateType, streams: [MediaStream])
     func onRoomExtraInfoUpdate(roomID: String, key: String, value: String)
     func onRoomTokenWillExpire(roomID: String, remainingSeconds: Int64)
+    /// A room's continuity broke (see `ResyncEvent`).
+    func onRoomResync(_ event: ResyncEvent)
 }
 
 extension RoomHostDelegate {
     public func onRoomStateChanged(reason: RoomReason, errorCode: ErrorCode, extendedData: [String: JSON], roomID: String) {}
     public func onRoomUserUpdate(roomID: String, type: UpdateType, users: [Member]) {}
-    public func onRoomStreamUpdate(roomID: String, type: UpdateType, streams: [RoomKitProtocol.Stream]) {}
+    public func onRoomStreamUpdate(roomID: String, type: UpdateType, streams: [MediaStream]) {}
     public func onRoomExtraInfoUpdate(roomID: String, key: String, value: String) {}
     public func onRoomTokenWillExpire(roomID: String, remainingSeconds: Int64) {}
+    public func onRoomResync(_ event: ResyncEvent) {}
 }
 
 /// The common callbacks (the whiteboard seed's `WhiteCommonCallbackDelegate`).

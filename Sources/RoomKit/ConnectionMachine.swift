@@ -10,10 +10,11 @@ public struct ConnectionMachine: Sendable, Hashable {
         case idle
         /// Connecting (TCP, TLS, upgrade).
         case connecting
-        /// Connected; `hello` sent, waiting for its reply.
-        case greeting
-        /// Ready: rooms may send requests.
-        case ready
+        /// Connected; `hello` sent at `since`, waiting for its reply.
+        case greeting(since: Int64)
+        /// Ready: rooms may send requests. The liveness clock: the last
+        /// message from the server and the last ping sent.
+        case ready(lastMessageAt: Int64, lastPingAt: Int64)
         /// Waiting until `until` before the next attempt.
         case backingOff(until: Int64)
     }
@@ -66,8 +67,6 @@ public struct ConnectionMachine: Sendable, Hashable {
     public private(set) var state: State = .idle
     public private(set) var wanted = false
     private(set) var attempt = 0
-    private var lastMessageAt: Int64 = 0
-    private var lastPingAt: Int64 = 0
     /// Ping interval and silence limit in force (from hello, possibly tightened).
     public private(set) var pingInterval: Int64 = 10_000
     public private(set) var deadAfter: Int64 = 25_000
@@ -80,35 +79,66 @@ public struct ConnectionMachine: Sendable, Hashable {
         self.livenessOverride = livenessOverride
     }
 
-    public var isReady: Bool { state == .ready }
+    public var isReady: Bool {
+        if case .ready = state { return true }
+        return false
+    }
 
-    /// `random` is a fresh uniform value in [0, 1) for the backoff jitter.
+    /// Takes `input` at `now`; `random` is a fresh uniform value in [0, 1)
+    /// for the backoff jitter. One method per input below, each deciding per
+    /// state with no catch-all, so an unhandled pair is a compile error.
     public mutating func handle(_ input: Input, now: Int64, random: Double) -> [Action] {
-        switch (state, input) {
-        case (_, .wanted):
-            wanted = true
-            if state == .idle {
-                state = .connecting
-                return [.connect]
-            }
+        switch input {
+        case .wanted: return becameWanted()
+        case .unwanted: return becameUnwanted()
+        case .opened: return opened(now: now)
+        case .helloAnswered(let interval, let timeout): return helloAnswered(interval: interval, timeout: timeout, now: now)
+        case .messageReceived: return messageReceived(now: now)
+        case .closed(let why): return closed(why, now: now, random: random)
+        case .tick: return tick(now: now, random: random)
+        }
+    }
+
+    private mutating func becameWanted() -> [Action] {
+        wanted = true
+        switch state {
+        case .idle:
+            state = .connecting
+            return [.connect]
+        case .connecting, .greeting, .ready, .backingOff:
             return []
-        case (.idle, .unwanted):
-            wanted = false
+        }
+    }
+
+    private mutating func becameUnwanted() -> [Action] {
+        wanted = false
+        switch state {
+        case .idle:
             return []
-        case (_, .unwanted):
-            wanted = false
-            let wasReady = state == .ready
+        case .ready:
             state = .idle
-            return wasReady ? [.abort("no room needs the connection"), .lost("closed")] : [.abort("no room needs the connection")]
-        case (.connecting, .opened):
-            state = .greeting
-            lastMessageAt = now
+            return [.abort("no room needs the connection"), .lost("closed")]
+        case .connecting, .greeting, .backingOff:
+            state = .idle
+            return [.abort("no room needs the connection")]
+        }
+    }
+
+    private mutating func opened(now: Int64) -> [Action] {
+        switch state {
+        case .connecting:
+            state = .greeting(since: now)
             return [.sendHello]
-        case (.greeting, .helloAnswered(let interval, let timeout)):
-            state = .ready
+        case .idle, .greeting, .ready, .backingOff:
+            return []
+        }
+    }
+
+    private mutating func helloAnswered(interval: Int64, timeout: Int64, now: Int64) -> [Action] {
+        switch state {
+        case .greeting:
+            state = .ready(lastMessageAt: now, lastPingAt: now)
             attempt = 0
-            lastMessageAt = now
-            lastPingAt = now
             pingInterval = max(interval, 10)
             // Detect silence well before the server gives up on us, so a blip
             // stays invisible: the server answers every ping at once, so two
@@ -116,38 +146,61 @@ public struct ConnectionMachine: Sendable, Hashable {
             // never more than the server's own timeout.
             deadAfter = livenessOverride ?? min(timeout, pingInterval * 2)
             return [.becameReady]
-        case (_, .messageReceived):
-            lastMessageAt = now
+        case .idle, .connecting, .ready, .backingOff:
             return []
-        case (.ready, .tick):
+        }
+    }
+
+    private mutating func messageReceived(now: Int64) -> [Action] {
+        switch state {
+        case .ready(_, let lastPingAt):
+            state = .ready(lastMessageAt: now, lastPingAt: lastPingAt)
+        case .greeting:
+            state = .greeting(since: now)
+        case .idle, .connecting, .backingOff:
+            break
+        }
+        return []
+    }
+
+    private mutating func closed(_ why: String, now: Int64, random: Double) -> [Action] {
+        switch state {
+        case .connecting, .greeting, .ready:
+            return lose(why, now: now, random: random, abort: false)
+        case .idle, .backingOff:
+            return []
+        }
+    }
+
+    private mutating func tick(now: Int64, random: Double) -> [Action] {
+        switch state {
+        case .ready(let lastMessageAt, let lastPingAt):
             if now - lastMessageAt >= deadAfter {
                 return lose("no message from the server for \(now - lastMessageAt) ms", now: now, random: random, abort: true)
             }
             if now - lastPingAt >= pingInterval {
-                lastPingAt = now
+                state = .ready(lastMessageAt: lastMessageAt, lastPingAt: now)
                 return [.sendPing]
             }
             return []
-        case (.greeting, .tick):
-            if now - lastMessageAt >= deadAfter {
+        case .greeting(let since):
+            if now - since >= deadAfter {
                 return lose("no hello reply", now: now, random: random, abort: true)
             }
             return []
-        case (.backingOff(let until), .tick):
+        case .backingOff(let until):
             if now >= until {
                 state = .connecting
                 return [.connect]
             }
             return []
-        case (.connecting, .closed(let why)), (.greeting, .closed(let why)), (.ready, .closed(let why)):
-            return lose(why, now: now, random: random, abort: false)
-        default:
+        case .idle, .connecting:
             return []
         }
     }
 
     private mutating func lose(_ why: String, now: Int64, random: Double, abort: Bool) -> [Action] {
-        let wasReady = state == .ready
+        let wasReady = isReady
         var actions: [Action] = abort ? [.abort(why)] : []
         if wasReady { actions.append(.lost(why)) }
         if wanted {

@@ -52,7 +52,7 @@ public struct PlayerState: Sendable, Hashable {
     /// The members in the room at that time.
     public var members: [Member]
     /// The published streams.
-    public var streams: [RoomKitProtocol.Stream]
+    public var streams: [MediaStream]
     /// The extra-info map (`setExtraInfo`).
     public var extraInfo: [String: String]
 
@@ -80,7 +80,7 @@ public struct PlayerStateDiff: Sendable, Hashable {
     public var sceneState: SceneState?
     public var broadcastState: BroadcastState?
     public var members: [Member]?
-    public var streams: [RoomKitProtocol.Stream]?
+    public var streams: [MediaStream]?
     public var extraInfo: [String: String]?
 
     /// An empty diff.

@@ -7,7 +7,7 @@ import Synchronization
 public struct RoomContent: Sendable, Hashable {
     public var state = RoomState.initial
     public var members: [Member] = []
-    public var streams: [RoomKitProtocol.Stream] = []
+    public var streams: [MediaStream] = []
     public var extraInfo: [String: String] = [:]
     /// This session's member ID (nil before the first login).
     public var memberId: Int64?
@@ -76,7 +76,7 @@ public final class Room: Sendable {
     public var phase: RoomPhase { cache.withLock { $0.phase } }
     public var reason: RoomReason { cache.withLock { $0.reason } }
     public var writable: Bool { cache.withLock { $0.writable } }
-    public var streams: [RoomKitProtocol.Stream] { cache.withLock { $0.streams } }
+    public var streams: [MediaStream] { cache.withLock { $0.streams } }
     public var extraInfo: [String: String] { cache.withLock { $0.extraInfo } }
     public var memberId: Int64? { cache.withLock { $0.memberId } }
     public var seq: Int64 { cache.withLock { $0.seq } }

@@ -17,6 +17,7 @@ extension RoomEvent {
         case .extraInfoUpdate: return "extraInfoUpdate"
         case .tokenWillExpire: return "tokenWillExpire"
         case .throwError: return "throwError"
+        case .resync: return "resync"
         }
     }
 
@@ -25,7 +26,7 @@ extension RoomEvent {
     public var logFields: [String: JSON] {
         switch self {
         case .roomStateChanged(let room, let reason, let code, let extendedData):
-            // Extended data (e.g. `cause`) joins the line; it never replaces a standard field.
+            // Extended data (`cause`, `recovered`) joins the line; it never replaces a standard field.
             let fields: [String: JSON] = ["room": .string(room), "reason": .string(reason.rawValue), "errorCode": .int(Int64(code.rawValue))]
             return fields.merging(extendedData) { standard, _ in standard }
         case .phaseChanged(let room, let phase):
@@ -41,7 +42,10 @@ extension RoomEvent {
         case .catchErrorWhenAppendFrame(let room, let memberId, let error):
             return ["room": .string(room), "memberId": .int(memberId), "error": .string(error)]
         case .magix(let magix):
-            return ["room": .string(magix.room), "from": .int(magix.from), "event": .string(magix.event), "payload": magix.payload]
+            var fields: [String: JSON] = ["room": .string(magix.room), "seq": .int(magix.seq), "from": .int(magix.from),
+                                          "event": .string(magix.event), "payload": magix.payload]
+            if magix.replayed { fields["replayed"] = true }
+            return fields
         case .userUpdate(let room, let type, let users):
             return ["room": .string(room), "type": .string(type.rawValue), "users": .array(users.map { .string($0.userId) })]
         case .streamUpdate(let room, let type, let streams):
@@ -50,6 +54,9 @@ extension RoomEvent {
             return ["room": .string(room), "key": .string(key), "value": .string(value)]
         case .tokenWillExpire(let room, let remaining):
             return ["room": .string(room), "remaining": .int(remaining)]
+        case .resync(let resync):
+            return ["room": .string(resync.room), "reason": .string(resync.reason.rawValue),
+                    "lastAppliedSeq": .int(resync.lastAppliedSeq), "resumedAtSeq": resync.resumedAtSeq.map(JSON.int) ?? .null]
         case .throwError(let domain, let code, let message):
             return ["domain": .string(domain), "code": .int(Int64(code.rawValue)), "message": .string(message)]
         }

@@ -55,6 +55,9 @@ extension RoomHost {
             for host in hosts { host.onRoomExtraInfoUpdate(roomID: roomID, key: key, value: value) }
         case .tokenWillExpire(let roomID, let remaining):
             for host in hosts { host.onRoomTokenWillExpire(roomID: roomID, remainingSeconds: remaining) }
+        case .resync(let resync):
+            if let room { roomDelegate?.fireResync(room, event: resync) }
+            for host in hosts { host.onRoomResync(resync) }
         case .throwError(let domain, let code, let message):
             common?.throwError(domain: domain, code: code, message: message)
         }

@@ -11,6 +11,10 @@ extension RoomHost {
     func apply(_ push: RoomPush, driver: SessionDriver) {
         guard push.seq > driver.lastSeq else { return }
         driver.lastSeq = push.seq
+        cursorChanged(driver)
+        let replayed = push.seq <= driver.replayUntil
+        applyingReplay = replayed
+        defer { applyingReplay = false }
         let room = driver.room
         let me = room.memberId
         var outcome: Result<RoomChange, ProtocolError> = .success(RoomChange())
@@ -78,7 +82,9 @@ extension RoomHost {
 
         case .magix(let from, let event, let payload):
             guard from != me else { return }
-            emit(.magix(MagixEvent(room: room.id, seq: push.seq, from: from, event: event, payload: payload)), room: room)
+            emit(.magix(MagixEvent(room: room.id, seq: push.seq, from: from, event: event, payload: payload,
+                                   replayed: replayed)),
+                 room: room)
         }
     }
 }

@@ -33,6 +33,12 @@ public struct RoomHostConfiguration: Sendable {
     public var clientName = "roomkit-swift/0.1"
     /// TLS and message-size settings of the WebSocket client.
     public var transport = WebSocketClientConfiguration()
+    /// Keeps session cursors across restarts of the host. With a store,
+    /// `loginRoom` first resumes the room's stored session (others see
+    /// nothing when it is back within the server's heartbeat timeout), and
+    /// the host saves every changed cursor once per loop turn. Nil (the
+    /// default): every `loginRoom` of a new host is a fresh login.
+    public var sessionStore: (any SessionStore)?
 
     public init(serverURL: String) {
         self.serverURL = serverURL
@@ -76,6 +82,10 @@ public final class RoomHost: @unchecked Sendable {
     var lastRefill: UInt64 = 0
     var deadlines = DeadlineQueue<String>()
     var ticker: LoopTimer?
+    /// Sessions whose cursor changed this loop turn (see `flushCursors`).
+    var dirtyCursors: [SessionDriver] = []
+    /// Whether the push being applied belongs to a resume's replay.
+    var applyingReplay = false
     var isShutDown = false
     var random = SystemRandomNumberGenerator()
 
@@ -118,6 +128,14 @@ public final class RoomHost: @unchecked Sendable {
     @discardableResult
     public func addObserver(_ observer: @escaping @Sendable (RoomEvent) -> Void) -> RegistrationToken {
         broadcaster.addObserver(observer)
+    }
+
+    /// Whether the event being raised belongs to a resume's replay: it
+    /// happened while the session was away (PROTOCOL.md §6). Loop thread
+    /// only, meaningful inside an observer (`addObserver`).
+    public var isRaisingReplay: Bool {
+        loop.preconditionInEventLoop()
+        return applyingReplay
     }
 
     /// The handle of a room this host has seen, if any.

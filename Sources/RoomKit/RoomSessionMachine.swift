@@ -11,7 +11,9 @@ public struct RoomSessionMachine: Sendable, Hashable {
         /// Not logged in (before any login, or after LOGOUT / a failure / a kick).
         case idle
         /// Login requested; `sent` once the login request is on the wire.
-        case logining(sent: Bool, deadline: Int64)
+        /// `logoutRequested`: `logoutRoom` came while the login was on the
+        /// wire; the session logs out as soon as the login is answered.
+        case logining(sent: Bool, deadline: Int64, logoutRequested: Bool)
         /// Logged in.
         case active
         /// Connection lost; resuming until `deadline` (the reconnect window).
@@ -69,8 +71,6 @@ public struct RoomSessionMachine: Sendable, Hashable {
 
     public private(set) var state: State = .idle
     public private(set) var phase: RoomPhase = .disconnected
-    /// Whether `logoutRoom` was called while the login was in flight.
-    private var logoutAfterLogin = false
 
     public let loginTimeout: Int64
     public let reconnectWindow: Int64
@@ -86,80 +86,167 @@ public struct RoomSessionMachine: Sendable, Hashable {
         return true
     }
 
+    /// Takes `input` at `now` and returns the actions to perform, in order.
+    /// One method per input below, each deciding per state with no
+    /// catch-all: a state an input does not affect is listed as such, so a
+    /// new state or input that nobody handled is a compile error.
     public mutating func handle(_ input: Input, now: Int64, connectionReady: Bool) -> [Action] {
-        var actions: [Action] = []
-        switch (state, input) {
-        case (.idle, .loginRequested):
+        switch input {
+        case .loginRequested: return loginRequested(now: now, connectionReady: connectionReady)
+        case .loginImpossible(let code, let message): return loginImpossible(code, message)
+        case .logoutRequested: return logoutRequested(connectionReady: connectionReady)
+        case .loginWithdrawn: return loginWithdrawn()
+        case .connectionReady: return connectionBecameReady()
+        case .connectionLost(let why): return connectionLost(why, now: now)
+        case .loginSucceeded: return loginSucceeded(connectionReady: connectionReady)
+        case .loginFailed(let code, let message): return loginFailed(code, message)
+        case .logoutAnswered: return logoutAnswered()
+        case .kicked(let code, let message): return kicked(code, message)
+        case .deadlinePassed: return deadlinePassed()
+        }
+    }
+
+    private mutating func loginRequested(now: Int64, connectionReady: Bool) -> [Action] {
+        switch state {
+        case .idle:
+            var actions: [Action] = []
             let deadline = now + loginTimeout
-            state = .logining(sent: connectionReady, deadline: deadline)
+            state = .logining(sent: connectionReady, deadline: deadline, logoutRequested: false)
             report(.logining, .success, into: &actions)
             actions.append(.setDeadline(deadline))
             if connectionReady { actions.append(.sendLogin(resume: false)) }
+            return actions
+        case .logining, .active, .reconnecting, .disconnecting:
+            return []  // the driver refuses a second login before asking
+        }
+    }
 
-        case (.idle, .loginImpossible(let code, let message)):
+    private mutating func loginImpossible(_ code: ErrorCode, _ message: String) -> [Action] {
+        switch state {
+        case .idle:
+            var actions: [Action] = []
             report(.logining, .success, into: &actions)
             report(.loginFailed, code, into: &actions)
             actions.append(.finishLogin(RoomError(code: code, message: message, reason: .loginFailed)))
-        case (.logining(true, let deadline), .loginWithdrawn):
-            state = .logining(sent: false, deadline: deadline)
+            return actions
+        case .logining, .active, .reconnecting, .disconnecting:
+            return []
+        }
+    }
 
-        case (.logining(false, let deadline), .connectionReady):
-            state = .logining(sent: true, deadline: deadline)
-            actions.append(.sendLogin(resume: false))
-        case (.logining(true, let deadline), .connectionLost):
+    private mutating func loginWithdrawn() -> [Action] {
+        switch state {
+        case .logining(true, let deadline, let logout):
+            state = .logining(sent: false, deadline: deadline, logoutRequested: logout)
+            return []
+        case .idle, .logining(false, _, _), .active, .reconnecting, .disconnecting:
+            return []
+        }
+    }
+
+    private mutating func connectionBecameReady() -> [Action] {
+        switch state {
+        case .logining(false, let deadline, let logout):
+            state = .logining(sent: true, deadline: deadline, logoutRequested: logout)
+            return [.sendLogin(resume: false)]
+        case .reconnecting(false, let deadline):
+            state = .reconnecting(sent: true, deadline: deadline)
+            return [.sendLogin(resume: true)]
+        case .idle, .logining(true, _, _), .active, .reconnecting(true, _), .disconnecting:
+            return []
+        }
+    }
+
+    private mutating func connectionLost(_ why: String, now: Int64) -> [Action] {
+        switch state {
+        case .logining(true, let deadline, let logout):
             // The login's fate is unknown; try again on the next connection.
-            state = .logining(sent: false, deadline: deadline)
-        case (.logining, .loginSucceeded):
-            actions.append(.cancelDeadline)
-            state = .active
-            report(.logined, .success, into: &actions)
-            actions.append(.finishLogin(nil))
-            if logoutAfterLogin {
-                logoutAfterLogin = false
-                actions += handle(.logoutRequested, now: now, connectionReady: connectionReady)
-            }
-        case (.logining, .loginFailed(let code, let message)):
-            actions += fail(.loginFailed, code, message)
-        case (.logining, .kicked(let code, let message)):
-            actions += fail(.loginFailed, code, message)
-        case (.logining, .deadlinePassed):
-            actions += fail(.loginFailed, .timedOut, "login timed out")
-
-        case (.active, .connectionLost(let why)):
+            state = .logining(sent: false, deadline: deadline, logoutRequested: logout)
+            return []
+        case .active:
+            var actions: [Action] = []
             let deadline = now + reconnectWindow
             state = .reconnecting(sent: false, deadline: deadline)
             report(.reconnecting, .connectionInterrupted, into: &actions)
             actions.append(.disconnected(why))
             actions.append(.setDeadline(deadline))
-        case (.reconnecting(false, let deadline), .connectionReady):
-            state = .reconnecting(sent: true, deadline: deadline)
-            actions.append(.sendLogin(resume: true))
-        case (.reconnecting(true, let deadline), .connectionLost):
+            return actions
+        case .reconnecting(true, let deadline):
             state = .reconnecting(sent: false, deadline: deadline)
-        case (.reconnecting, .loginSucceeded):
-            actions.append(.cancelDeadline)
+            return []
+        case .disconnecting:
+            return loggedOut()
+        case .idle, .logining(false, _, _), .reconnecting(false, _):
+            return []
+        }
+    }
+
+    private mutating func loginSucceeded(connectionReady: Bool) -> [Action] {
+        switch state {
+        case .logining(_, _, let logoutRequested):
+            var actions: [Action] = [.cancelDeadline]
+            state = .active
+            report(.logined, .success, into: &actions)
+            actions.append(.finishLogin(nil))
+            if logoutRequested { actions += self.logoutRequested(connectionReady: connectionReady) }
+            return actions
+        case .reconnecting:
+            var actions: [Action] = [.cancelDeadline]
             state = .active
             report(.reconnected, .success, into: &actions)
-        case (.reconnecting(_, let deadline), .loginFailed(let code, let message)):
-            if code.isKick {
-                actions += kick(code, message)
-            } else if code == .tokenInvalid || code == .notPermitted {
+            return actions
+        case .idle, .active, .disconnecting:
+            return []  // a late answer to a login this session no longer waits for
+        }
+    }
+
+    private mutating func loginFailed(_ code: ErrorCode, _ message: String) -> [Action] {
+        switch state {
+        case .logining:
+            return fail(.loginFailed, code, message)
+        case .reconnecting(_, let deadline):
+            if code.isKick { return kick(code, message) }
+            if code == .tokenInvalid || code == .notPermitted {
                 // The server will not take us back with this token: no retry
                 // helps. RECONNECT_FAILED is 1002053 (seed, PROTOCOL.md §11);
                 // the server's refusal travels as the cause.
-                actions += fail(.reconnectFailed, .timedOut, message, cause: code)
-            } else {
-                // Transient (rate limit, server error): the driver retries on the next connection.
-                state = .reconnecting(sent: false, deadline: deadline)
+                return fail(.reconnectFailed, .timedOut, message, cause: code)
             }
-        case (.reconnecting, .deadlinePassed):
-            actions += fail(.reconnectFailed, .timedOut, "reconnect window passed")
+            // Transient (rate limit, server error): the driver retries on the next connection.
+            state = .reconnecting(sent: false, deadline: deadline)
+            return []
+        case .idle, .active, .disconnecting:
+            return []
+        }
+    }
 
-        case (.active, .kicked(let code, let message)), (.reconnecting, .kicked(let code, let message)),
-             (.disconnecting, .kicked(let code, let message)):
-            actions += kick(code, message)
+    private mutating func logoutAnswered() -> [Action] {
+        switch state {
+        case .disconnecting: return loggedOut()
+        case .idle, .logining, .active, .reconnecting: return []
+        }
+    }
 
-        case (.active, .logoutRequested):
+    private mutating func kicked(_ code: ErrorCode, _ message: String) -> [Action] {
+        switch state {
+        case .logining: return fail(.loginFailed, code, message)
+        case .active, .reconnecting, .disconnecting: return kick(code, message)
+        case .idle: return []
+        }
+    }
+
+    private mutating func deadlinePassed() -> [Action] {
+        switch state {
+        case .logining: return fail(.loginFailed, .timedOut, "login timed out")
+        case .reconnecting: return fail(.reconnectFailed, .timedOut, "reconnect window passed")
+        case .idle, .active, .disconnecting: return []
+        }
+    }
+
+    private mutating func logoutRequested(connectionReady: Bool) -> [Action] {
+        switch state {
+        case .active:
+            var actions: [Action] = []
             state = .disconnecting
             setPhase(.disconnecting, into: &actions)
             if connectionReady {
@@ -167,25 +254,21 @@ public struct RoomSessionMachine: Sendable, Hashable {
             } else {
                 actions += loggedOut()
             }
-        case (.logining(let sent, _), .logoutRequested):
-            if sent {
-                logoutAfterLogin = true
-            } else {
-                actions.append(.cancelDeadline)
-                actions.append(.finishLogin(RoomError(code: .success, message: "logged out before login completed", reason: .logout)))
-                actions += loggedOut()
-            }
-        case (.reconnecting, .logoutRequested):
+            return actions
+        case .logining(true, let deadline, _):
+            // The login is on the wire: log out once it is answered.
+            state = .logining(sent: true, deadline: deadline, logoutRequested: true)
+            return []
+        case .logining(false, _, _):
+            var actions: [Action] = [.cancelDeadline]
+            actions.append(.finishLogin(RoomError(code: .success, message: "logged out before login completed", reason: .logout)))
+            return actions + loggedOut()
+        case .reconnecting:
             // Logout during backoff stops the retries at once.
-            actions.append(.cancelDeadline)
-            actions += loggedOut()
-        case (.disconnecting, .logoutAnswered), (.disconnecting, .connectionLost):
-            actions += loggedOut()
-
-        default:
-            break
+            return [.cancelDeadline] + loggedOut()
+        case .idle, .disconnecting:
+            return []  // LOGOUT_FAILED / a logout already under way: the driver answers
         }
-        return actions
     }
 
     private mutating func fail(_ reason: RoomReason, _ code: ErrorCode, _ message: String, cause: ErrorCode? = nil) -> [Action] {
@@ -193,7 +276,6 @@ public struct RoomSessionMachine: Sendable, Hashable {
         if case .logining = state { wasLogining = true } else { wasLogining = false }
         var actions: [Action] = [.cancelDeadline]
         state = .idle
-        logoutAfterLogin = false
         report(reason, code, cause: cause, into: &actions)
         if wasLogining { actions.append(.finishLogin(RoomError(code: code, message: message, reason: reason))) }
         actions.append(.forgetSession)

@@ -23,6 +23,18 @@ final class SessionDriver {
     /// The request ID of the login last handed to `send` (to withdraw it
     /// from the outbox when a logout comes before it went out).
     var loginRequestID: Int64?
+    /// The stored cursor this login resumes (a `SessionStore`'s), until answered.
+    var restored: SessionCursor?
+    /// Whether the cache holds a stored room (so an adopted snapshot is a change).
+    var startedFromStore = false
+    /// A gap to report when the current login succeeds (reason, last applied seq).
+    var pendingResync: (reason: ResyncReason, lastApplied: Int64)?
+    /// Pushes with a seq up to this one are a resume's replay.
+    var replayUntil: Int64 = 0
+    /// Whether the cursor changed since the store last heard (it is in `dirtyCursors`).
+    var cursorDirty = false
+    /// Extended data for the next LOGINED / RECONNECTED report.
+    var reportExtras: [String: JSON] = [:]
 
     init(room: Room, machine: RoomSessionMachine, user: LoginUser, token: String, wantsWritable: Bool) {
         self.room = room
@@ -40,6 +52,9 @@ extension RoomHost {
                     continuation: CheckedContinuation<Void, any Error>) {
         guard let driver = idleDriver(roomID, user: user, token: token, writable: writable, continuation: continuation) else { return }
         driver.resuming = false
+        driver.pendingResync = nil
+        restoreCursor(driver)
+        driver.startedFromStore = driver.restored != nil
         ensureTicker()
         run(.loginRequested, on: driver)
         updateConnectionWanted()
@@ -90,7 +105,7 @@ extension RoomHost {
                 code: .logoutNotLoggedIn, message: "not logged in to \(roomID)", reason: .logoutFailed))
         }
         driver.logoutWaiters.append(continuation)
-        if case .logining(sent: true, _) = driver.machine.state, let id = driver.loginRequestID, withdrawQueued(id) {
+        if case .logining(sent: true, _, _) = driver.machine.state, let id = driver.loginRequestID, withdrawQueued(id) {
             // The login never left the outbox (pacing): cancel it rather
             // than wait for a reply to a request the server will never see.
             run(.loginWithdrawn, on: driver)
@@ -116,8 +131,15 @@ extension RoomHost {
             }
         case .report(let reason, let code, let cause):
             room.update { $0.reason = reason; $0.errorCode = code }
-            let extendedData: [String: JSON] = cause.map { ["cause": .int(Int64($0.rawValue))] } ?? [:]
+            var extendedData: [String: JSON] = cause.map { ["cause": .int(Int64($0.rawValue))] } ?? [:]
+            if reason == .logined || reason == .reconnected {
+                extendedData.merge(driver.reportExtras) { current, _ in current }
+                driver.reportExtras = [:]
+            }
             emit(.roomStateChanged(room: room.id, reason: reason, errorCode: code, extendedData: extendedData), room: room)
+            if reason == .reconnectFailed {
+                emitResync(driver, .reconnectFailed, lastApplied: driver.lastSeq, resumedAt: nil)
+            }
             if reason.phase == .disconnected {
                 // The session is over (logout, failure, kick): nothing can be committed.
                 setWritable(false, driver: driver)
@@ -152,7 +174,10 @@ extension RoomHost {
                 for waiter in waiters { waiter.resume() }
             }
         case .forgetSession:
+            // A stored cursor whose resume never succeeded stays stored.
+            if driver.session != nil { cursorChanged(driver) }
             driver.session = nil
+            driver.restored = nil
             driver.resuming = false
             updateConnectionWanted()
         }
@@ -178,7 +203,8 @@ extension RoomHost {
 
     func transmitLogin(_ driver: SessionDriver, resume: Bool) {
         guard link.isReady else { return }  // the machine resends on the next connectionReady
-        let point = resume ? driver.session.map { ResumePoint(session: $0, seq: driver.lastSeq) } : nil
+        var point = resume ? driver.session.map { ResumePoint(session: $0, seq: driver.lastSeq) } : nil
+        if !resume, let cursor = driver.restored { point = ResumePoint(session: cursor.session, seq: cursor.seq) }
         driver.resuming = resume
         let request = LoginRequest(token: driver.token, user: driver.user, writable: driver.wantsWritable, resume: point)
         driver.loginRequestID = nextRequestID
@@ -199,6 +225,12 @@ extension RoomHost {
                 return run(.loginFailed(.malformed, "bad login reply"), on: driver)
             }
             let firstLogin = !driver.resuming
+            // The session this login asked to resume, and the last seq applied before it.
+            let resumedSession = driver.resuming ? driver.session : driver.restored?.session
+            let lastApplied = driver.lastSeq
+            let fromStore = driver.startedFromStore
+            driver.restored = nil
+            driver.startedFromStore = false
             driver.session = reply.session
             driver.tokenExpiresAt = reply.expiresAt
             if let snapshot = reply.snapshot {
@@ -214,9 +246,21 @@ extension RoomHost {
                 }
             }
             room.update { $0.memberId = reply.memberId; $0.seq = driver.lastSeq; $0.writable = reply.writable }
+            if let resumedSession {
+                driver.reportExtras = ["recovered": .bool(reply.recovered)]
+                if reply.recovered { driver.replayUntil = reply.seq }
+                if !reply.recovered, driver.pendingResync == nil {
+                    driver.pendingResync = (resumedSession == reply.session ? .notRecovered : .sessionExpired, lastApplied)
+                }
+            }
+            cursorChanged(driver)
             run(.loginSucceeded, on: driver)
             emit(.beingAbleToCommitChange(room: room.id, writable: reply.writable), room: room)
-            if !firstLogin, let snapshot = reply.snapshot {
+            if let gap = driver.pendingResync {
+                driver.pendingResync = nil
+                emitResync(driver, gap.reason, lastApplied: gap.lastApplied, resumedAt: reply.seq)
+            }
+            if !firstLogin || fromStore, let snapshot = reply.snapshot {
                 // Not recovered: the snapshot replaces everything; report it whole.
                 var diff = RoomStateDiff()
                 diff.globalState = snapshot.state.globalState
@@ -234,11 +278,14 @@ extension RoomHost {
                 loop.schedule(after: .milliseconds(100)) { [weak self] in
                     guard let self, let driver = drivers[roomID] else { return }
                     switch driver.machine.state {
-                    case .logining(true, _), .reconnecting(true, _): transmitLogin(driver, resume: resume)
+                    case .logining(true, _, _), .reconnecting(true, _): transmitLogin(driver, resume: resume)
                     default: break
                     }
                 }
                 return
+            }
+            if driver.restored != nil, case .logining = driver.machine.state {
+                return abandonRestoredCursor(driver, error)
             }
             run(.loginFailed(error.code, error.message), on: driver)
         }
@@ -249,6 +296,7 @@ extension RoomHost {
         let old = room.writable
         room.update { $0.writable = writable }
         if old != writable {
+            cursorChanged(driver)
             emit(.beingAbleToCommitChange(room: room.id, writable: writable), room: room)
         }
     }
@@ -260,6 +308,7 @@ extension RoomHost {
             driver.lastSeq = max(driver.lastSeq, seq)
             room.update { $0.seq = max($0.seq, seq) }
         }
+        cursorChanged(driver)
         let me = room.memberId ?? -1
         switch request {
         case .setState(let patch):
@@ -280,7 +329,7 @@ extension RoomHost {
                 }
             }
         case .publishStream(let id, let extraInfo):
-            let stream = Stream(id: id, userId: driver.user.id, extraInfo: extraInfo)
+            let stream = MediaStream(id: id, userId: driver.user.id, extraInfo: extraInfo)
             room.update { $0.streams.removeAll { $0.id == id }; $0.streams.append(stream) }
         case .unpublishStream(let id):
             room.update { $0.streams.removeAll { $0.id == id } }

@@ -57,10 +57,13 @@ public struct BotConfig: Sendable {
     public var events: String?
     public var loginTimeout: Duration
     public var reconnectWindow: Duration
-    /// Rooms joined at run time through the control API are kept here.
+    /// The bot's store (SQLite, `BotStore`): the room set, every session's
+    /// cursor. Default: `<config name>.state.sqlite` beside the config.
     public var stateFile: String
     /// Trust settings for a `wss://` server (nil: the system's CAs, the URL's host).
     public var tls: BotTLS?
+    /// The JSON state file of earlier versions, imported once into the store.
+    public var legacyStateFile: String?
 
     /// Reads and validates `path`; throws `ConfigErrors` listing every problem.
     public init(path: String) throws(ConfigErrors) {
@@ -181,9 +184,10 @@ public struct BotConfig: Sendable {
         }
         let loginTimeout = seconds("loginTimeout", 30)
         let reconnectWindow = seconds("reconnectWindow", 1200)
-        var stateFile = resolve(((file as NSString).deletingPathExtension) + ".state.json")
+        var (stateFile, legacyStateFile) = Self.storePaths(resolve(((file as NSString).deletingPathExtension) + ".state.json"))
         if let value = root["state"] {
-            if let text = value.stringValue, !text.isEmpty { stateFile = resolve(text) } else { fail("state", "must be a path") }
+            if let text = value.stringValue, !text.isEmpty { (stateFile, legacyStateFile) = Self.storePaths(resolve(text)) }
+            else { fail("state", "must be a path") }
         }
         let tls = Self.parseTLS(root["tls"], server: server, resolve: resolve, fail: fail)
         if !errors.isEmpty { throw ConfigErrors(errors: errors) }
@@ -200,6 +204,15 @@ public struct BotConfig: Sendable {
         self.loginTimeout = loginTimeout
         self.reconnectWindow = reconnectWindow
         self.stateFile = stateFile
+        self.legacyStateFile = legacyStateFile
+    }
+
+    /// The store's path for a `state` path: a `.json` path (the state file
+    /// of earlier versions) becomes the same name with `.sqlite`, and the
+    /// JSON file is imported once; any other path is the store itself.
+    public static func storePaths(_ path: String) -> (store: String, legacy: String?) {
+        guard path.hasSuffix(".json") else { return (path, nil) }
+        return (String(path.dropLast(5)) + ".sqlite", path)
     }
 
     /// `tls: {"caFile"?, "serverName"?}`: only for a `wss://` server.

@@ -18,6 +18,8 @@ final class BotMetrics: @unchecked Sendable {
     private let events: Prometheus.Counter
     private let loopLag: Prometheus.Gauge
     private let pluginTotals = LockedValue<[String: (calls: Int, failures: Int)]>([:])
+    /// Last exported crash/restart/drop/skip totals of process-isolated plugins.
+    private let processTotals = LockedValue<[String: [Int]]>([:])
     private var lagTimer: LoopTimer?
 
     init() {
@@ -73,7 +75,27 @@ final class BotMetrics: @unchecked Sendable {
                 .increment(by: Int64(max(0, report.failures - previous.failures)))
             registry.makeGauge(descriptor: Self.named("roombot_plugin_latency_seconds", "Mean duration of one plugin call."), labels: labels)
                 .set(report.meanMicroseconds / 1_000_000)
+            if let process = report.process { exportProcess(process, plugin: report.name) }
         }
         return registry.emitToString()
+    }
+
+    /// The supervisor's counters of one process-isolated plugin, as counters.
+    private func exportProcess(_ process: PluginProcessReport, plugin: String) {
+        let now = [process.crashes, process.restarts, process.dropped, process.skipped]
+        let previous = processTotals.withLock { totals -> [Int] in
+            defer { totals[plugin] = now }
+            return totals[plugin] ?? [0, 0, 0, 0]
+        }
+        let families = [
+            ("roombot_plugin_crashes_total", "Crashes of each process-isolated plugin (signal, exit, broken pipe, bad frame)."),
+            ("roombot_plugin_restarts_total", "Restarts of each process-isolated plugin after a crash or a hang."),
+            ("roombot_plugin_dropped_events_total", "Events dropped for a plugin whose queue was full during a restart."),
+            ("roombot_plugin_skipped_events_total", "Poison events skipped for a plugin after they crashed it twice."),
+        ]
+        for (index, (name, help)) in families.enumerated() {
+            registry.makeCounter(descriptor: Self.named(name, help), labels: [("plugin", plugin)])
+                .increment(by: Int64(max(0, now[index] - previous[index])))
+        }
     }
 }

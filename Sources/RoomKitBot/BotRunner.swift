@@ -18,9 +18,9 @@ public struct BotOverrides: Sendable {
 }
 
 /// The bot host: one loop, one `RoomHost`, the manifest's plugins, the event
-/// log, the control API and the state file, started and stopped in order.
+/// log, the control API and the store, started and stopped in order.
 public final class BotRunner: @unchecked Sendable {
-    // @unchecked Sendable: `joined`, `phase` and `joining` have their own
+    // @unchecked Sendable: the store, `phase` and `joining` have their own
     // locks; `control` and `manifest` are set in `startServices()` before any
     // concurrent use and read-only afterwards.
 
@@ -31,13 +31,10 @@ public final class BotRunner: @unchecked Sendable {
     public let events: EventLog
     let logger: Logger
     let tokens: BotTokenProvider
-    let state: BotStateFile
+    /// The room set and every session's cursor (`BotStore`).
+    public let store: BotStore
     let metrics: BotMetrics
-    /// Rooms joined at run time through the control API (the state file's
-    /// content). The lock is held while the file is written, so the file
-    /// always ends with the newest set.
-    let joined = LockedValue<Set<String>>([])
-    /// Where the bot is in its life; `stopping` freezes the state file (a
+    /// Where the bot is in its life; `stopping` freezes the room set (a
     /// shutdown's LOGOUTs must not erase the rooms a restart rejoins).
     let phase = LockedValue(BotLifecycle.initial)
     /// The first logins (and their retries), cancelled by `stop()`.
@@ -53,7 +50,7 @@ public final class BotRunner: @unchecked Sendable {
         if let control = overrides.control { config.control = control }
         if let events = overrides.events { config.events = events }
         if let manifest = overrides.manifest { config.manifest = manifest }
-        if let stateFile = overrides.stateFile { config.stateFile = stateFile }
+        if let stateFile = overrides.stateFile { (config.stateFile, config.legacyStateFile) = BotConfig.storePaths(stateFile) }
         for room in overrides.rooms where !config.rooms.contains(room) { config.rooms.append(room) }
         var problems: [ConfigError] = []
         if (try? WebSocketURL(config.server)) == nil {
@@ -90,14 +87,22 @@ public final class BotRunner: @unchecked Sendable {
         self.config = config
         self.logger = logger
         tokens = BotTokenProvider(auth: config.auth)
-        state = BotStateFile(path: config.stateFile)
+        do {
+            store = try BotStore(path: config.stateFile, logger: logger)
+        } catch {
+            throw ConfigErrors(errors: [ConfigError(file: config.stateFile, field: "", problem: "cannot open the bot's store: \(error.message)")])
+        }
+        if let legacy = config.legacyStateFile { store.migrate(legacyStateFile: legacy) }
+        if let path = config.events, path != "-" { store.reconcile(eventLog: path) }
         events = try EventLog(destination: config.events)
+        store.follow(eventLogSize: { [events] in events.writtenSize })
         loop = try EventLoop(name: "roombot", logger: logger)
         var hostConfiguration = RoomHostConfiguration(serverURL: config.server)
         hostConfiguration.loginTimeout = config.loginTimeout
         hostConfiguration.reconnectWindow = config.reconnectWindow
         hostConfiguration.transport.tlsCAFile = config.tls?.caFile
         hostConfiguration.transport.tlsServerName = config.tls?.serverName
+        hostConfiguration.sessionStore = store
         host = try RoomHost(loop: loop, configuration: hostConfiguration, logger: logger,
                             tokenProvider: tokens.canRenew ? tokens : nil)
         let events = self.events
@@ -108,8 +113,14 @@ public final class BotRunner: @unchecked Sendable {
         }
         metrics = BotMetrics()
         configurePluginPlatform()
-        host.addObserver { [weak self, events, metrics] event in
-            events.write(event)
+        let saveCursors: @Sendable () -> Void = { [host] in host.saveSessionCursorsNow() }
+        host.addObserver { [weak self, host, loop, store, events, metrics] event in
+            var fields = event.logFields
+            // Events that happened while the bot was away (a resume's replay) say so.
+            if host.isRaisingReplay { fields["replayed"] = true }
+            events.write(event.logName, fields)
+            // The log's length is committed only with the cursors of every event in it.
+            store.eventLogWritten(on: loop, saveCursors: saveCursors)
             metrics.count(event)
             if case .roomStateChanged(let room, let reason, _, _) = event,
                reason == .logout || reason == .kickOut || reason == .reconnectFailed {
@@ -137,7 +148,6 @@ public final class BotRunner: @unchecked Sendable {
                 logger.error("plugin not loaded", metadata: ["error": "\(error)"])
             }
         }
-        joined.withLock { $0 = Set(state.load()) }
         if let address = config.control, let (hostName, port) = BotConfig.hostPort(address) {
             let api = ControlAPI(runner: self)
             try loop.runAndWait { try api.listen(host: hostName, port: port) }
@@ -146,7 +156,7 @@ public final class BotRunner: @unchecked Sendable {
         try metrics.startLagProbe(loop: loop)
     }
 
-    /// Starts logging in to the configured rooms and those the state file
+    /// Starts logging in to the configured rooms and those the store
     /// remembers, each retried after a transient failure (`join(_:)`). The
     /// task ends when every room has an outcome; `stop()` cancels it.
     @discardableResult
@@ -165,11 +175,10 @@ public final class BotRunner: @unchecked Sendable {
     }
 
     /// The rooms the bot should be in: the configured ones, then those
-    /// joined through the control API (the state file).
+    /// joined through the control API (kept in the store).
     var targetRooms: [String] {
-        var rooms = config.rooms
-        for room in joined.withLock({ $0 }).sorted() where !rooms.contains(room) { rooms.append(room) }
-        return rooms
+        // Each room with a stored session resumes it (RoomHostConfiguration.sessionStore).
+        store.rooms(configured: config.rooms)
     }
 
     /// Graceful stop, also in the middle of the first logins: those still
@@ -192,6 +201,7 @@ public final class BotRunner: @unchecked Sendable {
         metrics.stopLagProbe(loop: loop)
         events.close()
         try? loop.shutdown()
+        store.close()
         phase.withLock { $0 = .stopped }
     }
 
@@ -212,17 +222,12 @@ public final class BotRunner: @unchecked Sendable {
         await watcher.value
     }
 
-    /// Records a room joined (or left) through the control API, and writes
-    /// the state file when the set changed.
+    /// Records a room joined (or left) through the control API.
     func remember(_ room: String, joined isJoined: Bool) {
-        joined.withLock { set in
-            let changed = isJoined ? set.insert(room).inserted : set.remove(room) != nil
-            guard changed else { return }
-            do {
-                try state.save(Array(set))
-            } catch {
-                logger.error("state file not written", metadata: ["path": "\(state.path)", "error": "\(error)"])
-            }
+        do {
+            try store.setJoined(room, isJoined)
+        } catch {
+            logger.error("room set not written", metadata: ["store": "\(store.path)", "error": "\(error)"])
         }
     }
 
@@ -234,7 +239,7 @@ public final class BotRunner: @unchecked Sendable {
         remember(room, joined: false)
     }
 
-    /// Whether `stop()` has begun (the state file is frozen from then on).
+    /// Whether `stop()` has begun (the room set is frozen from then on).
     var isStopping: Bool {
         phase.withLock { $0 == .stopping || $0 == .stopped }
     }

@@ -9,6 +9,8 @@ import Synchronization
 /// sees half a line. Safe from any thread.
 public final class EventLog: Sendable {
     private let handle: LockedValue<FileHandle?>
+    /// Called with every line written (the dashboard's live tail), on the writer's thread.
+    private let taps = LockedValue<[@Sendable (EventLogLine) -> Void]>([])
 
     /// `destination`: a path (appended to, created if missing), `-` for stdout, or nil for none.
     public init(destination: String?) throws {
@@ -42,7 +44,8 @@ public final class EventLog: Sendable {
         var line: [UInt8] = []
         line.reserveCapacity(128)
         line.append(contentsOf: #"{"ts":"#.utf8)
-        line.append(contentsOf: String(Int64(Date().timeIntervalSince1970 * 1000)).utf8)
+        let ts = Int64(Date().timeIntervalSince1970 * 1000)
+        line.append(contentsOf: String(ts).utf8)
         line.append(contentsOf: #","event":"#.utf8)
         JSON.string(name).serialize(into: &line)
         for key in fields.keys.sorted() {
@@ -53,10 +56,30 @@ public final class EventLog: Sendable {
         }
         line.append(contentsOf: "}\n".utf8)
         handle.withLock { $0?.write(Data(line)) }
+        let taps = self.taps.withLock { $0 }
+        if !taps.isEmpty {
+            let entry = EventLogLine(ts: ts, event: name, room: fields["room"]?.stringValue, line: line)
+            for tap in taps { tap(entry) }
+        }
+    }
+
+    /// Adds `tap`, called with every line written from now on (also when the
+    /// log has no destination), on the thread that wrote it.
+    public func addTap(_ tap: @escaping @Sendable (EventLogLine) -> Void) {
+        taps.withLock { $0.append(tap) }
     }
 
     public func write(_ event: RoomEvent) {
         write(event.logName, event.logFields)
+    }
+
+    /// The length of a file destination after every line written so far
+    /// (nil for stdout or no log). The bot's store records it with each commit.
+    public var writtenSize: Int64? {
+        handle.withLock { file -> Int64? in
+            guard let file, file !== FileHandle.standardOutput, let offset = try? file.offset() else { return nil }
+            return Int64(offset)
+        }
     }
 
     /// Flushes and closes a file destination.
@@ -69,6 +92,18 @@ public final class EventLog: Sendable {
             file = nil
         }
     }
+}
+
+/// One line of the event log, as handed to `EventLog.addTap`.
+public struct EventLogLine: Sendable {
+    /// Its `ts` (ms since epoch).
+    public let ts: Int64
+    /// Its `event` name.
+    public let event: String
+    /// Its `room` field, when it has one.
+    public let room: String?
+    /// The whole line, newline included, exactly as written to the log.
+    public let line: [UInt8]
 }
 
 /// Tokens from the config's `auth`: minted, fixed, or re-read from a file.
@@ -103,7 +138,8 @@ public struct BotTokenProvider: TokenProvider {
     }
 }
 
-/// Rooms joined at run time through the control API, kept across restarts.
+/// The JSON state file of earlier versions (rooms joined at run time). Read
+/// once, to import it into the `BotStore`; never written any more.
 public struct BotStateFile: Sendable {
     public let path: String
 
@@ -113,11 +149,5 @@ public struct BotStateFile: Sendable {
         guard let data = FileManager.default.contents(atPath: path),
               let rooms = try? JSON.parse(Array(data))["rooms"]?.arrayValue else { return [] }
         return rooms.compactMap(\.stringValue).filter(RoomID.isValid)
-    }
-
-    /// Replaces the file atomically (write a temporary file, then rename).
-    public func save(_ rooms: [String]) throws {
-        let body = JSON.object(["rooms": .array(rooms.sorted().map(JSON.string))]).serialized(sortedKeys: true)
-        try Data(body + [10]).write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 }

@@ -11,8 +11,14 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
     // @unchecked Sendable: `server` is touched on the loop thread only.
     unowned let runner: BotRunner
     private var server: WebServer?
+    /// The live event stream and each room's last event time (the dashboard's).
+    let feed: EventFeed
 
-    init(runner: BotRunner) { self.runner = runner }
+    init(runner: BotRunner) {
+        self.runner = runner
+        feed = EventFeed(loop: runner.loop, settings: EventStreamSettings(), logger: runner.logger)
+        feed.attach(to: runner.events)
+    }
 
     var port: Int? { server?.port }
 
@@ -26,6 +32,7 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
     }
 
     func stop() {
+        feed.stop()
         server?.stop()
         server = nil
     }
@@ -35,12 +42,14 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
     }
 
     func webServer(_ server: WebServer, didReceive request: HTTPRequest, responder: HTTPResponder) {
+        if serveDashboardPage(request, responder: responder) { return }
         let runner = self.runner
         if let required = runner.config.controlToken, !Self.constantTimeEqual(request.bearerToken ?? "", required),
            request.path != "/healthz" {
             responder.respond(status: 401, text: Self.error(.tokenInvalid, "the control API needs Authorization: Bearer <controlToken>").jsonString)
             return
         }
+        if serveDashboardData(request, responder: responder) { return }
         Task {
             let (status, body) = await Self.route(request, runner: runner)
             if status == 200, request.path == "/metrics" || request.path == "/healthz" || request.path == "/readyz" {
@@ -83,9 +92,14 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
                 }
                 return (200, .array(rooms))
             case ("GET", ["v1", "plugins"]):
-                return (200, .array(runner.plugins.reports.map {
-                    ["name": .string($0.name), "status": .string($0.status.rawValue), "hooks": .array($0.hooks.map(JSON.string)),
-                     "calls": .int(Int64($0.calls)), "failures": .int(Int64($0.failures))]
+                return (200, .array(runner.plugins.reports.map { report -> JSON in
+                    var fields: [String: JSON] = [
+                        "name": .string(report.name), "status": .string(report.status.rawValue),
+                        "hooks": .array(report.hooks.map(JSON.string)), "calls": .int(Int64(report.calls)),
+                        "failures": .int(Int64(report.failures)), "meanMicroseconds": .double(report.meanMicroseconds),
+                        "message": report.message.map(JSON.string) ?? .null, "isolation": .string(report.isolation.rawValue)]
+                    if let process = report.process { fields["process"] = process.json }
+                    return .object(fields)
                 }))
             case ("POST", let p) where p.count == 4 && p[0] == "v1" && p[1] == "plugins" && p[3] == "reload":
                 return try reload(p[2], runner: runner)

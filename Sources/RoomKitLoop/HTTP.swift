@@ -83,6 +83,8 @@ public final class HTTPResponder: TransportPeer, @unchecked Sendable {
     var bodyLimitExceeded = false
     /// Whether the client is still there to receive the answer. Loop thread only.
     public private(set) var isOpen = true
+    /// The streamed answer, once `startStream` was called. Loop thread only.
+    private var stream: HTTPStream?
 
     init(loop: EventLoop) {
         self.loop = loop
@@ -106,27 +108,32 @@ public final class HTTPResponder: TransportPeer, @unchecked Sendable {
         respond(HTTPResponse(status: status, contentType: contentType, text: text))
     }
 
+    /// Answers with a head now and a body sent in pieces later (Server-Sent
+    /// Events): no `Content-Length`, and the connection closes when the
+    /// stream ends. Returns nil when the request was already answered or the
+    /// client has gone. Loop thread only.
+    ///
+    /// `maxBufferedBytes` bounds what may wait for a slow client; a `send`
+    /// beyond it drops the client instead of growing (or blocking the loop).
+    public func startStream(status: Int = 200, contentType: String, headers: [(String, String)] = [],
+                            maxBufferedBytes: Int = 1 << 20) -> HTTPStream? {
+        loop.preconditionInEventLoop()
+        guard !answered, isOpen, let wsi else { return nil }
+        answered = true
+        let stream = HTTPStream(loop: loop, head: HTTPResponse(status: status, contentType: contentType, headers: headers),
+                                maxBufferedBytes: maxBufferedBytes, responder: self)
+        self.stream = stream
+        lws_callback_on_writable(wsi)
+        return stream
+    }
+
     /// Writes the head, then the body in chunks; -1 tells lws to close.
     func didBecomeWritable() -> Int32 {
+        if let stream, let wsi { return stream.didBecomeWritable(wsi) }
         guard let wsi, let response else { return 0 }
         if !headSent {
             headSent = true
-            let names = response.headers.map { strdup($0.0 + ":") }
-            let values = response.headers.map { strdup($0.1) }
-            defer {
-                names.forEach { free($0) }
-                values.forEach { free($0) }
-            }
-            let namePointers: [UnsafePointer<CChar>?] = names.map { UnsafePointer($0) }
-            let valuePointers: [UnsafePointer<CChar>?] = values.map { UnsafePointer($0) }
-            let rc = namePointers.withUnsafeBufferPointer { n in
-                valuePointers.withUnsafeBufferPointer { v in
-                    roomkit_lws_write_http_head(wsi, UInt32(response.status), response.contentType,
-                                                Int64(response.body.count), n.baseAddress, v.baseAddress,
-                                                Int32(response.headers.count))
-                }
-            }
-            if rc != 0 { return -1 }
+            if !Self.writeHead(wsi, response, contentLength: Int64(response.body.count)) { return -1 }
             if response.body.isEmpty {
                 return complete(wsi)
             }
@@ -148,6 +155,26 @@ public final class HTTPResponder: TransportPeer, @unchecked Sendable {
         return 0
     }
 
+    /// Writes the status line and headers; a negative `contentLength` sends
+    /// none (the body then ends when the connection closes). False on failure.
+    static func writeHead(_ wsi: OpaquePointer, _ response: HTTPResponse, contentLength: Int64) -> Bool {
+        let names = response.headers.map { strdup($0.0 + ":") }
+        let values = response.headers.map { strdup($0.1) }
+        defer {
+            names.forEach { free($0) }
+            values.forEach { free($0) }
+        }
+        let namePointers: [UnsafePointer<CChar>?] = names.map { UnsafePointer($0) }
+        let valuePointers: [UnsafePointer<CChar>?] = values.map { UnsafePointer($0) }
+        let rc = namePointers.withUnsafeBufferPointer { n in
+            valuePointers.withUnsafeBufferPointer { v in
+                roomkit_lws_write_http_head(wsi, UInt32(response.status), response.contentType, contentLength,
+                                            n.baseAddress, v.baseAddress, Int32(response.headers.count))
+            }
+        }
+        return rc == 0
+    }
+
     private func complete(_ wsi: OpaquePointer) -> Int32 {
         self.response = nil
         owner?.detach(self)
@@ -158,5 +185,9 @@ public final class HTTPResponder: TransportPeer, @unchecked Sendable {
         isOpen = false
         response = nil
         owner?.detach(self)
+        if let stream {
+            self.stream = nil
+            stream.didClose()
+        }
     }
 }

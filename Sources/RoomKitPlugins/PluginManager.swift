@@ -17,6 +17,10 @@ public struct PluginReport: Sendable, Hashable {
     /// Mean call latency in microseconds.
     public let meanMicroseconds: Double
     public let message: String?
+    /// Where its hooks run.
+    public var isolation: PluginIsolation = .inline
+    /// For a `process` plugin, the supervisor's state and counters (nil for inline and failed plugins).
+    public var process: PluginProcessReport?
 }
 
 /// Loads the manifest's plugins into a `RoomHost` and dispatches to them:
@@ -100,7 +104,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         let spec = withLiveConfig(spec)
         let mapped: MappedPlugin
         do {
-            mapped = try PluginLoader.map(spec, path: path)
+            mapped = try spec.isolation == .process
+                ? PluginProcess.map(spec, path: path, logger: logger, onStatus: listener)
+                : PluginLoader.map(spec, path: path)
         } catch {
             noteFailure(spec, error.description)
             throw error
@@ -108,7 +114,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         let runtime = PluginRuntime(mapped, actions: self) { [weak self] runtime, reason in
             self?.logger.warning("plugin quarantined", metadata: ["plugin": "\(runtime.spec.name)", "reason": "\(reason)"])
             self?.listener(runtime.spec.name, .quarantined, reason)
+            PluginProcess.of(runtime)?.stopAfterQuarantine()
         }
+        PluginProcess.of(runtime)?.attach(runtime)
         if let problem = runtime.start() {
             let error = PluginLoadError(plugin: spec.name, stage: .loadFailed, message: "plugins[\(spec.index)] (\(spec.name)): \(problem)")
             noteFailure(spec, error.description)
@@ -211,7 +219,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
                                     hooks: runtime.spec.hooks.map(\.rawValue).sorted(), calls: counters.calls,
                                     failures: counters.failures,
                                     meanMicroseconds: counters.calls == 0 ? 0 : Double(counters.totalNanoseconds) / Double(counters.calls) / 1000,
-                                    message: counters.reason)
+                                    message: counters.reason).withProcess(of: runtime)
             }
         }
         for (_, entry) in failed.withLock({ $0 }) {
@@ -242,6 +250,8 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             let spec = runtime.spec
             guard spec.hooks.contains(.room) || (isMagix && spec.hooks.contains(.magix)) else { continue }
             guard spec.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
+            // Kinds added in ABI 1.1 reach only plugins built against 1.1 or later.
+            if kind == ROOMKIT_ROOM_RESYNC && runtime.descriptor.pointee.abi_minor < 1 { continue }
             guard let call = runtime.roomEventCall(kind: Int32(kind.rawValue), room: room, payload: payload) else { continue }
             if platform.hold(spec.name, kind: Int32(kind.rawValue), room: room, payload: payload) { continue }
             if turnBatch.isEmpty, !host.loop.execute({ [weak self] in self?.flushTurn() }) {
@@ -318,6 +328,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         case .streamUpdate: return ROOMKIT_ROOM_STREAM_UPDATE
         case .extraInfoUpdate: return ROOMKIT_ROOM_EXTRA_INFO_UPDATE
         case .tokenWillExpire: return ROOMKIT_ROOM_TOKEN_WILL_EXPIRE
+        case .resync: return ROOMKIT_ROOM_RESYNC
         case .throwError: return nil
         }
     }

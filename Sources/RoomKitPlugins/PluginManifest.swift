@@ -29,6 +29,10 @@ public struct PluginSpec: Sendable, Hashable {
     public var storageLimit = 1 << 20
     /// The entry's index in the manifest (for messages).
     public var index: Int
+    /// Where its hooks run (`isolation`, default `process`).
+    public var isolation: PluginIsolation = .process
+    /// Limits and restart policy when `isolation` is `process`.
+    public var supervision = PluginSupervision()
 }
 
 /// One problem in a manifest: `file: plugins[1].library: no such file`.
@@ -117,7 +121,7 @@ public struct PluginManifest: Sendable {
             throw ManifestErrors(errors: errors)
         }
         var seen: [String: Int] = [:]
-        let known: Set<String> = ["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config", "roomConfig", "storageLimitBytes"]
+        let known = Set(["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config", "roomConfig", "storageLimitBytes"] + Self.isolationFields)
         for (index, item) in list.enumerated() {
             let at = "plugins[\(index)]"
             guard let object = item.objectValue else {
@@ -196,10 +200,12 @@ public struct PluginManifest: Sendable {
             if let value = object["storageLimitBytes"] {
                 if let bytes = value.int64Value, bytes >= 0 { storageLimit = Int(bytes) } else { fail("\(at).storageLimitBytes", "must be a non-negative integer") }
             }
+            let (isolation, supervision) = Self.parseIsolation(object, at: at, fail: fail)
             if errors.count == before {
                 specs.append(PluginSpec(name: name, library: library, entry: entry, abi: abi, hooks: hooks, rooms: rooms,
                                         order: order, enabled: enabled, timeout: timeout, config: object["config"] ?? .null,
-                                        roomConfig: roomConfig, storageLimit: storageLimit, index: index))
+                                        roomConfig: roomConfig, storageLimit: storageLimit, index: index,
+                                        isolation: isolation, supervision: supervision))
             }
         }
         if !errors.isEmpty { throw ManifestErrors(errors: errors) }

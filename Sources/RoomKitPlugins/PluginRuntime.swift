@@ -7,8 +7,10 @@ import RoomKitProtocol
 import Synchronization
 
 /// A plugin's lifecycle state, as `GET /v1/plugins` and the event log show it.
+/// `crashed`, `restarted` and `skipped` (a poison event) are events of a
+/// process-isolated plugin only; its status stays `loaded` through them.
 public enum PluginStatus: String, Sendable, Hashable {
-    case loaded, failed, quarantined, unloaded
+    case loaded, failed, quarantined, unloaded, crashed, restarted, skipped
 }
 
 /// What the host does for a plugin's function-table calls.

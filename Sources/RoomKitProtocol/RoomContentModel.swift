@@ -27,7 +27,7 @@ public struct RoomChange: Sendable, Hashable {
 public protocol RoomContentModel {
     var state: RoomState { get set }
     var members: [Member] { get set }
-    var streams: [Stream] { get set }
+    var streams: [MediaStream] { get set }
     var extraInfo: [String: String] { get set }
 }
 

@@ -98,7 +98,7 @@ public struct Member: Sendable, Hashable {
 }
 
 /// A media stream published by a user into a room.
-public struct Stream: Sendable, Hashable {
+public struct MediaStream: Sendable, Hashable {
     /// The stream ID (same rule as user IDs; see ``UserID``).
     public var id: String
     /// The publishing user.
@@ -143,12 +143,12 @@ public struct RoomSnapshot: Sendable, Hashable {
     /// The room's members, including the receiving session's own.
     public var members: [Member]
     /// The room's published streams.
-    public var streams: [Stream]
+    public var streams: [MediaStream]
     /// The room's extra-info map (`setExtraInfo`).
     public var extraInfo: [String: String]
 
     /// Creates a snapshot.
-    public init(state: RoomState, members: [Member] = [], streams: [Stream] = [], extraInfo: [String: String] = [:]) {
+    public init(state: RoomState, members: [Member] = [], streams: [MediaStream] = [], extraInfo: [String: String] = [:]) {
         self.state = state
         self.members = members
         self.streams = streams
@@ -193,9 +193,9 @@ public struct RoomSnapshot: Sendable, Hashable {
         for value in try fields.array("members") {
             members.append(try Member(json: value))
         }
-        var streams: [Stream] = []
+        var streams: [MediaStream] = []
         for value in try fields.array("streams") {
-            streams.append(try Stream(json: value))
+            streams.append(try MediaStream(json: value))
         }
         var extraInfo: [String: String] = [:]
         for (key, value) in try fields.object("extraInfo") {

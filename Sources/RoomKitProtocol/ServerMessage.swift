@@ -225,7 +225,7 @@ public enum ServerMessage {
     }
 
     /// `streamUpdate`: streams published or withdrawn.
-    public static func streamUpdate(room: String, seq: Int64, type: UpdateType, streams: [Stream]) -> JSON {
+    public static func streamUpdate(room: String, seq: Int64, type: UpdateType, streams: [MediaStream]) -> JSON {
         push(
             .streamUpdate, room: room, seq: seq,
             ["type": .string(type.rawValue), "streams": .array(streams.map(\.json))])

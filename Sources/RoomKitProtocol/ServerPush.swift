@@ -12,7 +12,7 @@ public enum RoomEventBody: Sendable, Hashable {
     /// Members joined (`add`) or left (`delete`).
     case userUpdate(UpdateType, users: [Member])
     /// Streams published (`add`) or withdrawn (`delete`).
-    case streamUpdate(UpdateType, streams: [Stream])
+    case streamUpdate(UpdateType, streams: [MediaStream])
     /// Key `key` of the extra-info map set by member `from`.
     case extraInfo(from: Int64, key: String, value: String)
     /// An app event from member `from`.
@@ -42,7 +42,7 @@ public enum RoomEventBody: Sendable, Hashable {
             let users = try fields.array("users").map { (json) throws(ProtocolError) in try Member(json: json) }
             return .userUpdate(try updateType(fields), users: users)
         case .streamUpdate:
-            let streams = try fields.array("streams").map { (json) throws(ProtocolError) in try Stream(json: json) }
+            let streams = try fields.array("streams").map { (json) throws(ProtocolError) in try MediaStream(json: json) }
             return .streamUpdate(try updateType(fields), streams: streams)
         case .extraInfo:
             return .extraInfo(from: try fields.integer("from"), key: try fields.string("key"), value: try fields.string("value"))

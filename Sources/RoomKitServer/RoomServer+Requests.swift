@@ -125,7 +125,7 @@ extension RoomServer {
             if let existing = room.model.snapshot.streams.first(where: { $0.id == streamID }), existing.userId != session.userId {
                 throw ProtocolError.invalidArgument("stream \(streamID) belongs to another user")
             }
-            let stream = Stream(id: streamID, userId: session.userId, extraInfo: extraInfo)
+            let stream = MediaStream(id: streamID, userId: session.userId, extraInfo: extraInfo)
             let seq = try append(to: room, origin: session, now: now) { seq in
                 ServerMessage.streamUpdate(room: room.id, seq: seq, type: .add, streams: [stream])
             }

@@ -37,7 +37,7 @@ struct Run: AsyncParsableCommand {
     var rooms: [String] = []
     @Option(help: "Plugin manifest (overrides the config's manifest).")
     var manifest: String?
-    @Option(help: "State file for rooms joined through the control API (default: beside the config).")
+    @Option(help: "The bot's store (SQLite: rooms joined at run time, session cursors; default <config>.state.sqlite beside the config). A .json path names the old state file: imported once, the store beside it.")
     var state: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
@@ -133,10 +133,11 @@ struct Check: ParsableCommand {
         let results = PluginChecker.inspect(parsed)
         let problems = results.compactMap { $0.problem.map { "\(file): \($0)" } }
         if !problems.isEmpty { throw UsageProblems(lines: problems) }
-        // The path dlopen gets (always absolute) and the ABI the library declares.
+        // The path dlopen gets (always absolute), the ABI the library
+        // declares, and how the plugin runs (isolation and its limits).
         for result in results {
-            let disabled = result.spec.enabled ? "" : " (disabled)"
-            print("\(file): plugins[\(result.spec.index)] (\(result.spec.name)): \(result.library), ABI \(result.abi ?? "?")\(disabled)")
+            let mode = PluginChecker.describe(result.spec).dropFirst(result.spec.name.count + 2)
+            print("\(file): plugins[\(result.spec.index)] (\(result.spec.name)): \(result.library), ABI \(result.abi ?? "?"), \(mode)")
         }
         print("\(file): \(parsed.plugins.count) plugin(s) OK")
     }

@@ -33,7 +33,8 @@ final class RepositoryTests: XCTestCase {
         for field in config {
             XCTAssertTrue(reference.contains("| `\(field)` |"), "docs/CLI.md has no bot.json row for `\(field)`")
         }
-        let manifest = try Self.knownFields(in: "Sources/RoomKitPlugins/PluginManifest.swift")
+        let manifest = try Self.knownFields(in: "Sources/RoomKitPlugins/PluginManifest.swift", after: "let known = Set([")
+            + Self.knownFields(in: "Sources/RoomKitPlugins/PluginManifest+Isolation.swift", after: "static let isolationFields = [")
         XCTAssertTrue(manifest.contains("timeoutMs"), "\(manifest)")
         for field in manifest {
             XCTAssertTrue(reference.contains("| `plugins[i].\(field)` |"), "docs/CLI.md has no manifest row for `\(field)`")
@@ -71,10 +72,11 @@ final class RepositoryTests: XCTestCase {
         return files
     }
 
-    /// The strings of the first `let known: Set<String> = [...]` in a source file.
-    static func knownFields(in file: String) throws -> [String] {
+    /// The strings of the first list literal after `marker` (by default
+    /// `let known: Set<String> = [`) in a source file.
+    static func knownFields(in file: String, after marker: String = "let known: Set<String> = [") throws -> [String] {
         let source = try String(contentsOfFile: root + "/" + file, encoding: .utf8)
-        let start = try XCTUnwrap(source.range(of: "let known: Set<String> = ["), "no known-field list in \(file)")
+        let start = try XCTUnwrap(source.range(of: marker), "no known-field list in \(file)")
         let end = try XCTUnwrap(source[start.upperBound...].firstIndex(of: "]"))
         let list = source[start.upperBound..<end]
         let regex = try NSRegularExpression(pattern: #""([A-Za-z]+)""#)

@@ -14,7 +14,7 @@ final class BotHarness {
     let secret = "bot-secret"
     let directory: String
 
-    init(heartbeatTimeout: Duration = .seconds(30)) throws {
+    init(heartbeatTimeout: Duration = .seconds(30), configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("roombot-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var logger = Logger(label: "test.roomd")
@@ -23,6 +23,7 @@ final class BotHarness {
         var configuration = ServerConfiguration(secret: secret, dataDirectory: directory + "/data")
         configuration.port = 0
         configuration.heartbeatTimeout = heartbeatTimeout
+        configure(&configuration)
         let config = configuration
         let loop = serverLoop
         server = try serverLoop.runAndWait { try RoomServer(loop: loop, configuration: config, logger: logger) }

@@ -99,6 +99,7 @@ final class BotPluginTests: XCTestCase {
                                          toPath: near + "/libx.so")
         (status, out, err) = try check(in: near, searchPath: far)
         XCTAssertEqual(status, 0, err)
-        XCTAssertEqual(out, "rel.json: plugins[0] (x): \(nearPath)/libx.so, ABI 1.0\nrel.json: 1 plugin(s) OK\n")
+        XCTAssertEqual(out, "rel.json: plugins[0] (x): \(nearPath)/libx.so, ABI 1.1, isolation process (memoryLimitMB 1024, "
+                       + "cpuLimitSeconds 0, maxCrashes 5 in 300 s, hangFactor 20)\nrel.json: 1 plugin(s) OK\n")
     }
 }

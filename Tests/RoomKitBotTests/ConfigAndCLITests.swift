@@ -34,7 +34,8 @@ final class ConfigAndCLITests: XCTestCase {
                                    path: directory + "/bot.json")
         XCTAssertEqual(config.auth, .tokenFile(directory + "/tokens.json"))
         XCTAssertEqual(config.events, directory + "/log/events.ndjson")
-        XCTAssertEqual(config.stateFile, directory + "/bot.state.json")
+        XCTAssertEqual(config.stateFile, directory + "/bot.state.sqlite")
+        XCTAssertEqual(config.legacyStateFile, directory + "/bot.state.json", "imported once")
     }
 
     func testRun_withABadConfig_exits2WithOneLinePerProblem() throws {
@@ -55,7 +56,8 @@ final class ConfigAndCLITests: XCTestCase {
         ]], name: "good.json")
         let (okStatus, okOut, _) = try ChildProcess("roombot", ["check", "--manifest", good]).finish()
         XCTAssertEqual(okStatus, 0)
-        XCTAssertEqual(okOut, "good.json: plugins[0] (echo): \(library), ABI 1.0\ngood.json: 1 plugin(s) OK\n")
+        XCTAssertEqual(okOut, "good.json: plugins[0] (echo): \(library), ABI 1.1, isolation process (memoryLimitMB 1024, "
+                       + "cpuLimitSeconds 0, maxCrashes 5 in 300 s, hangFactor 20)\ngood.json: 1 plugin(s) OK\n")
         let bad = try harness.writeConfig(["manifestVersion": 1, "plugins": [
             ["name": "echo", "library": "lib/missing.so", "abi": 1, "hooks": ["magix"]],
             ["name": "hook", "library": .string(library), "abi": 1, "hooks": ["urlInterrupter"]],

@@ -30,8 +30,14 @@ final class ControlAPILifecycleTests: XCTestCase {
             .compactMap { line in line["reason"]?.stringValue.map { "\($0) \(line["errorCode"]?.int64Value ?? -1)" } }
     }
 
+    /// The rooms joined at run time, as the bot's store (BotStore) holds them.
     private func stateFile(_ harness: BotHarness) -> [String] {
-        BotStateFile(path: harness.directory + "/bot.state.json").load().sorted()
+        guard let store = try? BotStore(path: harness.directory + "/bot.state.sqlite", logger: Logger(label: "test")) else {
+            XCTFail("cannot open the bot's store")
+            return []
+        }
+        defer { store.close() }
+        return store.rooms(configured: []).sorted()
     }
 
     private func adminToken(_ harness: BotHarness) -> String {

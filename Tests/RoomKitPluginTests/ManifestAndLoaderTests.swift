@@ -41,6 +41,36 @@ final class ManifestAndLoaderTests: XCTestCase {
         XCTAssertEqual(try problems(["plugins": []]), ["plugins.json: manifestVersion: missing (expected 1)"])
     }
 
+    func testManifest_isolation_defaultsToProcess_andIsValidatedByName() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("manifest-\(UUID().uuidString)").path
+        let json: JSON = ["manifestVersion": 1, "plugins": [
+            ["name": "a", "library": "/etc/hostname", "abi": 1, "hooks": ["room"]],
+            ["name": "b", "library": "/etc/hostname", "abi": 1, "hooks": ["room"], "isolation": "inline"],
+            ["name": "c", "library": "/etc/hostname", "abi": 1, "hooks": ["room"], "isolation": "process",
+             "memoryLimitMB": 64, "cpuLimitSeconds": 2, "maxCrashes": 1, "crashWindowSeconds": 10, "restartBackoffMs": 5,
+             "hangFactor": 3, "queueLimit": 7, "shutdownTimeoutMs": 100],
+        ]]
+        let specs = try PluginManifest(json: json, path: directory + "/plugins.json").plugins
+        XCTAssertEqual(specs.map(\.isolation), [.process, .inline, .process])
+        XCTAssertEqual(specs[0].supervision, PluginSupervision())
+        var expected = PluginSupervision()
+        expected.memoryLimitMB = 64; expected.cpuLimitSeconds = 2; expected.maxCrashes = 1; expected.crashWindowSeconds = 10
+        expected.restartBackoffMs = 5; expected.hangFactor = 3; expected.queueLimit = 7; expected.shutdownTimeoutMs = 100
+        XCTAssertEqual(specs[2].supervision, expected)
+
+        let lines = try problems(["manifestVersion": 1, "plugins": [
+            ["name": "a", "library": "/etc/hostname", "abi": 1, "hooks": ["room"], "isolation": "thread"],
+            ["name": "b", "library": "/etc/hostname", "abi": 1, "hooks": ["room"], "isolation": "inline", "memoryLimitMB": 64],
+            ["name": "c", "library": "/etc/hostname", "abi": 1, "hooks": ["room"], "hangFactor": 0, "memoryLimitMB": 8],
+        ]])
+        XCTAssertEqual(lines, [
+            "plugins.json: plugins[0].isolation: must be \"process\" or \"inline\", got \"thread\"",
+            "plugins.json: plugins[1].memoryLimitMB: only applies with \"isolation\": \"process\"",
+            "plugins.json: plugins[2].hangFactor: must be an integer >= 1",
+            "plugins.json: plugins[2].memoryLimitMB: must be 0 (no limit) or at least 16",
+        ])
+    }
+
     func testLoader_givesADistinctErrorForEachStage() async throws {
         let harness = try PluginHarness()
         let dir = harness.directory

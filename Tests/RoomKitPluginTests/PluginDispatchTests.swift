@@ -78,7 +78,8 @@ final class PluginDispatchTests: XCTestCase {
         let harness = try PluginHarness()
         let hanging = try compilePlugin("hanging", source: TestPlugins.hanging, in: harness.directory)
         let (bot, errors) = try harness.botHost(manifest: manifest([
-            pluginEntry("hanging", library: hanging, hooks: ["urlInterrupter", "room"], timeoutMs: 50),
+            // Inline: this is the in-process watchdog (a process would be killed and restarted instead).
+            pluginEntry("hanging", library: hanging, hooks: ["urlInterrupter", "room"], timeoutMs: 50, isolation: "inline"),
         ]))
         XCTAssertEqual(errors, [])
         let member = try harness.host()

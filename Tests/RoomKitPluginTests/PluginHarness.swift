@@ -48,9 +48,10 @@ final class PluginHarness {
         return TokenSigner(secret: secret).sign(TokenClaims(sub: user, room: "*", role: .writer, exp: now + ttl, iat: now))
     }
 
-    func host(tokenProvider: (any TokenProvider)? = nil) throws -> RoomHost {
+    func host(tokenProvider: (any TokenProvider)? = nil, configure: (inout RoomHostConfiguration) -> Void = { _ in }) throws -> RoomHost {
         var configuration = RoomHostConfiguration(serverURL: "ws://127.0.0.1:\(server.port)/v1/rooms")
         configuration.backoffFirst = .milliseconds(100)
+        configure(&configuration)
         var logger = Logger(label: "test.host")
         logger.logLevel = .error
         let host = try RoomHost(loop: clientLoop, configuration: configuration, logger: logger, tokenProvider: tokenProvider)
@@ -59,8 +60,9 @@ final class PluginHarness {
     }
 
     /// The bot host with plugins loaded from a manifest written to disk.
-    func botHost(manifest: JSON, tokenProvider: (any TokenProvider)? = nil) throws -> (RoomHost, [PluginLoadError]) {
-        let host = try self.host(tokenProvider: tokenProvider)
+    func botHost(manifest: JSON, tokenProvider: (any TokenProvider)? = nil,
+                 configure: (inout RoomHostConfiguration) -> Void = { _ in }) throws -> (RoomHost, [PluginLoadError]) {
+        let host = try self.host(tokenProvider: tokenProvider, configure: configure)
         let statuses = self.statuses
         manager = PluginManager(host: host) { name, status, message in
             statuses.add("\(name) \(status.rawValue)\(message.map { ": \($0)" } ?? "")")
@@ -95,13 +97,16 @@ func shippedPlugin(_ product: String) throws -> String {
 
 /// A manifest entry.
 func pluginEntry(_ name: String, library: String, hooks: [String], order: Int = 0, rooms: [String] = ["*"],
-                 timeoutMs: Int = 200, config: JSON = .null, entry: String? = nil) -> JSON {
+                 timeoutMs: Int = 200, config: JSON = .null, entry: String? = nil,
+                 isolation: String? = nil, supervision: [String: JSON] = [:]) -> JSON {
     var object: [String: JSON] = [
         "name": .string(name), "library": .string(library), "abi": 1,
         "hooks": .array(hooks.map(JSON.string)), "rooms": .array(rooms.map(JSON.string)),
         "order": .int(Int64(order)), "timeoutMs": .int(Int64(timeoutMs)), "config": config,
     ]
     if let entry { object["entry"] = .string(entry) }
+    if let isolation { object["isolation"] = .string(isolation) }
+    object.merge(supervision) { _, new in new }
     return .object(object)
 }
 

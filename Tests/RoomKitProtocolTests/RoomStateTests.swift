@@ -86,16 +86,16 @@ final class RoomStateTests: XCTestCase {
         let bare = Member(memberId: 1, userId: "u")
         XCTAssertEqual(bare.json, ["memberId": 1, "userId": "u", "memberState": [:]])
         XCTAssertEqual(try Member(json: ["memberId": 1, "userId": "u"]), bare)
-        let stream = Stream(id: "s1", userId: "u1", extraInfo: "720p")
-        XCTAssertEqual(try Stream(json: stream.json), stream)
-        XCTAssertEqual(Stream(id: "s", userId: "u").json, ["id": "s", "userId": "u"])
+        let stream = MediaStream(id: "s1", userId: "u1", extraInfo: "720p")
+        XCTAssertEqual(try MediaStream(json: stream.json), stream)
+        XCTAssertEqual(MediaStream(id: "s", userId: "u").json, ["id": "s", "userId": "u"])
         assertCode(.invalidArgument) { () throws(ProtocolError) in try Member(json: ["memberId": 0, "userId": "u"]) }
-        assertCode(.invalidArgument) { () throws(ProtocolError) in try Stream(json: ["id": "", "userId": "u"]) }
+        assertCode(.invalidArgument) { () throws(ProtocolError) in try MediaStream(json: ["id": "", "userId": "u"]) }
     }
 
     func testSnapshot_replyAndRecordingFormsRoundTrip() throws {
         let snapshot = RoomSnapshot(
-            state: .initial, members: [Member(memberId: 1, userId: "u")], streams: [Stream(id: "s", userId: "u")],
+            state: .initial, members: [Member(memberId: 1, userId: "u")], streams: [MediaStream(id: "s", userId: "u")],
             extraInfo: ["k": "v"])
         XCTAssertEqual(try RoomSnapshot(replyFields: snapshot.replyFields), snapshot)
         XCTAssertEqual(try RoomSnapshot(recordingJSON: snapshot.recordingJSON), snapshot)

@@ -77,7 +77,7 @@ final class ServerMessageTests: XCTestCase {
             #"{"op":"userUpdate","room":"r","seq":10,"type":"add","users":[{"memberId":3,"userId":"u3","name":"C","memberState":{}}]}"#
         )
         assertJSON(
-            ServerMessage.streamUpdate(room: "r", seq: 11, type: .delete, streams: [Stream(id: "s", userId: "u")]),
+            ServerMessage.streamUpdate(room: "r", seq: 11, type: .delete, streams: [MediaStream(id: "s", userId: "u")]),
             #"{"op":"streamUpdate","room":"r","seq":11,"type":"delete","streams":[{"id":"s","userId":"u"}]}"#)
         assertJSON(
             ServerMessage.extraInfo(room: "r", seq: 12, from: 3, key: "k", value: "v"),

@@ -20,7 +20,7 @@ final class ServerPushTests: XCTestCase {
 
     func testDecode_roundTripsEveryPushServerMessageEncodes() throws {
         let member = Member(memberId: 2, userId: "u2", name: "b", payload: [:], memberState: ["pen": "red"])
-        let stream = Stream(id: "cam", userId: "u2", extraInfo: "hd")
+        let stream = MediaStream(id: "cam", userId: "u2", extraInfo: "hd")
         let cases: [(JSON, ServerPush)] = [
             (ServerMessage.state(room: "r1", seq: 3, from: 1, patch: ["globalState": ["a": 1]]),
              .room(RoomPush(room: "r1", seq: 3, body: .state(from: 1, patch: ["globalState": ["a": 1]])))),
@@ -116,7 +116,7 @@ final class ServerPushTests: XCTestCase {
 
     func testApply_streamsExtraInfoAndMagix() throws {
         var snapshot = RoomSnapshot(state: .initial)
-        let cam = Stream(id: "cam", userId: "u1", extraInfo: "hd")
+        let cam = MediaStream(id: "cam", userId: "u1", extraInfo: "hd")
         XCTAssertTrue(try snapshot.apply(.streamUpdate(.add, streams: [cam])).streams)
         XCTAssertTrue(try snapshot.apply(.streamUpdate(.delete, streams: [cam])).streams)
         XCTAssertEqual(snapshot.streams, [])

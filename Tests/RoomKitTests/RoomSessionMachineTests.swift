@@ -26,6 +26,36 @@ final class RoomSessionMachineTests: XCTestCase {
         XCTAssertTrue(actions.contains(.setDeadline(30_000)))
     }
 
+    /// A logout while the login is on the wire is data of the logining
+    /// state (not a flag beside the machine): nothing happens until the
+    /// login is answered, then LOGINED and at once the logout.
+    func testLogout_whileTheLoginIsOnTheWire_isHeldInTheLoginingState_andRunsWhenAnswered() {
+        var m = machine()
+        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
+        XCTAssertEqual(m.handle(.logoutRequested, now: 5, connectionReady: true), [])
+        XCTAssertEqual(m.state, .logining(sent: true, deadline: 30_000, logoutRequested: true))
+        let answered = m.handle(.loginSucceeded, now: 10, connectionReady: true)
+        XCTAssertEqual(reports(answered), ["phase connected", "LOGINED 0", "phase disconnecting"])
+        XCTAssertEqual(answered.filter { $0 == .sendLogout }.count, 1)
+        XCTAssertEqual(m.state, .disconnecting)
+        // An input the state does not take is no action, and no change.
+        XCTAssertEqual(m.handle(.loginWithdrawn, now: 11, connectionReady: true), [])
+        XCTAssertEqual(m.state, .disconnecting)
+    }
+
+    /// The connection's liveness clock lives in its `ready` state.
+    func testConnection_readyStateCarriesItsLivenessClock() {
+        var m = ConnectionMachine()
+        _ = m.handle(.wanted, now: 0, random: 0)
+        _ = m.handle(.opened, now: 10, random: 0)
+        XCTAssertEqual(m.state, .greeting(since: 10))
+        _ = m.handle(.helloAnswered(interval: 1000, timeout: 5000), now: 20, random: 0)
+        XCTAssertEqual(m.state, .ready(lastMessageAt: 20, lastPingAt: 20))
+        _ = m.handle(.messageReceived, now: 500, random: 0)
+        XCTAssertEqual(m.handle(.tick, now: 1020, random: 0), [.sendPing])
+        XCTAssertEqual(m.state, .ready(lastMessageAt: 500, lastPingAt: 1020))
+    }
+
     func testLogin_whenConnectionIsNotReady_waitsThenSendsOnReady() {
         var m = machine()
         XCTAssertFalse(m.handle(.loginRequested, now: 0, connectionReady: false).contains(.sendLogin(resume: false)))

@@ -74,7 +74,7 @@ func managerPath(library: String, iterations: Int, directory: String) throws -> 
     let manager = PluginManager(host: host, logger: logger)
     let entries = (0..<3).map { index -> JSON in
         ["name": .string("noop-\(index)"), "library": .string(library), "abi": 1, "hooks": ["player"],
-         "rooms": ["*"], "order": .int(Int64(index)), "timeoutMs": 50]
+         "rooms": ["*"], "order": .int(Int64(index)), "timeoutMs": 50, "isolation": "inline"]
     }
     let path = directory + "/plugins-\(UUID().uuidString).json"
     try Data(JSON.object(["manifestVersion": 1, "plugins": .array(entries)]).serialized()).write(to: URL(fileURLWithPath: path))

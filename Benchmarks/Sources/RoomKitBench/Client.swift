@@ -2,6 +2,7 @@ import BenchSupport
 import Foundation
 import Logging
 import RoomKit
+import RoomKitBot
 import RoomKitLoop
 import RoomKitPlugins
 import RoomKitProtocol
@@ -104,7 +105,12 @@ func runClient(_ options: Options) async throws {
     tally.recordLatency = options.int("latency", 0) == 1 && options.values["probe"] == nil
     var hosts: [RoomHost] = []
     var managers: [PluginManager] = []
-    for _ in 0..<connections {
+    for index in 0..<connections {
+        var configuration = configuration
+        // --store DIR: each host keeps its session cursors in roombot's SQLite store (the cost of durability).
+        if let directory = options.values["store"] {
+            configuration.sessionStore = try BotStore(path: "\(directory)/host-\(index).sqlite", logger: logger)
+        }
         let host = try RoomHost(loop: loop, configuration: configuration, logger: logger)
         host.addObserver { tally.observe($0) }
         if let manifest = options.values["manifest"] {

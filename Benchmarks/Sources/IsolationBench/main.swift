@@ -1,0 +1,131 @@
+import BenchSupport
+import Foundation
+import Logging
+import RoomKit
+import RoomKitLoop
+import RoomKitPlugins
+import RoomKitProtocol
+
+// isolation-bench: workload 6, what "isolation": "process" costs next to
+// "inline", with the no-op C plugin (Benchmarks/plugins/bench_noop.c):
+//   events/s  player events through PluginManager.dispatchPlayerEvent to 1
+//             and to 3 plugins, until every plugin finished every event
+//             (process: each process's pending count reaches 0);
+//   per hook  wall and CPU ns per delivered event; for process mode the
+//             plugin processes' own CPU is added (RUSAGE_CHILDREN, read
+//             after they exit);
+//   url       round trips of PluginManager.urlInterrupter through one
+//             plugin that returns the URL unchanged: p50/p99.
+// Usage: isolation-bench --c LIB [--events N] [--urls N]
+// roomkit-plugin-host is found beside this executable or via ROOMKIT_PLUGIN_HOST.
+
+let options = Options(CommandLine.arguments.dropFirst())
+let library = options.string("c", "")
+let room = "room-1"
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+func childrenCPUNanos() -> Int64 {
+    var usage = rusage()
+    getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+    return Int64(usage.ru_utime.tv_sec) * 1_000_000_000 + Int64(usage.ru_utime.tv_usec) * 1000
+        + Int64(usage.ru_stime.tv_sec) * 1_000_000_000 + Int64(usage.ru_stime.tv_usec) * 1000
+}
+
+/// A manager with `count` copies of the no-op plugin in `isolation` mode.
+func manager(_ count: Int, isolation: String, hooks: [String]) throws -> (PluginManager, EventLoop) {
+    var logger = Logger(label: "bench")
+    logger.logLevel = .critical
+    let loop = try EventLoop(name: "isolation-bench", logger: logger)
+    let host = try RoomHost(loop: loop, configuration: RoomHostConfiguration(serverURL: "ws://127.0.0.1:9/v1/rooms"), logger: logger)
+    let manager = PluginManager(host: host, logger: logger)
+    let entries = (0..<count).map { index -> JSON in
+        var entry: [String: JSON] = ["name": .string("noop-\(index)"), "library": .string(library), "abi": 1,
+                                     "hooks": .array(hooks.map(JSON.string)), "order": .int(Int64(index)),
+                                     // Generous: a shared machine can stall a thread for tens of ms, and a
+                                     // quarantined plugin would never finish the run.
+                                     "timeoutMs": 5_000,
+                                     "isolation": .string(isolation)]
+        if isolation == "process" { entry["queueLimit"] = 10_000_000 }
+        return .object(entry)
+    }
+    let path = NSTemporaryDirectory() + "/isolation-bench-\(UUID().uuidString).json"
+    try Data(JSON.object(["manifestVersion": 1, "plugins": .array(entries)]).serialized()).write(to: URL(fileURLWithPath: path))
+    let errors = manager.load(try PluginManifest(path: path))
+    guard errors.isEmpty else { throw BenchError("\(errors)") }
+    return (manager, loop)
+}
+
+/// Events/s and ns per delivered event through `count` plugins.
+func throughput(_ count: Int, isolation: String, events: Int) throws -> [String: JSON] {
+    let (manager, loop) = try manager(count, isolation: isolation, hooks: ["player"])
+    let payload: JSON = ["time": 1234, "keys": ["globalState"]]
+    func finished() -> Bool {
+        manager.reports.allSatisfy { report in
+            if let process = report.process { return report.calls >= events && process.pending == 0 }
+            return report.calls >= events
+        }
+    }
+    let childCPU = childrenCPUNanos()
+    let cpu = processCPUNanos()
+    let start = monotonicNanos()
+    for _ in 0..<events { manager.dispatchPlayerEvent(kind: 4, room: room, payload: payload) }
+    while !finished() {
+        if let stuck = manager.reports.first(where: { $0.status != .loaded }) {
+            throw BenchError("\(stuck.name) is \(stuck.status.rawValue): \(stuck.message ?? "")")
+        }
+        usleep(500)
+    }
+    let wall = monotonicNanos() - start
+    let botCPU = processCPUNanos() - cpu
+    let dropped = manager.reports.compactMap(\.process?.dropped).reduce(0, +)
+    manager.unloadAll()
+    try loop.shutdown()
+    let pluginCPU = childrenCPUNanos() - childCPU  // the processes have exited and been reaped
+    let delivered = Double(events * count)
+    return ["events_per_s": .double(Double(events) / (Double(wall) / 1e9)), "wall_ns_per_hook": .double(Double(wall) / delivered),
+            "bot_cpu_ns_per_hook": .double(Double(botCPU) / delivered),
+            "plugin_cpu_ns_per_hook": .double(Double(pluginCPU) / delivered), "dropped": .int(Int64(dropped))]
+}
+
+/// p50/p99 of urlInterrupter round trips through one plugin.
+func urlRoundTrips(isolation: String, count: Int) async throws -> [String: JSON] {
+    let (manager, loop) = try manager(1, isolation: isolation, hooks: ["urlInterrupter"])
+    for _ in 0..<(count / 10) { _ = await manager.urlInterrupter("http://warm/up.png") }
+    var samples: [Int64] = []
+    samples.reserveCapacity(count)
+    for index in 0..<count {
+        let start = monotonicNanos()
+        let url = await manager.urlInterrupter("http://img/\(index).png")
+        samples.append(monotonicNanos() - start)
+        if url != "http://img/\(index).png" { throw BenchError("url changed: \(url)") }
+    }
+    let failures = manager.reports.first?.failures ?? -1
+    manager.unloadAll()
+    try loop.shutdown()
+    var summary = latencySummary(samples)
+    summary["failures"] = .int(Int64(failures))
+    return summary
+}
+
+do {
+    let events = options.int("events", 1_000_000)
+    let urls = options.int("urls", 20_000)
+    var results: [String: JSON] = [:]
+    let only = options.string("only", "")  // e.g. "process": one mode (for profiling)
+    for isolation in ["inline", "process"] where only.isEmpty || only == isolation {
+        results["\(isolation)_1"] = .object(try throughput(1, isolation: isolation, events: events))
+        note("\(isolation), 1 plugin: \(results["\(isolation)_1"]!.jsonString)")
+        results["\(isolation)_3"] = .object(try throughput(3, isolation: isolation, events: events))
+        note("\(isolation), 3 plugins: \(results["\(isolation)_3"]!.jsonString)")
+        results["\(isolation)_url"] = .object(try await urlRoundTrips(isolation: isolation, count: urls))
+        note("\(isolation), url: \(results["\(isolation)_url"]!.jsonString)")
+    }
+    report(results)
+} catch {
+    note("isolation-bench failed: \(error)")
+    exit(1)
+}

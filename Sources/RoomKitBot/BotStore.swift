@@ -1,0 +1,262 @@
+import Foundation
+import Logging
+import RoomKit
+import RoomKitLoop
+import RoomKitProtocol
+import Synchronization
+
+/// roombot's durable store: one SQLite file (WAL) per bot holding the room
+/// set (configured and joined at run time), every session's cursor, and how
+/// much of the event log those cursors cover. A restarted bot resumes its
+/// sessions from it (`SessionStore`), so a crash within the server's
+/// heartbeat timeout is invisible to the other members.
+///
+/// Durability: every change is one transaction (`synchronous=NORMAL` in WAL
+/// mode), so `kill -9` at any moment leaves the last committed state; power
+/// loss may lose the last transactions, never the file. Checkpoints run on a
+/// thread of their own (`BotStoreCheckpointer`), never inside a commit. Safe to copy while
+/// the bot is stopped; delete it (and its `-wal`/`-shm`) to reset the bot.
+///
+/// Thread safety: every call takes the store's lock; the engine calls
+/// `cursor(room:)` and `save(_:)` on the loop thread, the control API calls
+/// the room-set methods from its tasks.
+public final class BotStore: SessionStore, @unchecked Sendable {
+    // @unchecked Sendable: `database` and `cursors` are only touched under `lock`.
+    public let path: String
+    private let lock = NSLock()
+    private let database: BotSQLite
+    private var cursors: [String: SessionCursor] = [:]
+    private let logger: Logger
+    /// Reports the event log's size after the lines written so far (nil: no file log).
+    private let eventLogSize = LockedValue<(@Sendable () -> Int64?)?>(nil)
+    /// The event-log size the last commit covered.
+    private var committedLogSize: Int64?
+    /// Whether an end-of-turn commit of the event log's size is queued.
+    private let logCommitPending = LockedValue(false)
+    private let checkpointer: BotStoreCheckpointer
+
+    /// Opens (creating if needed) the store at `path`.
+    public init(path: String, logger: Logger) throws(BotStoreError) {
+        self.path = path
+        self.logger = logger
+        database = try BotSQLite(path: path)
+        try database.execute("""
+            PRAGMA journal_mode=WAL;
+            PRAGMA synchronous=NORMAL;
+            PRAGMA wal_autocheckpoint=0;
+            PRAGMA journal_size_limit=4194304;
+            CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS rooms(room TEXT PRIMARY KEY, origin TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS cursors(
+                room TEXT PRIMARY KEY, session TEXT NOT NULL, member_id INTEGER NOT NULL, seq INTEGER NOT NULL,
+                user TEXT NOT NULL, writable INTEGER NOT NULL, snapshot TEXT NOT NULL, saved_at INTEGER NOT NULL);
+            INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1');
+            """)
+        var loaded: [String: SessionCursor] = [:]
+        try database.run("SELECT room, session, member_id, seq, user, writable, snapshot FROM cursors") { row in
+            let room = row.text(0)
+            guard let user = try? JSON.parse(Array(row.text(4).utf8)), let id = user["id"]?.stringValue,
+                  let fields = try? JSON.parse(Array(row.text(6).utf8)).objectValue,
+                  let snapshot = try? RoomSnapshot(replyFields: fields) else {
+                logger.warning("unreadable stored session ignored", metadata: ["store": "\(path)", "room": "\(room)"])
+                return
+            }
+            loaded[room] = SessionCursor(
+                room: room, session: row.text(1), memberId: row.int(2), seq: row.int(3),
+                user: LoginUser(id: id, name: user["name"]?.stringValue, payload: user["payload"]),
+                writable: row.int(5) != 0, snapshot: snapshot)
+        }
+        cursors = loaded
+        checkpointer = try BotStoreCheckpointer(path: path, interval: 1)
+        checkpointer.start()
+    }
+
+    deinit {
+        checkpointer.stop()
+    }
+
+    // MARK: SessionStore (loop thread)
+
+    public func cursor(room: String) -> SessionCursor? {
+        lock.withLock { cursors[room] }
+    }
+
+    /// One transaction per loop turn: the changed cursors and the event-log
+    /// size they cover. A failure is logged; the previous commit stays.
+    public func save(_ changes: SessionStoreChanges) {
+        let size = eventLogSize.withLock { $0 }?()
+        lock.withLock {
+            do {
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                try database.transaction { () throws(BotStoreError) in
+                    for cursor in changes.updated {
+                        // Most turns only move the seq (magix, own requests): keep the stored
+                        // snapshot rather than encode the room again. Unchanged values share
+                        // storage, so this comparison is usually an identity check.
+                        if let old = cursors[cursor.room], old.snapshot == cursor.snapshot, old.user == cursor.user {
+                            try database.run("""
+                                UPDATE cursors SET session = ?, member_id = ?, seq = ?, writable = ?, saved_at = ? WHERE room = ?
+                                """, [.text(cursor.session), .int(cursor.memberId), .int(cursor.seq),
+                                      .int(cursor.writable ? 1 : 0), .int(now), .text(cursor.room)])
+                            continue
+                        }
+                        try database.run("""
+                            INSERT OR REPLACE INTO cursors(room, session, member_id, seq, user, writable, snapshot, saved_at)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                            """, [.text(cursor.room), .text(cursor.session), .int(cursor.memberId), .int(cursor.seq),
+                                  .text(cursor.user.json.jsonString), .int(cursor.writable ? 1 : 0),
+                                  .text(JSON.object(cursor.snapshot.replyFields).jsonString), .int(now)])
+                    }
+                    for room in changes.removed {
+                        try database.run("DELETE FROM cursors WHERE room = ?", [.text(room)])
+                    }
+                    if let size, size != committedLogSize {
+                        try database.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('eventLogSize', ?)", [.text(String(size))])
+                    }
+                }
+                if let size { committedLogSize = size }
+                for cursor in changes.updated { cursors[cursor.room] = cursor }
+                for room in changes.removed { cursors.removeValue(forKey: room) }
+            } catch {
+                logger.error("session store not written", metadata: ["store": "\(path)", "error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: The event log's committed length
+
+    /// Cuts `eventLog` back to the length the last commit covered, before the
+    /// bot writes to it: lines past it were written after the store's last
+    /// commit (the crashed loop turn), and the room events among them will
+    /// be delivered again by the resume. Call before the log is opened.
+    public func reconcile(eventLog: String) {
+        lock.withLock {
+            var stored: Int64?
+            var storedPath: String?
+            try? database.run("SELECT key, value FROM meta WHERE key IN ('eventLogSize', 'eventLogPath')") { row in
+                if row.text(0) == "eventLogSize" { stored = Int64(row.text(1)) } else { storedPath = row.text(1) }
+            }
+            let actual = (try? FileManager.default.attributesOfItem(atPath: eventLog)[.size] as? NSNumber)?.int64Value
+            if let stored, storedPath == eventLog, let actual, actual > stored, let file = FileHandle(forWritingAtPath: eventLog) {
+                logger.info("event log cut back to the store's last commit",
+                            metadata: ["events": "\(eventLog)", "from": "\(actual)", "to": "\(stored)"])
+                try? file.truncate(atOffset: UInt64(stored))
+                try? file.close()
+            }
+            try? database.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('eventLogPath', ?)", [.text(eventLog)])
+            committedLogSize = nil
+        }
+    }
+
+    /// From now on each commit records the event log's size as `size` reports it.
+    public func follow(eventLogSize size: @escaping @Sendable () -> Int64?) {
+        eventLogSize.withLock { $0 = size }
+    }
+
+    /// Notes that the event log was written in this loop turn: its size is
+    /// committed once at the end of the turn (if no cursor commit did).
+    /// `saveCursors` runs first, so the cursors of every event in the log
+    /// are committed with (or before) its length. Loop thread.
+    public func eventLogWritten(on loop: EventLoop, saveCursors: @escaping @Sendable () -> Void) {
+        let first = logCommitPending.withLock { pending -> Bool in
+            defer { pending = true }
+            return !pending
+        }
+        guard first else { return }
+        let accepted = loop.execute { [self] in
+            logCommitPending.withLock { $0 = false }
+            saveCursors()
+            commitEventLog()
+        }
+        if !accepted { logCommitPending.withLock { $0 = false } }
+    }
+
+    /// Commits the event log's size when lines were written without a cursor
+    /// change (call at the end of a loop turn that wrote lines).
+    public func commitEventLog() {
+        guard let size = eventLogSize.withLock({ $0 })?() else { return }
+        let pending = lock.withLock { size != committedLogSize }
+        if pending { save(SessionStoreChanges()) }
+    }
+
+    // MARK: The room set (any thread)
+
+    /// The rooms to be in: the configured ones (recorded as such) and those
+    /// joined at run time. Configured rooms no longer configured are dropped.
+    public func rooms(configured: [String]) -> [String] {
+        lock.withLock {
+            var joined: [String] = []
+            do {
+                try database.transaction { () throws(BotStoreError) in
+                    try database.run("DELETE FROM rooms WHERE origin = 'config'")
+                    for room in configured {
+                        try database.run("INSERT OR IGNORE INTO rooms(room, origin) VALUES (?, 'config')", [.text(room)])
+                    }
+                }
+                try database.run("SELECT room FROM rooms WHERE origin = 'joined' ORDER BY room") { joined.append($0.text(0)) }
+            } catch {
+                logger.error("room set not read", metadata: ["store": "\(path)", "error": "\(error)"])
+            }
+            return configured + joined.filter { !configured.contains($0) && RoomID.isValid($0) }
+        }
+    }
+
+    /// The rooms joined at run time.
+    public var joinedRooms: [String] {
+        lock.withLock {
+            var joined: [String] = []
+            try? database.run("SELECT room FROM rooms WHERE origin = 'joined' ORDER BY room") { joined.append($0.text(0)) }
+            return joined
+        }
+    }
+
+    /// Records a room joined (or left) at run time. Configured rooms stay configured.
+    public func setJoined(_ room: String, _ joined: Bool) throws(BotStoreError) {
+        lock.lock()
+        defer { lock.unlock() }
+        if joined {
+            try database.run("INSERT OR IGNORE INTO rooms(room, origin) VALUES (?, 'joined')", [.text(room)])
+        } else {
+            try database.run("DELETE FROM rooms WHERE room = ? AND origin = 'joined'", [.text(room)])
+        }
+    }
+
+    /// Imports the rooms of the JSON state file of earlier versions, once:
+    /// afterwards the file is never read again (it is left in place).
+    public func migrate(legacyStateFile: String) {
+        lock.withLock {
+            var done = false
+            try? database.run("SELECT 1 FROM meta WHERE key = 'migratedStateFile'") { _ in done = true }
+            guard !done else { return }
+            let rooms = BotStateFile(path: legacyStateFile).load()
+            do {
+                try database.transaction { () throws(BotStoreError) in
+                    for room in rooms {
+                        try database.run("INSERT OR IGNORE INTO rooms(room, origin) VALUES (?, 'joined')", [.text(room)])
+                    }
+                    try database.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('migratedStateFile', ?)", [.text(legacyStateFile)])
+                }
+                if !rooms.isEmpty {
+                    logger.info("rooms imported from the old state file", metadata: ["from": "\(legacyStateFile)", "rooms": "\(rooms.count)"])
+                }
+            } catch {
+                logger.error("old state file not imported", metadata: ["from": "\(legacyStateFile)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// SQLite's `PRAGMA integrity_check` result (`ok` when sound).
+    public func integrityCheck() -> String {
+        lock.withLock {
+            var lines: [String] = []
+            try? database.run("PRAGMA integrity_check") { lines.append($0.text(0)) }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    /// Closes the file (the bot is stopping). Idempotent.
+    public func close() {
+        checkpointer.stop()
+        lock.withLock { database.close() }
+    }
+}

@@ -1,0 +1,327 @@
+import CRoomKitPluginWire
+import Dispatch
+import Foundation
+import Logging
+import RoomKitProtocol
+
+/// One incarnation of a plugin process: its pid, socket, progress page,
+/// and two threads of its own: a reader (frames from the process) and an
+/// output reader (its stdout and stderr, to the log line by line).
+///
+/// Thread safety: `state` is guarded by `condition`; writes to the socket
+/// are serialised by `writeLock`; the rest is immutable.
+final class PluginChild: @unchecked Sendable {
+    // @unchecked Sendable: see above; `progress` is shared memory read with atomics.
+
+    struct State {
+        var hello: (stage: Int32, message: String)?
+        var loaded: Int32?
+        var unloaded = false
+        var exited = false
+        var exitDescription: String?
+        var exitSignal: Int32 = 0
+        /// Set before the bot kills the process, to say why (hang, garbage).
+        var killReason: String?
+        var nextRequest: UInt64 = 0
+        var urls: [UInt64: [UInt8]?] = [:]
+    }
+
+    let pid: pid_t
+    let socket: Int32
+    let progress: UnsafeMutablePointer<roomkit_wire_progress>
+    let owner: PluginProcess  // strong: the process outlives its children; `current = nil` on exit breaks the cycle
+    private let condition = NSCondition()
+    private var state = State()
+    private let writeLock = NSLock()
+
+    init(pid: pid_t, socket: Int32, progress: UnsafeMutablePointer<roomkit_wire_progress>, owner: PluginProcess) {
+        self.pid = pid
+        self.socket = socket
+        self.progress = progress
+        self.owner = owner
+    }
+
+    deinit {
+        roomkit_wire_progress_release(progress)
+    }
+
+    /// Starts the reader and output threads (they keep the child alive until the process is reaped).
+    func start(stdout: Int32, stderr: Int32) {
+        let reader = Thread { [self] in readFrames() }
+        reader.name = "roomkit.plugin.\(owner.spec.name).reader"
+        reader.start()
+        let output = Thread { [self] in forwardOutput(stdout: stdout, stderr: stderr) }
+        output.name = "roomkit.plugin.\(owner.spec.name).output"
+        output.start()
+    }
+
+    // MARK: State
+
+    private func update(_ body: (inout State) -> Void) {
+        condition.lock()
+        body(&state)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until `ready` gives a value, the process exits, or `timeout` passes.
+    private func wait<T>(_ timeout: Duration, _ ready: (State) -> T?) -> T? {
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let value = ready(state) { return value }
+            if state.exited || !condition.wait(until: deadline) { return ready(state) }
+        }
+    }
+
+    func waitForHello(timeout: Duration) -> (Int32, String)? {
+        wait(timeout) { $0.hello.map { ($0.stage, $0.message) } }
+    }
+
+    /// Sends LOAD and waits for on_load's result (nil: exited or timed out).
+    func load(config: String, timeout: Duration) -> Int32? {
+        var frame = WireFrame(UInt8(ROOMKIT_WIRE_LOAD.rawValue))
+        frame.string(config)
+        send(frame.finished)
+        return wait(timeout) { $0.loaded }
+    }
+
+    /// True once the process has exited (and was reaped) within `timeout`.
+    func waitForExit(timeout: Duration) -> Bool {
+        wait(timeout) { $0.exited ? true : nil } ?? false
+    }
+
+    var exitDescription: String? { condition.withLock { state.exitDescription } }
+    var exitSignal: Int32 { condition.withLock { state.exitSignal } }
+    var killReason: String? { condition.withLock { state.killReason } }
+    var doneSeq: UInt64 { roomkit_wire_load64(&progress.pointee.done_seq) }
+
+    /// SIGKILL, noting why (the crash report says it).
+    func kill(because reason: String? = nil) {
+        update { if $0.killReason == nil { $0.killReason = reason } }
+        _ = Foundation.kill(pid, SIGKILL)
+    }
+
+    // MARK: Round trips
+
+    /// export_state / import_state: a round trip answered like a URL (the
+    /// state, or import's result as text); nil on timeout or NULL.
+    func stateRequest(_ type: roomkit_wire_down, state: String?, timeout: Duration) -> [UInt8]? {
+        var request: UInt64 = 0
+        update {
+            $0.nextRequest += 1
+            request = $0.nextRequest
+            $0.urls[request] = .some(nil)
+        }
+        var frame = WireFrame(UInt8(type.rawValue), capacity: 24 + (state?.utf8.count ?? 0))
+        frame.u64(request)
+        if type == ROOMKIT_WIRE_IMPORT_STATE { frame.string(state) }
+        send(frame.finished)
+        let reply: [UInt8]?? = wait(timeout) { state -> [UInt8]?? in
+            guard case .some(.some(let answer)) = state.urls[request] else { return nil }
+            return .some(answer)
+        }
+        update { $0.urls[request] = nil }
+        return reply ?? nil
+    }
+
+    func interrupt(_ url: String, timeout: Duration) -> [UInt8]? {
+        var request: UInt64 = 0
+        update {
+            $0.nextRequest += 1
+            request = $0.nextRequest
+            $0.urls[request] = .some(nil)
+        }
+        var frame = WireFrame(UInt8(ROOMKIT_WIRE_URL.rawValue), capacity: 24 + url.utf8.count)
+        frame.u64(request)
+        frame.string(url)
+        send(frame.finished)
+        let reply: [UInt8]?? = wait(timeout) { state -> [UInt8]?? in
+            guard case .some(.some(let answer)) = state.urls[request] else { return nil }
+            return .some(answer)
+        }
+        update { $0.urls[request] = nil }
+        return reply ?? nil
+    }
+
+    /// Writes whole frames; a failure means the process is gone (the reader sees it).
+    func send(_ bytes: [UInt8]) {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        bytes.withUnsafeBytes { raw in
+            var sent = 0
+            while sent < raw.count {
+                let n = Foundation.send(socket, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return }
+                sent += n
+            }
+        }
+    }
+
+    // MARK: The reader thread
+
+    private func readFrames() {
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var length = 0
+        var garbage: String?
+        reading: while true {
+            if length == buffer.count { buffer.append(contentsOf: [UInt8](repeating: 0, count: buffer.count)) }
+            let n = buffer.withUnsafeMutableBytes { read(socket, $0.baseAddress! + length, $0.count - length) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            length += n
+            var at = 0
+            while length - at >= 5 {
+                let size = buffer.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
+                guard size > 0, size <= ROOMKIT_WIRE_MAX_FRAME else {
+                    garbage = "an unparsable frame (length \(size))"
+                    break reading
+                }
+                guard length - at >= 4 + Int(size) else {
+                    if 4 + Int(size) > buffer.count { buffer.append(contentsOf: [UInt8](repeating: 0, count: 4 + Int(size))) }
+                    break
+                }
+                let type = buffer[at + 4]
+                let ok = buffer.withUnsafeBytes { raw in
+                    handle(type, WireReader(UnsafeRawBufferPointer(rebasing: raw[(at + 5)..<(at + 4 + Int(size))])))
+                }
+                guard ok else {
+                    garbage = "an unparsable frame (type \(type))"
+                    break reading
+                }
+                at += 4 + Int(size)
+            }
+            if at > 0 {
+                buffer.withUnsafeMutableBytes { raw in
+                    if length > at { memmove(raw.baseAddress!, raw.baseAddress! + at, length - at) }
+                }
+                length -= at
+            }
+        }
+        if let garbage { kill(because: garbage) }
+        close(socket)
+        reap()
+        owner.childExited(self)
+    }
+
+    /// Handles one frame; false when it does not parse.
+    private func handle(_ type: UInt8, _ body: WireReader) -> Bool {
+        var r = body
+        switch UInt32(type) {
+        case ROOMKIT_WIRE_HELLO.rawValue:
+            let stage = r.i32()
+            let message = r.string() ?? ""
+            guard r.complete else { return false }
+            update { $0.hello = (stage, message) }
+        case ROOMKIT_WIRE_LOADED.rawValue:
+            let result = r.i32()
+            guard r.complete else { return false }
+            update { $0.loaded = result }
+        case ROOMKIT_WIRE_URL_REPLY.rawValue:
+            let request = r.u64()
+            let url = r.raw()
+            guard r.complete else { return false }
+            update { if $0.urls[request] != nil { $0.urls[request] = .some(url) } }
+        case ROOMKIT_WIRE_LOG.rawValue:
+            let level = r.i32()
+            let message = r.raw()
+            guard r.complete else { return false }
+            owner.log(level: level, message.map { String(decoding: $0, as: UTF8.self) } ?? "")
+        case ROOMKIT_WIRE_CALL.rawValue:
+            let request = r.u64()
+            let function = r.i32()
+            let argument = r.i32()
+            let count = r.u32()
+            guard count <= 8 else { return false }
+            let arguments = (0..<count).map { _ in r.raw() }
+            guard r.complete else { return false }
+            let (result, text) = owner.perform(function, argument: argument, arguments)
+            var reply = WireFrame(UInt8(ROOMKIT_WIRE_REPLY.rawValue), capacity: 24 + (text?.utf8.count ?? 0))
+            reply.u64(request)
+            reply.i32(result)
+            reply.string(text)
+            send(reply.finished)
+        case ROOMKIT_WIRE_UNLOADED.rawValue:
+            guard r.complete else { return false }
+            update { $0.unloaded = true }
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// Waits for the process to end (SIGKILL after 1 s: it closed the socket but lives on).
+    private func reap() {
+        var signal: Int32 = 0, code: Int32 = 0
+        var reaped = false
+        for _ in 0..<50 where !reaped {
+            reaped = roomkit_wire_reap(pid, 0, &signal, &code) == 1
+            if !reaped { usleep(20_000) }
+        }
+        if !reaped {
+            kill(because: "it closed its socket but did not exit")
+            reaped = roomkit_wire_reap(pid, 1, &signal, &code) == 1
+        }
+        let description = signal != 0 ? "was killed by signal \(signal) (\(Self.signalName(signal)))"
+            : "exited with code \(code)"
+        update {
+            $0.exited = true
+            $0.exitSignal = signal
+            $0.exitDescription = description
+        }
+    }
+
+    static func signalName(_ signal: Int32) -> String {
+        switch signal {
+        case SIGSEGV: return "SIGSEGV"
+        case SIGABRT: return "SIGABRT"
+        case SIGBUS: return "SIGBUS"
+        case SIGFPE: return "SIGFPE"
+        case SIGILL: return "SIGILL"
+        case SIGKILL: return "SIGKILL"
+        case SIGTERM: return "SIGTERM"
+        case SIGXCPU: return "SIGXCPU"
+        default: return "signal \(signal)"
+        }
+    }
+
+    // MARK: stdout and stderr
+
+    /// Logs the process's output one line at a time (at most 4 KiB a line,
+    /// control characters escaped), tagged with the plugin's name.
+    private func forwardOutput(stdout: Int32, stderr: Int32) {
+        var fds = [pollfd(fd: stdout, events: Int16(POLLIN), revents: 0), pollfd(fd: stderr, events: Int16(POLLIN), revents: 0)]
+        var pending: [[UInt8]] = [[], []]
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while fds.contains(where: { $0.fd >= 0 }) {
+            if poll(&fds, nfds_t(fds.count), -1) < 0 { if errno == EINTR { continue } else { break } }
+            for index in 0..<2 where fds[index].fd >= 0 && fds[index].revents != 0 {
+                let n = chunk.withUnsafeMutableBytes { read(fds[index].fd, $0.baseAddress!, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 {
+                    if !pending[index].isEmpty { emit(pending[index], stream: index) }
+                    close(fds[index].fd)
+                    fds[index].fd = -1
+                    continue
+                }
+                pending[index].append(contentsOf: chunk[0..<n])
+                while let newline = pending[index].firstIndex(of: 10) {
+                    emit(Array(pending[index][..<newline]), stream: index)
+                    pending[index].removeSubrange(...newline)
+                }
+                if pending[index].count >= 4096 {
+                    emit(pending[index], stream: index)
+                    pending[index].removeAll()
+                }
+            }
+        }
+    }
+
+    private func emit(_ line: [UInt8], stream: Int) {
+        let text = oneLine(String(decoding: line, as: UTF8.self))
+        let metadata: Logger.Metadata = ["plugin": "\(owner.spec.name)", "stream": "\(stream == 0 ? "stdout" : "stderr")"]
+        if stream == 0 { owner.logger.info("\(text)", metadata: metadata) } else { owner.logger.warning("\(text)", metadata: metadata) }
+    }
+}

@@ -1,0 +1,89 @@
+import RoomKitProtocol
+
+/// Where a plugin's hooks run (manifest `isolation`).
+public enum PluginIsolation: String, Sendable, Hashable, CaseIterable {
+    /// In its own supervised `roomkit-plugin-host` process (the default): a
+    /// crash, a hang or a runaway allocation costs only that plugin's calls.
+    case process
+    /// Inside the bot's process, on the plugin's own serial queue: the
+    /// cheapest calls, but a crash in the plugin kills the bot.
+    case inline
+}
+
+/// How a process-isolated plugin is supervised (manifest fields; the
+/// defaults are the seed values, tests shrink them).
+public struct PluginSupervision: Sendable, Hashable {
+    /// `memoryLimitMB`: the process's address-space limit (RLIMIT_AS); 0 = none.
+    public var memoryLimitMB = 1024
+    /// `cpuLimitSeconds`: CPU seconds per process life (RLIMIT_CPU); 0 = none.
+    public var cpuLimitSeconds = 0
+    /// `maxCrashes`: more crashes than this within `crashWindowSeconds` quarantine the plugin.
+    public var maxCrashes = 5
+    /// `crashWindowSeconds`: the window `maxCrashes` counts in.
+    public var crashWindowSeconds = 300
+    /// `restartBackoffMs`: the first restart delay; it doubles per recent crash (±50 % jitter), up to 30 s.
+    public var restartBackoffMs = 200
+    /// `hangFactor`: a hook still running after `timeoutMs × hangFactor` has its process killed.
+    public var hangFactor = 20
+    /// `queueLimit`: events waiting for the process (e.g. during a restart) beyond this are dropped and counted.
+    public var queueLimit = 10_000
+    /// `shutdownTimeoutMs`: how long on_unload may take before SIGKILL.
+    public var shutdownTimeoutMs = 500
+
+    /// The defaults above.
+    public init() {}
+}
+
+extension PluginManifest {
+    /// The manifest fields this file parses (added to the known set).
+    static let isolationFields = ["isolation", "memoryLimitMB", "cpuLimitSeconds", "maxCrashes", "crashWindowSeconds",
+                                  "restartBackoffMs", "hangFactor", "queueLimit", "shutdownTimeoutMs"]
+
+    /// Parses `isolation` and the supervision fields of entry `at`; every
+    /// problem goes to `fail(field, problem)`.
+    static func parseIsolation(_ object: [String: JSON], at: String,
+                               fail: (String, String) -> Void) -> (PluginIsolation, PluginSupervision) {
+        var isolation = PluginIsolation.process
+        if let value = object["isolation"] {
+            if let mode = value.stringValue.flatMap(PluginIsolation.init(rawValue:)) {
+                isolation = mode
+            } else {
+                fail("\(at).isolation", "must be \"process\" or \"inline\", got \(value.jsonString)")
+            }
+        }
+        var supervision = PluginSupervision()
+        let fields: [(String, WritableKeyPath<PluginSupervision, Int>, Int)] = [
+            ("memoryLimitMB", \.memoryLimitMB, 0), ("cpuLimitSeconds", \.cpuLimitSeconds, 0),
+            ("maxCrashes", \.maxCrashes, 0), ("crashWindowSeconds", \.crashWindowSeconds, 1),
+            ("restartBackoffMs", \.restartBackoffMs, 0), ("hangFactor", \.hangFactor, 1),
+            ("queueLimit", \.queueLimit, 1), ("shutdownTimeoutMs", \.shutdownTimeoutMs, 1),
+        ]
+        for (name, path, minimum) in fields {
+            guard let value = object[name] else { continue }
+            guard isolation == .process else {
+                fail("\(at).\(name)", "only applies with \"isolation\": \"process\"")
+                continue
+            }
+            if let number = value.int64Value, number >= minimum, number <= Int64(Int32.max) {
+                supervision[keyPath: path] = Int(number)
+            } else {
+                fail("\(at).\(name)", "must be an integer >= \(minimum)")
+            }
+        }
+        if isolation == .process, supervision.memoryLimitMB > 0, supervision.memoryLimitMB < 16 {
+            fail("\(at).memoryLimitMB", "must be 0 (no limit) or at least 16")
+        }
+        return (isolation, supervision)
+    }
+}
+
+extension PluginChecker {
+    /// One line saying how `spec` would run: `echo: isolation process (memoryLimitMB 1024, ...)`.
+    public static func describe(_ spec: PluginSpec) -> String {
+        let state = spec.enabled ? "" : ", disabled"
+        guard spec.isolation == .process else { return "\(spec.name): isolation inline (in the bot's process\(state))" }
+        let s = spec.supervision
+        return "\(spec.name): isolation process (memoryLimitMB \(s.memoryLimitMB), cpuLimitSeconds \(s.cpuLimitSeconds), "
+            + "maxCrashes \(s.maxCrashes) in \(s.crashWindowSeconds) s, hangFactor \(s.hangFactor)\(state))"
+    }
+}

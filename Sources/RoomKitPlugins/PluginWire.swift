@@ -1,0 +1,91 @@
+import CRoomKitPluginWire
+
+/// Builds one frame of the bot <-> plugin-process wire
+/// (`roomkit_plugin_wire.h`): a 4-byte little-endian length, a type byte,
+/// then integers and length-prefixed strings. Plain value type, any thread.
+struct WireFrame {
+    private(set) var bytes: [UInt8]
+
+    init(_ type: UInt8, capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+        bytes.append(contentsOf: [0, 0, 0, 0, type])
+    }
+
+    mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func i32(_ value: Int32) { u32(UInt32(bitPattern: value)) }
+    mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+
+    /// A string, or the NULL marker for nil.
+    mutating func string(_ text: String?) {
+        guard var text else { return u32(ROOMKIT_WIRE_NULL) }
+        text.withUTF8 { utf8 in
+            u32(UInt32(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    /// Raw bytes as a string (nil: NULL).
+    mutating func raw(_ data: [UInt8]?) {
+        guard let data else { return u32(ROOMKIT_WIRE_NULL) }
+        u32(UInt32(data.count))
+        bytes.append(contentsOf: data)
+    }
+
+    /// The finished frame, its length written in.
+    var finished: [UInt8] {
+        var copy = bytes
+        let length = UInt32(copy.count - 4).littleEndian
+        withUnsafeBytes(of: length) { for i in 0..<4 { copy[i] = $0[i] } }
+        return copy
+    }
+}
+
+/// Reads one frame's body; any shortfall marks it `bad` (an unparsable frame).
+struct WireReader {
+    private let bytes: UnsafeRawBufferPointer
+    private var at: Int
+    private(set) var bad = false
+
+    /// `body` is the frame after its length and type.
+    init(_ body: UnsafeRawBufferPointer) {
+        bytes = body
+        at = 0
+    }
+
+    private mutating func take(_ count: Int) -> UnsafeRawBufferPointer? {
+        guard !bad, bytes.count - at >= count else {
+            bad = true
+            return nil
+        }
+        defer { at += count }
+        return UnsafeRawBufferPointer(rebasing: bytes[at..<at + count])
+    }
+
+    mutating func u32() -> UInt32 {
+        guard let slice = take(4) else { return 0 }
+        return UInt32(littleEndian: slice.loadUnaligned(as: UInt32.self))
+    }
+
+    mutating func i32() -> Int32 { Int32(bitPattern: u32()) }
+
+    mutating func u64() -> UInt64 {
+        guard let slice = take(8) else { return 0 }
+        return UInt64(littleEndian: slice.loadUnaligned(as: UInt64.self))
+    }
+
+    /// The string's bytes (nil for NULL or a short frame).
+    mutating func raw() -> [UInt8]? {
+        let count = u32()
+        guard !bad, count != ROOMKIT_WIRE_NULL else { return nil }
+        return take(Int(count)).map { Array($0) }
+    }
+
+    /// The string as UTF-8 (nil for NULL, a short frame, or invalid UTF-8).
+    mutating func string() -> String? {
+        raw().flatMap { String(validating: $0, as: UTF8.self) }
+    }
+
+    /// Whether every byte was read (trailing bytes make a frame unparsable).
+    var complete: Bool { !bad && at == bytes.count }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Logging
+import RoomKit
+import RoomKitBot
+import RoomKitProtocol
+import RoomKitTestSupport
+import XCTest
+
+/// The bot's SQLite store on its own: migration from the JSON state file,
+/// the room set, cursors across reopenings, the event log's cut-back.
+final class BotStoreTests: XCTestCase {
+    private var directory = ""
+    private let logger = Logger(label: "test.store")
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("botstore-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func testLegacyStateFile_isImportedOnce_andNeverReadAgain() async throws {
+        let legacy = directory + "/bot.state.json"
+        try Data(#"{"rooms":["old-1","old-2"]}"#.utf8).write(to: URL(fileURLWithPath: legacy))
+        let config = try BotConfig(json: ["server": "ws://127.0.0.1:1/v1/rooms", "user": ["id": "b"], "auth": ["secret": "s"],
+                                          "rooms": ["lobby"]], path: directory + "/bot.json")
+        XCTAssertEqual(config.stateFile, directory + "/bot.state.sqlite")
+        let first = try BotRunner(config: config, logger: logger)
+        XCTAssertEqual(first.store.joinedRooms, ["old-1", "old-2"])
+        XCTAssertEqual(first.store.rooms(configured: config.rooms), ["lobby", "old-1", "old-2"])
+        await first.stop()
+
+        try Data(#"{"rooms":["changed-later"]}"#.utf8).write(to: URL(fileURLWithPath: legacy))
+        let second = try BotRunner(config: config, logger: logger)
+        XCTAssertEqual(second.store.joinedRooms, ["old-1", "old-2"], "the JSON file is read once")
+        await second.stop()
+    }
+
+    func testRoomSet_configuredRoomsFollowTheConfig_joinedRoomsStay() throws {
+        let store = try BotStore(path: directory + "/s.sqlite", logger: logger)
+        XCTAssertEqual(store.rooms(configured: ["a", "b"]), ["a", "b"])
+        try store.setJoined("c", true)
+        try store.setJoined("a", true)  // already configured: stays configured
+        XCTAssertEqual(store.rooms(configured: ["b"]), ["b", "c"], "a left the config; c was joined at run time")
+        try store.setJoined("c", false)
+        XCTAssertEqual(store.rooms(configured: ["b"]), ["b"])
+        XCTAssertEqual(store.integrityCheck(), "ok")
+    }
+
+    func testCursors_surviveReopening_andRemovedOnesAreGone() throws {
+        let path = directory + "/s.sqlite"
+        let snapshot = RoomSnapshot(state: .initial, members: [Member(memberId: 3, userId: "b", name: "B")],
+                                    streams: [], extraInfo: ["k": "v"])
+        let cursor = SessionCursor(room: "lobby", session: "s-1", memberId: 3, seq: 41, user: LoginUser(id: "b", name: "B"),
+                                   writable: true, snapshot: snapshot)
+        do {
+            let store = try BotStore(path: path, logger: logger)
+            store.save(SessionStoreChanges(updated: [cursor, SessionCursor(room: "gone", session: "s-2", memberId: 1, seq: 1,
+                                                                            user: LoginUser(id: "b"), writable: false,
+                                                                            snapshot: RoomSnapshot(state: .initial))]))
+            store.save(SessionStoreChanges(removed: ["gone"]))
+            var moved = cursor
+            moved.seq = 50  // only the seq moved (a magix event): the short update
+            store.save(SessionStoreChanges(updated: [moved]))
+            store.close()
+        }
+        var expected = cursor
+        expected.seq = 50
+        let reopened = try BotStore(path: path, logger: logger)
+        XCTAssertEqual(reopened.cursor(room: "lobby"), expected)
+        XCTAssertNil(reopened.cursor(room: "gone"))
+    }
+
+    func testEventLog_isCutBackToTheLastCommit_onlyWhenItIsTheSameFile() throws {
+        let path = directory + "/s.sqlite"
+        let log = directory + "/events.ndjson"
+        try Data("line 1\n".utf8).write(to: URL(fileURLWithPath: log))
+        do {
+            let store = try BotStore(path: path, logger: logger)
+            store.reconcile(eventLog: log)
+            store.follow(eventLogSize: { 7 })
+            store.commitEventLog()
+            store.close()
+        }
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: log))
+        handle.seekToEndOfFile()
+        handle.write(Data("line 2 of a turn the crash interrupted\n".utf8))
+        try handle.close()
+
+        let reopened = try BotStore(path: path, logger: logger)
+        reopened.reconcile(eventLog: log)
+        XCTAssertEqual(try String(contentsOfFile: log, encoding: .utf8), "line 1\n", "the uncommitted line is cut")
+        reopened.close()
+
+        let other = directory + "/other.ndjson"
+        try Data("someone else's log, longer than 7 bytes\n".utf8).write(to: URL(fileURLWithPath: other))
+        let store = try BotStore(path: path, logger: logger)
+        store.reconcile(eventLog: other)
+        XCTAssertEqual(try String(contentsOfFile: other, encoding: .utf8), "someone else's log, longer than 7 bytes\n",
+                       "another file is never cut")
+        store.close()
+    }
+}

@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Headless-Chromium test of roombot's dashboard (make test-browser).
+
+Starts a real roomd and a real roombot (with a plugin and a controlToken),
+opens http://127.0.0.1:<control>/ in headless Chromium driven over the
+DevTools protocol, and checks:
+  1. the page loads with no console errors, exceptions or failed requests;
+  2. after the token is entered, the room list shows the bot's rooms (two pages);
+  3. a room's reason shows KICK_OUT within 1 s of a kick through roomd's admin API;
+  4. the live tail shows the kick, and Pause holds new lines until Resume;
+  5. the plugin table shows the plugin, and its Reload button works.
+A screenshot goes to .build/browser/dashboard.png.
+
+Usage: browser_test.py BIN_DIR   (the folder with roomd, roombot and the plugins)
+"""
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import websocket  # Debian's python3-websocket (websocket-client)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARTIFACTS = os.path.join(ROOT, ".build", "browser")
+SECRET = "browser-test-secret"
+CONTROL_TOKEN = "dashboard-token-0123456789"
+# 150 rooms: more than one page (100), so paging is exercised too.
+ROOMS = ["lobby", "room-a", "room-b", "room-c"] + ["zz-%03d" % i for i in range(146)]
+PAGE = 100
+
+
+def fail(message):
+    print("FAIL: " + message, file=sys.stderr)
+    sys.exit(1)
+
+
+def http(method, url, token=None, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    if token:
+        request.add_header("Authorization", "Bearer " + token)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def read_line_with(process, marker, timeout=30):
+    """Reads the process's stream until a line contains marker; returns it."""
+    deadline = time.time() + timeout
+    stream = process.stdout if process.stdout else process.stderr
+    while time.time() < deadline:
+        line = stream.readline()
+        if not line:
+            if process.poll() is not None:
+                fail("process exited (%s) before printing %r" % (process.returncode, marker))
+            continue
+        if marker in line:
+            return line.strip()
+    fail("no %r within %s s" % (marker, timeout))
+
+
+class DevTools:
+    """A minimal DevTools-protocol client for one page target."""
+
+    def __init__(self, url):
+        self.socket = websocket.create_connection(url, timeout=30, suppress_origin=True)
+        self.next_id = 0
+        self.errors = []
+
+    def call(self, method, **params):
+        self.next_id += 1
+        ident = self.next_id
+        self.socket.send(json.dumps({"id": ident, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.socket.recv())
+            if message.get("id") == ident:
+                if "error" in message:
+                    fail("%s: %s" % (method, message["error"]))
+                return message.get("result", {})
+            self.note(message)
+
+    def note(self, message):
+        method, params = message.get("method"), message.get("params", {})
+        if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            self.errors.append("console.%s: %s" % (params["type"], [a.get("value", a.get("description")) for a in params.get("args", [])]))
+        elif method == "Runtime.exceptionThrown":
+            details = params.get("exceptionDetails", {})
+            self.errors.append("exception: %s" % details.get("exception", {}).get("description", details.get("text")))
+        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+            entry = params["entry"]
+            self.errors.append("log (%s): %s %s" % (entry.get("source"), entry.get("text"), entry.get("url", "")))
+
+    def pump(self, seconds):
+        """Reads events for a while (console errors arrive as events)."""
+        self.socket.settimeout(0.05)
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            try:
+                self.note(json.loads(self.socket.recv()))
+            except websocket.WebSocketTimeoutException:
+                pass
+        self.socket.settimeout(30)
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in result:
+            fail("evaluate %r: %s" % (expression, result["exceptionDetails"]))
+        return result["result"].get("value")
+
+    def wait_for(self, expression, timeout=10, interval=0.02):
+        """Polls a JS expression until it is truthy; returns (value, seconds waited)."""
+        start = time.time()
+        while time.time() - start < timeout:
+            value = self.evaluate(expression)
+            if value:
+                return value, time.time() - start
+            time.sleep(interval)
+        fail("not true within %s s: %s" % (timeout, expression))
+
+
+def main():
+    if len(sys.argv) != 2:
+        fail(__doc__)
+    bin_dir = sys.argv[1]
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        fail("chromium is not installed (scripts/browser-test.sh installs it)")
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="roombot-browser-")
+    processes = []
+    try:
+        roomd = subprocess.Popen([os.path.join(bin_dir, "roomd"), "serve", "--listen", "127.0.0.1:0",
+                                  "--secret", SECRET, "--data", os.path.join(work, "data")],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        processes.append(roomd)
+        roomd_port = int(read_line_with(roomd, "listening on").rsplit(":", 1)[1])
+        admin_token = subprocess.run([os.path.join(bin_dir, "roomd"), "token", "--secret", SECRET, "--user", "ops",
+                                      "--room", "*", "--role", "admin"], capture_output=True, text=True, check=True).stdout.strip()
+
+        with open(os.path.join(work, "plugins.json"), "w") as f:
+            json.dump({"manifestVersion": 1, "plugins": [{
+                "name": "url-rewrite", "library": os.path.join(bin_dir, "liburl-rewrite.so"), "abi": 1,
+                "hooks": ["urlInterrupter"], "config": {"from": "http://", "to": "https://cdn.example/"}}]}, f)
+        with open(os.path.join(work, "bot.json"), "w") as f:
+            json.dump({"server": "ws://127.0.0.1:%d/v1/rooms" % roomd_port, "user": {"id": "bot-1", "name": "Helper"},
+                       "auth": {"secret": SECRET}, "rooms": ROOMS, "manifest": "plugins.json",
+                       "control": "127.0.0.1:0", "controlToken": CONTROL_TOKEN,
+                       "events": os.path.join(work, "events.ndjson")}, f)
+        roombot = subprocess.Popen([os.path.join(bin_dir, "roombot"), "run", "--config", os.path.join(work, "bot.json"),
+                                    "--log-level", "warning"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        processes.append(roombot)
+        control = int(read_line_with(roombot, "control on").split()[-1])
+        base = "http://127.0.0.1:%d" % control
+        status, body = http("GET", base + "/v1/rooms", CONTROL_TOKEN)
+        if status != 200:
+            fail("GET /v1/rooms: %s %s" % (status, body))
+        bot_rooms = sorted(r["room"] for r in json.loads(body))
+        if bot_rooms != sorted(ROOMS):
+            fail("the bot is in %s, expected %s" % (bot_rooms, ROOMS))
+
+        profile = os.path.join(work, "chromium")
+        browser = subprocess.Popen([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                    "--no-default-browser-check", "--remote-debugging-port=0",
+                                    "--remote-allow-origins=*", "--user-data-dir=" + profile,
+                                    "--window-size=1400,900", "about:blank"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        processes.append(browser)
+        port_file = os.path.join(profile, "DevToolsActivePort")
+        deadline = time.time() + 30
+        while not os.path.exists(port_file) or not open(port_file).read().strip():
+            if time.time() > deadline or browser.poll() is not None:
+                fail("chromium did not start its DevTools endpoint")
+            time.sleep(0.1)
+        devtools_port = int(open(port_file).read().split()[0])
+        targets = json.load(urllib.request.urlopen("http://127.0.0.1:%d/json/list" % devtools_port, timeout=10))
+        page = next(t for t in targets if t["type"] == "page")
+        cdp = DevTools(page["webSocketDebuggerUrl"])
+        for domain in ("Runtime", "Log", "Page"):
+            cdp.call(domain + ".enable")
+        cdp.call("Emulation.setDeviceMetricsOverride", width=1400, height=900, deviceScaleFactor=1, mobile=False)
+
+        # 1. The page loads; it holds no data, so it asks for the token first.
+        cdp.call("Page.navigate", url=base + "/")
+        cdp.wait_for("document.readyState === 'complete' && !!document.getElementById('rooms')")
+        cdp.wait_for("!document.getElementById('auth').hidden")
+        cdp.evaluate("document.getElementById('token').value = %s; document.getElementById('auth').requestSubmit(); true"
+                     % json.dumps(CONTROL_TOKEN))
+
+        # 2. The room list shows the bot's rooms, a page at a time.
+        shown_rooms = "[...document.querySelectorAll('#rooms tbody tr[data-room]')].map(tr => tr.dataset.room)"
+        first, _ = cdp.wait_for("(() => { const r = %s; return r.length === %d ? r : null; })()" % (shown_rooms, PAGE))
+        cdp.evaluate("document.getElementById('next').click(); true")
+        second, _ = cdp.wait_for("(() => { const r = %s; return r.length === %d ? r : null; })()"
+                                 % (shown_rooms, len(ROOMS) - PAGE))
+        if first + second != sorted(ROOMS):
+            fail("the dashboard shows %s, the bot is in %s" % (first + second, sorted(ROOMS)))
+        page_info = cdp.evaluate("document.getElementById('page-info').textContent")
+        if page_info != "101–%d of %d" % (len(ROOMS), len(ROOMS)):
+            fail("page info reads %r" % page_info)
+        cdp.evaluate("document.getElementById('prev').click(); true")
+        cdp.wait_for("%s[0] === 'lobby'" % shown_rooms)
+        reason_of = "document.querySelector('#rooms tr[data-room=\"room-b\"] td.reason').textContent"
+        if cdp.evaluate(reason_of) != "LOGINED":
+            fail("room-b shows %r before the kick" % cdp.evaluate(reason_of))
+        cdp.wait_for("document.getElementById('live').textContent === 'live'")
+        plugin, _ = cdp.wait_for("(() => { const tr = document.querySelector('#plugins tr[data-plugin=\"url-rewrite\"]');"
+                                 " return tr ? tr.textContent : null; })()")
+        if "loaded" not in plugin:
+            fail("the plugin row reads %r" % plugin)
+
+        # 4a. Pause holds new lines.
+        cdp.evaluate("document.getElementById('pause').click(); true")
+        lines_before = cdp.evaluate("document.getElementById('tail').childElementCount")
+
+        # 3. A kick shows on screen within 1 s.
+        kicked_at = time.time()
+        status, body = http("POST", "http://127.0.0.1:%d/v1/admin/rooms/room-b/kick" % roomd_port, admin_token,
+                            {"user": "bot-1", "reason": "browser test"})
+        if status != 200 or json.loads(body).get("kicked") != 1:
+            fail("kick: %s %s" % (status, body))
+        cdp.wait_for(reason_of + " === 'KICK_OUT'", timeout=5, interval=0.01)
+        on_screen = time.time() - kicked_at
+        print("kick on screen after %.0f ms" % (on_screen * 1000))
+        if on_screen > 1.0:
+            fail("room-b showed KICK_OUT %.2f s after the kick (limit 1 s)" % on_screen)
+        others = cdp.evaluate("[...document.querySelectorAll('#rooms tbody tr[data-room]')]"
+                              ".filter(tr => tr.dataset.room !== 'room-b').map(tr => tr.querySelector('td.reason').textContent)")
+        if others != ["LOGINED"] * (PAGE - 1):
+            fail("other rooms changed too: %s" % others)
+
+        # 4b. While paused the tail did not grow; the held count did. Resume shows them.
+        cdp.wait_for("parseInt(document.getElementById('paused-info').textContent) > 0")
+        if cdp.evaluate("document.getElementById('tail').childElementCount") != lines_before:
+            fail("the tail grew while paused")
+        cdp.evaluate("document.getElementById('pause').click(); true")
+        cdp.wait_for("[...document.querySelectorAll('#tail div')].some(d => d.textContent.includes('kickedWithReason')"
+                     " && d.textContent.includes('room-b'))")
+
+        # 5. Reload works from the button.
+        cdp.evaluate("document.querySelector('#plugins tr[data-plugin=\"url-rewrite\"] button').click(); true")
+        cdp.wait_for("document.getElementById('plugin-note').textContent === 'url-rewrite reloaded'")
+
+        # The filter narrows the list (server-side).
+        set_filter = "(() => { const f = document.getElementById('filter'); f.value = %s;" \
+                     " f.dispatchEvent(new Event('input')); return true; })()"
+        cdp.evaluate(set_filter % json.dumps("kick_out"))
+        cdp.wait_for("(() => { const r = [...document.querySelectorAll('#rooms tbody tr[data-room]')]"
+                     ".map(tr => tr.dataset.room); return r.length === 1 && r[0] === 'room-b'; })()")
+        cdp.evaluate(set_filter % json.dumps(""))
+        cdp.wait_for("document.querySelectorAll('#rooms tbody tr[data-room]').length === %d" % PAGE)
+
+        cdp.pump(0.5)
+        shot = cdp.call("Page.captureScreenshot", format="png")
+        path = os.path.join(ARTIFACTS, "dashboard.png")
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
+        print("screenshot: " + os.path.relpath(path, ROOT))
+
+        # 1 (end). Nothing went wrong in the console over the whole run.
+        if cdp.errors:
+            fail("console errors:\n  " + "\n  ".join(cdp.errors))
+        print("PASS: dashboard in headless Chromium (%d rooms, kick on screen in %.0f ms, no console errors)"
+              % (len(ROOMS), on_screen * 1000))
+    finally:
+        for process in reversed(processes):
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
