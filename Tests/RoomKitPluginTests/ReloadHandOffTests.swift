@@ -8,11 +8,21 @@ import XCTest
 /// Reload with state hand-off: the counting probe keeps its count across a
 /// reload made while events stream in, and a refused import rolls back.
 final class ReloadHandOffTests: XCTestCase {
+    /// In a plugin process (the default isolation).
     func testCountSurvivesAReloadUnderLoad_eachEventCountedOnce_andARefusedImportRollsBack() async throws {
+        try await countAcrossReloads(isolation: nil)
+    }
+
+    /// In the bot's own process.
+    func testCountSurvivesAReloadUnderLoad_inline() async throws {
+        try await countAcrossReloads(isolation: "inline")
+    }
+
+    private func countAcrossReloads(isolation: String?) async throws {
         let harness = try PluginHarness()
         let probe = try Platform.plugin("probe", source: Platform.probe, in: harness.directory)
         let refusing = try Platform.plugin("probe-refusing", source: Platform.probe, in: harness.directory, defines: ["REFUSE_IMPORT"])
-        let entry = pluginEntry("probe", library: probe, hooks: ["magix"], timeoutMs: 500)
+        let entry = pluginEntry("probe", library: probe, hooks: ["magix"], timeoutMs: 500, isolation: isolation)
         let (bot, errors) = try harness.botHost(manifest: manifest([entry]))
         XCTAssertEqual(errors, [])
         _ = try await bot.loginRoom("lobby", user: LoginUser(id: "bot"), token: harness.token("bot"))
