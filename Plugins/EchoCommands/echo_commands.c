@@ -9,11 +9,8 @@
  * changeable live (on_config_changed, ABI 1.1).
  *
  * It reads payloads with roomkit_json.h (never strstr) and declares itself
- * with ROOMKIT_DECLARE_PLUGIN, pinned to ABI 1.0 (ROOMKIT_PLUGIN_TARGET_MINOR)
- * so it also loads in a 1.0 host; it uses a 1.1 hook only when the host's
- * table has it (ROOMKIT_HAS_MEMBER).
+ * with ROOMKIT_DECLARE_PLUGIN (ABI 1.1).
  */
-#define ROOMKIT_PLUGIN_TARGET_MINOR 0
 #include "echo_commands.h"
 #include "roomkit_json.h"
 
@@ -83,7 +80,7 @@ static void on_error(void *self, const char *domain, int64_t code, const char *m
 }
 
 /* ABI 1.1: a new prefix arrives live. The prefix is global, so only the
- * base config (room NULL) counts. A 1.0 host never calls it. */
+ * base config (room NULL) counts. */
 static void on_config_changed(void *self, const char *room, const char *config_json) {
     (void)self;
     if (room == NULL) read_config(config_json);

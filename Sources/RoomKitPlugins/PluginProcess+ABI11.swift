@@ -35,7 +35,7 @@ extension PluginProcess {
     /// The ABI 1.1 hooks of the proxy descriptor: on_config_changed is queued
     /// in order with the events (journaled like them); export_state and
     /// import_state are round trips bounded by `timeoutMs` x 20 (at least 2 s,
-    /// as the manager's own bound). A child plugin without a hook answers as
+    /// the manager's own bound) plus a second. A child plugin without a hook answers as
     /// if it had none (export: NULL; import: ROOMKIT_WIRE_NO_IMPORT).
     func installABI11Hooks(_ d: inout roomkit_plugin) {
         d.on_config_changed = { me, room, config in
@@ -47,8 +47,14 @@ extension PluginProcess {
         d.export_state = { me in
             guard let me else { return nil }
             let process = Unmanaged<PluginProcess>.fromOpaque(me).takeUnretainedValue()
-            guard let bytes = process.stateRoundTrip(ROOMKIT_WIRE_EXPORT_STATE, state: nil) else { return nil }
-            return strdup(String(decoding: bytes, as: UTF8.self))
+            // "S" + state, or "N": nothing to hand over. The round trip waits
+            // a second longer than the manager does, so a child that does not
+            // answer makes the manager's wait fail (and the reload roll back)
+            // rather than look like "no state".
+            guard let bytes = process.stateRoundTrip(ROOMKIT_WIRE_EXPORT_STATE, state: nil), bytes.first == UInt8(ascii: "S") else {
+                return nil
+            }
+            return strdup(String(decoding: bytes.dropFirst(), as: UTF8.self))
         }
         d.import_state = { me, state in
             guard let me, let state else { return -1 }
@@ -65,6 +71,6 @@ extension PluginProcess {
         // Every event queued before this call reaches the child first (the
         // export must follow the old version's last event).
         writer.sync { flush() }
-        return child.stateRequest(type, state: state, timeout: max(spec.timeout * 20, .seconds(2)))
+        return child.stateRequest(type, state: state, timeout: max(spec.timeout * 20, .seconds(2)) + .seconds(1))
     }
 }

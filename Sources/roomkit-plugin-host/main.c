@@ -250,46 +250,11 @@ static int handle(const uint8_t *frame, uint32_t length) {
         free(url);
         return 1;
     }
-    case ROOMKIT_WIRE_CONFIG_CHANGED: {
-        uint64_t seq = take_u64(&r);
-        int32_t has_room = take_i32(&r);
-        char *room = take_str(&r), *config = take_str(&r);
-        if (!r.bad && room && config && ROOMKIT_HAS_MEMBER(plugin, on_config_changed)) {
-            busy(ROOMKIT_WIRE_BUSY_EVENT, seq);
-            plugin->on_config_changed(self, has_room ? room : NULL, config);
-            busy(ROOMKIT_WIRE_IDLE, 0);
-        }
-        roomkit_wire_store64(&progress->done_seq, seq);
-        free(room);
-        free(config);
-        return 1;
-    }
+    case ROOMKIT_WIRE_CONFIG_CHANGED:
     case ROOMKIT_WIRE_EXPORT_STATE:
-    case ROOMKIT_WIRE_IMPORT_STATE: {
-        uint64_t request = take_u64(&r);
-        char *state = frame[4] == ROOMKIT_WIRE_IMPORT_STATE ? take_str(&r) : NULL;
-        char *result = NULL;
-        char code[16];
-        busy(ROOMKIT_WIRE_BUSY_URL, 0);
-        if (r.bad) {
-            /* nothing: a NULL reply */
-        } else if (frame[4] == ROOMKIT_WIRE_EXPORT_STATE) {
-            if (ROOMKIT_HAS_MEMBER(plugin, export_state)) result = plugin->export_state(self);
-        } else {
-            int rc = state && ROOMKIT_HAS_MEMBER(plugin, import_state) ? plugin->import_state(self, state) : ROOMKIT_WIRE_NO_IMPORT;
-            snprintf(code, sizeof code, "%d", rc);
-            result = strdup(code);
-        }
-        busy(ROOMKIT_WIRE_IDLE, 0);
-        buffer b = {0};
-        begin(&b, ROOMKIT_WIRE_URL_REPLY);
-        put_u64(&b, request);
-        put_str(&b, result);
-        send_frame(&b);
-        free(result);  /* host->alloc_string is strdup */
-        free(state);
+    case ROOMKIT_WIRE_IMPORT_STATE:
+        handle_abi11(plugin, frame[4], &r);
         return 1;
-    }
     case ROOMKIT_WIRE_UNLOAD: {
         busy(ROOMKIT_WIRE_BUSY_UNLOAD, 0);
         if (plugin->on_unload) plugin->on_unload(self);

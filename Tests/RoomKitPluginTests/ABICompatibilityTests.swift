@@ -58,13 +58,13 @@ final class ABICompatibilityTests: XCTestCase {
     }
 
     /// The shipped echo-commands, now written with ROOMKIT_DECLARE_PLUGIN and
-    /// roomkit_json.h, declares 1.0 (so it loads in 1.0 hosts too), reads
-    /// escaped payloads correctly, and takes a new prefix live.
-    func testShippedEchoCommands_declaresABI10_andTakesItsPrefixLive() async throws {
+    /// roomkit_json.h, declares 1.1, reads escaped payloads correctly, and
+    /// takes a new prefix live.
+    func testShippedEchoCommands_declaresABI11_andTakesItsPrefixLive() async throws {
         let harness = try PluginHarness()
         let echo = try shippedPlugin("echo-commands")
         let path = try harness.writeManifest(manifest([pluginEntry("echo", library: echo, hooks: ["magix"])]), name: "m.json")
-        XCTAssertEqual(PluginChecker.inspect(try PluginManifest(path: path)).map(\.abi), ["1.0"])
+        XCTAssertEqual(PluginChecker.inspect(try PluginManifest(path: path)).map(\.abi), ["1.1"])
         let (bot, errors) = try harness.botHost(manifest: manifest([pluginEntry("echo", library: echo, hooks: ["magix"])]))
         XCTAssertEqual(errors, [])
         _ = try await bot.loginRoom("lobby", user: LoginUser(id: "bot"), token: harness.token("bot"))

@@ -37,7 +37,8 @@ enum roomkit_wire_down {
     ROOMKIT_WIRE_REPLY = 6,        /* u64 request, i32 result, str text-or-NULL */
     ROOMKIT_WIRE_UNLOAD = 7,       /* (empty) */
     /* ABI 1.1 hooks. Export and import are answered with URL_REPLY (same
-     * request numbering): the state (or NULL), and import's result as text. */
+     * request numbering), never with NULL: export with "S" + the state or
+     * "N" for none, import with its result as decimal text. */
     ROOMKIT_WIRE_CONFIG_CHANGED = 8, /* u64 seq, i32 has_room, str room, str config */
     ROOMKIT_WIRE_EXPORT_STATE = 9,   /* u64 request */
     ROOMKIT_WIRE_IMPORT_STATE = 10,  /* u64 request, str state */
