@@ -95,6 +95,22 @@ enum Platform {
             }
             if (!strcmp(ev, "extra")) { host->set_extra_info(host->context, room, "bot", "hi"); return; }
             if (!strcmp(ev, "member")) { host->set_member_state(host->context, room, "{\"mood\":\"busy\"}"); return; }
+            if (!strcmp(ev, "room")) {
+                /* payload {"op": "login"|"logout"|"switch"|"publish"|"unpublish", "room", "to", "stream"}: reply "room" {"rc"} */
+                char op[16] = "", target[64] = "", to[64] = "", stream[64] = "";
+                roomkit_json_string(payload, "payload.op", op, sizeof op);
+                roomkit_json_string(payload, "payload.room", target, sizeof target);
+                roomkit_json_string(payload, "payload.to", to, sizeof to);
+                roomkit_json_string(payload, "payload.stream", stream, sizeof stream);
+                int rc = -9;
+                if (!strcmp(op, "login")) rc = host->login_room(host->context, target);
+                else if (!strcmp(op, "logout")) rc = host->logout_room(host->context, target);
+                else if (!strcmp(op, "switch")) rc = host->switch_room(host->context, target, to);
+                else if (!strcmp(op, "publish")) rc = host->publish_stream(host->context, room, stream, "cam");
+                else if (!strcmp(op, "unpublish")) rc = host->unpublish_stream(host->context, room, stream);
+                snprintf(out, sizeof out, "{\"rc\":%d}", rc);
+                reply(room, "room", out); return;
+            }
             if (!strcmp(ev, "kv")) {
                 char op[16] = "", key[256] = "", value[2048] = "", prefix[64] = "";
                 roomkit_json_string(payload, "payload.op", op, sizeof op);

@@ -20,7 +20,8 @@ final class PlatformTests: XCTestCase {
 
     private func setup(_ harness: PluginHarness, plugins: [JSON], storePath: String, room: String = "lobby-1",
                        events: [String] = ["count", "config", "configChanged", "kv", "members"]) async throws -> Setup {
-        let bot = try harness.host()
+        let token = harness.token("bot")
+        let bot = try harness.host(tokenProvider: ClosureTokenProvider { _, _ in token })
         let manager = PluginManager(host: bot)
         manager.useStore(try SQLitePluginStore(path: storePath))
         let errors = manager.load(try PluginManifest(path: try harness.writeManifest(manifest(plugins), name: "p-\(UUID().uuidString).json")))
@@ -111,6 +112,44 @@ final class PlatformTests: XCTestCase {
         try await harness.close()
     }
 
+    /// login_room / switch_room / logout_room act as the bot's user, only in
+    /// rooms the plugin's `rooms` match, and their outcome arrives as room
+    /// events; publish/unpublish_stream reach the other members.
+    func testHostFunctions_roomLifecycleAndStreams() async throws {
+        let harness = try PluginHarness()
+        let probe = try Platform.plugin("probe", source: Platform.probe, in: harness.directory)
+        let s = try await setup(harness, plugins: [pluginEntry("probe", library: probe, hooks: ["magix"], rooms: ["lobby-*"])],
+                                storePath: harness.directory + "/s.sqlite", events: ["room"])
+        let seen = StatusLines()
+        let token = s.bot.addObserver { event in
+            if case .roomStateChanged(let room, let reason, _, _) = event { seen.add("\(room) \(reason.rawValue)") }
+        }
+        func act(_ fields: [String: JSON]) async throws -> JSON? { try await ask(s, "room", .object(fields), reply: "room")["rc"] }
+        // No login handler yet: the manager has no identity to log in with.
+        same(try await act(["op": "login", "room": "lobby-2"]), -1)
+        let bot = s.bot
+        let botToken = harness.token("bot")
+        s.manager.useRoomLogin { room in _ = try await bot.loginRoom(room, user: LoginUser(id: "bot"), token: botToken) }
+        same(try await act(["op": "login", "room": "lobby-2"]), 0)
+        await eventually(5, "lobby-2 LOGINED") { seen.all.contains("lobby-2 LOGINED") }
+        same(try await act(["op": "login", "room": "other"]), -1)  // outside the plugin's rooms
+        same(try await act(["op": "switch", "room": "lobby-2", "to": "other"]), -1)
+        same(try await act(["op": "switch", "room": "lobby-2", "to": "lobby-3"]), 0)
+        await eventually(5, "switched") { seen.all.contains("lobby-2 LOGOUT") && seen.all.contains("lobby-3 LOGINED") }
+        same(try await act(["op": "logout", "room": "lobby-3"]), 0)
+        await eventually(5, "lobby-3 LOGOUT") { seen.all.contains("lobby-3 LOGOUT") }
+
+        same(try await act(["op": "publish", "stream": "s1"]), 0)
+        await eventually(5, "stream published") { s.member.streams.contains { $0.id == "s1" } }
+        same(try await act(["op": "unpublish", "stream": "s1"]), 0)
+        await eventually(5, "stream withdrawn") { !s.member.streams.contains { $0.id == "s1" } }
+        XCTAssertEqual(seen.all.filter { $0 == "lobby-2 LOGINED" }.count, 1)
+        token.cancel()
+        s.listeners.forEach { $0.cancel() }
+        s.manager.unloadAll()
+        try await harness.close()
+    }
+
     func testHostFunctions_membersExtraInfoMemberState() async throws {
         let harness = try PluginHarness()
         let probe = try Platform.plugin("probe", source: Platform.probe, in: harness.directory)
@@ -128,6 +167,15 @@ final class PlatformTests: XCTestCase {
         s.manager.unloadAll()
         try await harness.close()
     }
+}
+
+/// Lines collected from any thread.
+final class StatusLines: @unchecked Sendable {
+    // @unchecked Sendable: guarded by lock.
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func add(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
 }
 
 /// The Swift SDK: typed handlers, injected host/config/log, hand-off, storage.
