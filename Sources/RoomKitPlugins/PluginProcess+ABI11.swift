@@ -33,7 +33,7 @@ extension PluginProcess {
 
 extension PluginProcess {
     /// The ABI 1.1 hooks of the proxy descriptor: on_config_changed is queued
-    /// in order with the events (journaled like them); export_state and
+    /// in order with the events (journaled like them) and flushed at once; export_state and
     /// import_state are round trips bounded by `timeoutMs` x 20 (at least 2 s,
     /// the manager's own bound) plus a second. A child plugin without a hook answers as
     /// if it had none (export: NULL; import: ROOMKIT_WIRE_NO_IMPORT).
@@ -43,6 +43,9 @@ extension PluginProcess {
             let process = Unmanaged<PluginProcess>.fromOpaque(me).takeUnretainedValue()
             process.enqueue(type: ROOMKIT_WIRE_CONFIG_CHANGED, kind: room == nil ? 0 : 1,
                             room: room.map { String(cString: $0) } ?? "", first: String(cString: config), second: "")
+            // Sent now, not on the writer's next turn: a url_interrupter round
+            // trip (sent directly) after this call must find the new config.
+            process.writer.sync { process.flush() }
         }
         d.export_state = { me in
             guard let me else { return nil }
