@@ -40,7 +40,7 @@ extension ControlAPI {
     static func putPluginConfig(_ name: String, body: [UInt8], runner: BotRunner) -> (Int, JSON) {
         let json: JSON
         do { json = try JSON.parse(body) } catch {
-            return (400, ["error": ["code": .int(Int64(ErrorCode.malformed.rawValue)), "message": .string("body is not JSON: \(error)")]])
+            return (400, ["code": .int(Int64(ErrorCode.malformed.rawValue)), "message": .string("body is not JSON: \(error)")])
         }
         do {
             let updated = try runner.plugins.updateConfig(name, body: json)
@@ -54,7 +54,8 @@ extension ControlAPI {
             case .invalid: status = 400
             case .storage: status = 500
             }
-            return (status, ["error": ["code": .int(Int64(ErrorCode.invalidArgument.rawValue)), "message": .string(error.description)]])
+            let code: ErrorCode = status == 500 ? .internalError : .invalidArgument
+            return (status, ["code": .int(Int64(code.rawValue)), "message": .string(error.description)])
         }
     }
 }

@@ -104,9 +104,13 @@ extension RoomKitPlugin {
 /// Writes to the host's log (a no-op before `load`).
 public struct PluginLog: Sendable {
     let host: PluginHost?
+    /// A debug line.
     public func debug(_ message: String) { host?.log(.debug, message) }
+    /// An info line.
     public func info(_ message: String) { host?.log(.info, message) }
+    /// A warning line.
     public func warning(_ message: String) { host?.log(.warning, message) }
+    /// An error line.
     public func error(_ message: String) { host?.log(.error, message) }
 }
 

@@ -135,7 +135,11 @@ final class ScaffoldTests: XCTestCase {
 
         let (status, body) = http(port, "PUT", "/v1/plugins/\(name)/config", #"{"config": {"greeting": "hi"}}"#)
         XCTAssertEqual(status, 200, body)
-        XCTAssertEqual(http(port, "PUT", "/v1/plugins/\(name)/config", #"{"greeting": "no wrapper"}"#).0, 400)
+        let refused = http(port, "PUT", "/v1/plugins/\(name)/config", #"{"greeting": "no wrapper"}"#)
+        XCTAssertEqual(refused.0, 400)
+        XCTAssertEqual(try JSON.parse(refused.1)["code"], 1009006)
+        XCTAssertTrue(try JSON.parse(refused.1)["message"]?.stringValue?.contains("greeting: unknown field") == true, refused.1)
+        XCTAssertEqual(http(port, "PUT", "/v1/plugins/nobody/config", #"{"config": 1}"#).0, 404)
         reply = try await pong(lobby)
         XCTAssertEqual(reply?["greeting"], "hi")
         reply = try await pong(vip)
