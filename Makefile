@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak install check-install test-browser
+.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak install check-install test-browser fleet-sim
 
 # Where `make install` puts things; DESTDIR stages the tree (packaging).
 PREFIX ?= /usr/local
@@ -57,6 +57,14 @@ soak: bootstrap
 # BENCH_QUICK=1 make bench: a ~2 minute smoke run.
 bench: bootstrap
 	@SWIFT=$(SWIFT) Benchmarks/run.sh
+
+# A fleet at scale (docs/FLEET.md; not part of `make test`): FLEET_HOSTS
+# (default 10) roombot processes share FLEET_ROOMS (default 20000) rooms
+# through a private redis-server; cold start, kill -9 of FLEET_KILL (2)
+# hosts, and the measured cost of every Lua script. Prints JSON.
+fleet-sim: bootstrap
+	$(SWIFT) build
+	python3 scripts/fleet-sim.py
 
 # The whole suite under ThreadSanitizer, then AddressSanitizer (own build
 # folders; not part of `make test`). --export-dynamic lets instrumented

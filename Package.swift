@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "RoomKit", targets: ["RoomKit"]),
         .library(name: "RoomKitPlugins", targets: ["RoomKitPlugins"]),
         .library(name: "RoomKitPluginSDK", targets: ["RoomKitPluginSDK"]),
+        .library(name: "RoomKitRedis", targets: ["RoomKitRedis"]),
         .library(name: "RoomKitBot", targets: ["RoomKitBot"]),
         .executable(name: "roomd", targets: ["roomd"]),
         .executable(name: "roombot", targets: ["roombot"]),
@@ -55,6 +56,13 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSLCrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
+        // No pkgConfig: hiredis.pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM
+        // prohibits (a warning); the headers are included as <hiredis/...>.
+        .systemLibrary(
+            name: "CHiredis",
+            providers: [.apt(["libhiredis-dev"])]),
+        // hiredis's libuv adapter is static functions in a header: attach it here.
+        .target(name: "CRoomKitRedis", dependencies: ["CHiredis"]),
         // Small C helpers for what Swift cannot import (macros, varargs).
         .target(name: "CRoomKitShims", dependencies: ["CLibUV", "CLibWebSockets"],
                 // The client TLS context (shims.c) is made with OpenSSL directly.
@@ -119,6 +127,7 @@ let package = Package(
             dependencies: [
                 "RoomKitLoop", "RoomKitProtocol",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
@@ -140,6 +149,7 @@ let package = Package(
             dependencies: [
                 "CRoomKitPluginABI", "CRoomKitPluginWire", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "CSQLite3",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings),
@@ -154,11 +164,20 @@ let package = Package(
             name: "SDKProbePlugin", dependencies: ["RoomKitPluginSDK"], path: "Tests/Plugins/SDKProbe",
             swiftSettings: swiftSettings),
 
+        // MARK: A Redis client (hiredis) on the loop layer, for the bot fleet
+        .target(
+            name: "RoomKitRedis",
+            dependencies: [
+                "RoomKitLoop", "CHiredis", "CRoomKitRedis",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+
         // MARK: The bot host (roombot) and the example
         .target(
             name: "RoomKitBot",
             dependencies: [
-                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics", "CSQLite3",
+                "RoomKit", "RoomKitPlugins", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics", "RoomKitRedis", "CSQLite3",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -200,9 +219,18 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitPluginTests",
-            dependencies: ["RoomKitPlugins", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
+            dependencies: ["RoomKitPlugins", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport",
+                           .product(name: "MetricsTestKit", package: "swift-metrics")],
             // The ABI 1.0 header and a 1.0 plugin's source, compiled by the tests with cc.
             exclude: ["Fixtures"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RoomKitRedisTests",
+            dependencies: ["RoomKitRedis", "RoomKitLoop", "RoomKitTestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RoomKitFleetTests",
+            dependencies: ["RoomKitBot", "RoomKitRedis", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitBotTests",

@@ -21,7 +21,10 @@ import sys
 import tempfile
 import time
 
-from report import render
+from report import render, figures
+from roomd_workloads import roomd_alone
+from firehose_workload import firehose
+from redis_anchor import redis_fanout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -48,12 +51,14 @@ def stop_running():
 
 
 class Roomd:
-    """The release roomd as a child process, with raised per-connection limits."""
+    """The release roomd as a child process, with raised per-connection limits
+    (or, with `defaults`, exactly as shipped)."""
 
-    def __init__(self, name, extra=()):
+    def __init__(self, name, extra=(), defaults=False):
         self.data = tempfile.mkdtemp(prefix=f"roomd-{name}-")
         self.name = name
         self.extra = list(extra)
+        self.defaults = defaults
         self.port = 0
         self.process = None
         RUNNING.append(self)
@@ -61,11 +66,12 @@ class Roomd:
 
     def start(self):
         stderr = open(os.path.join(LOGS, f"roomd-{self.name}.log"), "a")
+        limits = [] if self.defaults else [
+            "--rate-limit", RATE, "--rate-limit-burst", RATE,
+            "--max-outbound-bytes", str(1 << 30), "--max-connections-per-ip", "100000"]
         self.process = subprocess.Popen(
             [os.path.join(BIN, "roomd"), "serve", "--listen", f"127.0.0.1:{self.port}", "--secret", SECRET,
-             "--data", self.data, "--rate-limit", RATE, "--rate-limit-burst", RATE,
-             "--max-outbound-bytes", str(1 << 30), "--max-connections-per-ip", "100000",
-             "--log-level", "warning"] + self.extra,
+             "--data", self.data, *limits, "--log-level", "warning"] + self.extra,
             stdout=subprocess.PIPE, stderr=stderr, text=True)
         line = self.process.stdout.readline()
         if not line.startswith("listening on"):
@@ -82,6 +88,12 @@ class Roomd:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024
         return 0
+
+    def cpu_seconds(self):
+        """User + system CPU time of roomd so far (all its threads)."""
+        with open(f"/proc/{self.process.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def kill9(self):
         self.process.send_signal(signal.SIGKILL)
@@ -154,9 +166,9 @@ def manifest(count):
     return path
 
 
-def send(roomd, rooms, duration, rate=None, window=1000):
+def send(roomd, rooms, duration, rate=None, window=1000, prefix="room"):
     command = [os.path.join(BIN, "roomkit-bench"), "send", "--url", roomd.url, "--secret", SECRET,
-               "--rooms", str(rooms), "--duration", str(duration), "--window", str(window)]
+               "--rooms", str(rooms), "--duration", str(duration), "--window", str(window), "--prefix", prefix]
     if rate:
         command += ["--rate", str(int(rate))]
     output = subprocess.run(command, capture_output=True, text=True, timeout=duration + 120)
@@ -172,10 +184,15 @@ def idle_sessions(results):
     for size in sizes:
         for side in SIDES:
             roomd = Roomd(f"sessions-{size}")
+            roomd_before = roomd.rss()
             client = Client(side, f"sessions-{size}", roomd, connections=connections, rooms=size // connections)
             ready = client.read()
-            client.quit()
             ready["roomd_rss"] = roomd.rss()
+            ready["roomd_rss_before"] = roomd_before
+            client.quit()
+            # After quit the sessions are detached and retained (PROTOCOL.md §4.5).
+            time.sleep(1)
+            ready["roomd_rss_retained"] = roomd.rss()
             roomd.stop()
             ready["bytes_per_session"] = (ready["rss_after"] - ready["rss_before"]) / max(1, ready["sessions"])
             ready["bytes_per_session_trimmed"] = (ready["rss_trimmed"] - ready["rss_before"]) / max(1, ready["sessions"])
@@ -250,27 +267,39 @@ def fanout(results):
                             window=200)
             ready = client.read()
             client.ask("mark")
+            cpu_before = roomd.cpu_seconds()
             sender = send(roomd, rooms, duration)
             delivered = client.ask("report")
+            roomd_cpu = roomd.cpu_seconds() - cpu_before
             roomd_rss = roomd.rss()
             client.quit()
             roomd.stop()
             results["fanout"].setdefault(str(members), {})[side] = {
                 "ready": ready, "sender": sender, "delivered": delivered, "connections_held": members + 1,
-                "roomd_rss": roomd_rss}
+                "roomd_rss": roomd_rss, "roomd_cpu_s": roomd_cpu}
             log(f"fan-out {members} {side}: {delivered['events_per_s']:.0f} deliveries/s, "
                 f"roomd {sender['events_per_s']:.0f} events/s")
+        if members == 100:
+            anchor = redis_fanout(members, 50_000 if QUICK else 200_000, log)
+            if anchor:
+                results["fanout"][str(members)]["redis"] = anchor
+                log(f"redis anchor {members}: {anchor['deliveries_per_s']:.0f} deliveries/s, "
+                    f"{anchor['cpu_us_per_delivery']:.2f} us CPU per delivery")
 
 
 def plugin_overhead(results):
     iterations = 2_000_000 if QUICK else 20_000_000
     swift = subprocess.run([os.path.join(BIN, "plugin-bench"), "--c", os.path.join(PLUGINS, "libbench-noop-c.so"),
                             "--swift", os.path.join(BIN, "libbench-noop-swift.so"), "--iterations", str(iterations),
-                            "--manager-iterations", str(50_000 if QUICK else 200_000)],
+                            "--manager-iterations", str(50_000)],
                            capture_output=True, text=True, timeout=600)
     peer = subprocess.run([sys.executable, os.path.join(HERE, "peers", "peer_plugins.py"),
                            "--iterations", str(iterations // 10)], capture_output=True, text=True, timeout=600)
-    results["plugins"] = {"roomkit": json.loads(swift.stdout.strip().splitlines()[-1]),
+    lines = swift.stdout.strip().splitlines()
+    if not lines:
+        log(f"plugin-bench failed ({swift.returncode}): {swift.stderr.strip()[-500:]}")
+        return
+    results["plugins"] = {"roomkit": json.loads(lines[-1]),
                           "peer": json.loads(peer.stdout.strip().splitlines()[-1])}
     log(f"plugins: {results['plugins']}")
 
@@ -408,14 +437,20 @@ def main():
     if sys.argv[1:] == ["--render"]:  # rewrite docs/BENCHMARKS.md from the last full (or quick) run
         with open(os.path.join(HERE, ".build", "results.json")) as file:
             results = json.load(file)
+        results["figures"] = figures(results)
+        with open(os.path.join(HERE, ".build", "results.json"), "w") as file:
+            json.dump(results, file, indent=1)
         with open(os.path.join(ROOT, "docs", "BENCHMARKS.md"), "w") as file:
             file.write(render(results, "BENCH_QUICK=1 make bench" if results["quick"] else "make bench"))
         return
     started = time.monotonic()
-    results = {"quick": QUICK, "machine": machine(), "sessions": {}, "throughput": {}, "recovery": {},
-               "fanout": {}, "plugins": {}, "isolation": {}, "botrestart": {}}
+    results = {"quick": QUICK, "machine": machine(), "roomd": {}, "firehose": {}, "sessions": {}, "throughput": {},
+               "recovery": {}, "fanout": {}, "plugins": {}, "isolation": {}, "botrestart": {}}
     only = set(sys.argv[1:])
-    for name, workload in (("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
+    this = sys.modules[__name__]
+    for name, workload in (("roomd", lambda results: roomd_alone(results, this)),
+                           ("firehose", lambda results: firehose(results, this)),
+                           ("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
                            ("fanout", fanout), ("plugins", plugin_overhead), ("isolation", plugin_isolation),
                            ("botrestart", bot_restart)):
         if only and name not in only:
@@ -423,6 +458,7 @@ def main():
         log(f"workload: {name}")
         workload(results)
     results["elapsed_s"] = time.monotonic() - started
+    results["figures"] = figures(results)
     name = "results-partial.json" if only else "results.json"
     with open(os.path.join(HERE, ".build", name), "w") as file:
         json.dump(results, file, indent=1)

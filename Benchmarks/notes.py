@@ -16,6 +16,23 @@ RoomKit's client pacing is raised to match (`requestsPerSecond` and
 `requestBurst` 1,000,000). Both clients take the same options and print the
 same JSON lines (`Benchmarks/.build/results.json` keeps them all).
 
+- **0. roomd alone** (`Benchmarks/roomd_workloads.py`). *Durable appends*
+  (roomd and the sender only, so no peer value): two
+  `roomkit-bench send` processes, 5,000 `magix` requests in flight each, 100
+  rooms each, flood a fresh roomd (raised request limits, storage as
+  shipped: WAL, `synchronous=NORMAL`, group commit); appends/s = the
+  senders' acknowledged requests per second, summed (each acknowledged event
+  was committed before its reply); pushes are ~100 bytes (`{"event":"bench",
+  "from":1,"op":"magix","payload":{"t":<ns>},"room":"a0-room-7","seq":…}`).
+  Three runs: median and min-max. roomd CPU per append = its utime+stime
+  (all threads, checkpointer included) / appends. *Service logins*: one
+  `RoomHost`, one connection with a `service` token (docs/PROTOCOL.md
+  "Service connections"), N rooms, 1,000 logins in flight, against a roomd
+  started with **no** limit flags; the engine paces to the bucket the hello
+  reply advertises. Then `kill -9`, restart on the same data, and the time
+  until every room is `RECONNECTED`. The peer does the same with its
+  `--service 1` (the token in its hello, 1,000 requests in flight, under
+  the advertised bucket).
 - **Connections.** `RoomHost` keeps one connection per server, so RoomKit
   runs several `RoomHost` instances, all on one `EventLoop` thread; the peer
   opens the same number of `websockets` connections in one asyncio loop.
@@ -55,7 +72,17 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   this measures roomd and the receiving engines together on 2 cores; a
   third run with raw members (`roomkit-bench sink`: RoomKitLoop WebSocket
   connections that count frames without parsing them) checks whether the
-  members' engines are what limits the rate.
+  members' engines are what limits the rate; during it roomd's own CPU per
+  delivery is taken from /proc (utime+stime / deliveries), which is what
+  roomd would need per delivery on a core of its own. *Redis anchor*
+  (`Benchmarks/redis_anchor.py`, rooms of 100 only): redis-server 7 with
+  persistence off, 100 `redis-cli subscribe` processes on one channel,
+  `redis-benchmark` publishing the text of a roomd magix push (96 bytes), 64
+  pipelined, on one connection; deliveries = publishes x subscribers still
+  subscribed at the end. The subscribers are not roomd's raw members, so
+  the comparable figure is each server's CPU per delivery (a rate per core);
+  deliveries/s is shown beside it. roomd also stores every event durably
+  and checks every member's rights; Redis does neither.
 - **5. Plugin overhead.** `plugin-bench`: a tight loop calling `on_room_event`
   through the descriptor's function pointer (C no-op plugin), and through the
   descriptor the Swift SDK exports (its trampoline decodes the payload JSON
@@ -64,7 +91,18 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   counters) through the public `dispatchPlayerEvent`, 3 plugins, wall time
   and process CPU time per hook call. The peer: a Python function call, and
   `json.loads` + call.
-- **6. Bot restart.** RoomKit only (the peer keeps no state across a
+- **6. Client engine alone.** `roomkit-bench firehose`
+  (`Benchmarks/Sources/RoomKitBench/Firehose.swift`): a release-built server
+  on RoomKitLoop that answers hello and login (an empty snapshot) and, 1 s
+  after the last login, pushes magix events into every room of the
+  connection round-robin for a few seconds, keeping 1 MiB queued (each
+  room's push is encoded once; only its seq digits are appended per push).
+  One connection, 100 rooms, the same plugins as workload 2. Events/s =
+  events seen by the third plugin / (last - first); CPU per event = the
+  client process's CPU (all threads) / events. Three runs each (one in
+  BENCH_QUICK), median and min-max. Nothing stores or fans out here, so the
+  ratio is the client engines' own.
+- **8. Bot restart.** RoomKit only (the peer keeps no state across a
   restart). The release `roombot` joins N rooms from its `bot.json` against
   a roomd with the default heartbeat timeout (90 s; a second run: 30 s,
   shorter than the resume), idles 1 s, is killed
@@ -85,44 +123,103 @@ figures in this section are from those profiles; the table above is from the
 run itself). The machine was shared with other engineers' builds and tests,
 so single figures move by +-30% between runs; the ratios move less.
 
-**What limits us: roomd, not the client.** Every RoomKit rate above
-(logins, events, deliveries) is roomd's rate on one core, and roomd is the
-same for RoomKit and the peer, so the rate ratios sit near 1x and the >= 5x
-targets cannot show end to end. (Only in fan-out to 100 and 1,000 members
-do the Python members fall behind roomd, hence the 1.5x there.) Each room event and each login is at least one
-SQLite transaction committed before anyone hears of it (a login is three:
-room, member event, session). `perf` on roomd under the event flood: ~63%
-of its samples in the kernel (WAL `pwrite`s of whole pages, ext4 page cache,
-`fcntl` locks, TCP), a few % in SQLite, little in Swift. It appends about
-5,000 to 12,000 events/s and admits about 5,000 logins/s here, so 300,000
-events/s through plugins and 20,000 logins/s are out of reach end to end;
-fan-out multiplies deliveries, not appends. The p99 latency at half load
-(~10 ms, p50 ~1 ms, the same for both clients) comes from roomd too: the
-tail is shared by RoomKit and the peer, so it is not the client engine. It
-is SQLite's WAL auto-checkpoint (every 1,000 pages) on roomd's loop thread:
-`strace -f -tt -T -e trace=pwrite64,fdatasync` on roomd at 5,000 events/s
-shows, every ~0.65 s, `fdatasync` of the WAL (~3.4 ms), ~300 `pwrite`s
-into the database file and its `fdatasync` (~1.7 ms): a 25 to 64 ms burst
-under strace during which no push leaves roomd. What is left: checkpoints
-on a background connection (`wal_autocheckpoint=0` plus a checkpointer
-thread), and group commit (one transaction per loop turn, replies and
-pushes released after it). Both change roomd's storage path; not done here.
+**roomd's storage path (issue 17).** Group commit (docs/PROTOCOL.md
+"Durability"): one SQLite transaction per loop turn, every reply and push of
+the turn held until it commits. Before it, each event was its own
+transaction (13,534 appends/s in the previous run of this page). Two more
+changes were needed for the batches to be large: libwebsockets read 4 KiB
+per socket per turn (`pt_serv_buf_size`), so a turn held ~40 requests of a
+pipelining client; roomd now reads 256 KiB. And SQLite's default 2 MiB page
+cache spilled dirty pages of a large transaction into the WAL before the
+commit wrote them again; roomd keeps 64 MiB. Measured with `perf stat` on
+roomd under 2 x 5,000 requests in flight: ~1,400 pipelined events per
+commit (67 commits in 2 s), ~1.8 `pwrite`s per event (WAL frame headers and
+pages, plus the checkpointer's copies: the 200 rooms put each commit's
+events on ~400 distinct B-tree leaves), 16 to 19 us of roomd CPU per append
+(all threads). `perf record -g` of the same: 92% of the samples on the loop
+thread, 8% on the checkpointer (its `fdatasync`s and page copies). Of the
+loop thread: ~25% SQLite in user space (`sqlite3BtreeIndexMoveto` and
+`memcmp` on the (room, seq) and (room, ts) keys, VDBE), ~20% `pwrite`s of
+WAL frames (ext4 buffered writes), ~20% request handling in Swift (JSON
+parse of the request, envelope decode, building and serialising the push
+and the reply: several `[String: JSON]` dictionaries per event, hashing,
+retain/release), ~12% `send` of the replies (one syscall per frame: lws
+writes one frame per `lws_write`), malloc/free ~6%. What would close the
+rest of the way to 100,000/s on this machine: a lighter request path (decode
+`magix` straight from the bytes, serialise the push and the reply with a
+byte template instead of `JSON` trees: ~20% of the samples), one key per
+event (drop the (room, ts) index and find recording times by seq through
+the snapshot rows' ts, which are monotonic per room: ~1/3 of the B-tree work
+and WAL frames), and coalesced frames per connection (below). The appends
+rows above also carry the two senders' own cost: they share the 2 cores
+with roomd.
 
-**roomd's fan-out is the kernel's send path.** `perf` on roomd feeding
-100 raw members at ~140,000 deliveries/s: 87% of its samples in the kernel,
-75% under `send()`: one TCP send per delivery per connection, and on
-loopback the receiver's softirq work is charged to the sender too (~7 us a
-delivery on this VM). Raw members that only count frames receive no faster
-than RoomKit members, so the client engine is not what limits fan-out. What
-is left: coalescing the frames queued on one connection into one write
-(libwebsockets 4.1 writes one frame per `lws_write`).
+**Logins.** A login is a room row and its first snapshot, a member event
+and a session row, all in the turn's transaction; the reply carries the
+snapshot. roomd: ~40-55 us of CPU per login (`perf`: ~30% SQLite user
+space and `pwrite`, ~25% Swift in `login` (JSON of the snapshot and reply,
+`TokenSigner.verify` 3%), `sweep` 2%: it walks every session once per
+tick). Client: ~27 us per login with 1,000 in flight. With 20,000 in
+flight the client spent 43% of its CPU in the Swift runtime's
+`TaskGroup.removeChildTask` (a linear walk over the group's children, so
+quadratic in the tasks in flight): the harness keeps 1,000 in flight per
+connection. On 2 shared cores the two together give ~11,000-14,000 logins/s
+end to end; a free core each would give ~20,000 (roomd's CPU per login
+bounds it). What would close it: not storing the empty seq-0 snapshot of a
+new room (one insert and one JSON serialisation per login), a sweep that
+visits only attached sessions near their token expiry (a deadline queue
+instead of a walk), and the snapshot of an empty room pre-serialised once.
+
+**roomd's fan-out.** Each push is encoded once per event (one
+`WebSocketFrame` shared by every member, checked). Frames queued on one
+connection are now written corked (`TCP_CORK`, released at the end of the
+writable callback), and the per-frame `poll()` of `lws_send_pipe_choked` is
+replaced by `lws_partial_buffered` (no syscall): fewer TCP segments and one
+syscall less per delivery. Still one `send` per frame: libwebsockets 4.1
+frames one message per `lws_write`, and hand-writing frames is not allowed
+here, so coalescing several frames into one write needs an lws with
+`LWS_WRITE_BUFLIST`-style batching or another WebSocket layer. And a send
+no longer asks lws for a writable callback when the queue already has one
+coming: one request per burst instead of one per delivery (raw fan-out to
+100 members ~570,000 -> ~940,000 deliveries/s on this machine). roomd's CPU
+per delivery is the figure to read for roomd; against Redis (anchor rows)
+the gap is the per-frame `send` and the WebSocket framing: Redis writes a
+client's whole output buffer with one `write` per event-loop turn.
+
+**Against the firehose** the client engine is measured alone. RoomKit's
+CPU per event through 3 plugins is in the row above; its breakdown from the
+earlier profiles (section below, "What is left in the client") holds: JSON
+parse of every push into a `JSON` tree, the plugin payload re-encoded per
+event, `Room` cache locks, and one queue hop per plugin per loop turn (the
+isolation the peer does not have). The 1 us and 0.1x targets need a client
+that decodes magix pushes lazily and hands plugins the received bytes:
+that is the engine rework another engineer has under way, so no large edit
+was made in Sources/RoomKit here.
+
+**Run-to-run spread on this shared machine.** Between two full runs an
+hour apart, one bot's 100,000 service logins took 3.9 s (25,541/s) and
+7.98 s (12,529/s); the RoomKit p99 at half load was 228 ms and 61 ms in
+two full runs and 13.9 ms (peer 19.7 ms) in a throughput-only run right
+after: at half load (now ~60,000-75,000 events/s at the client, 2-3x the
+previous page's, because roomd is no longer the limit) roomd, the sender
+and the client's 4 threads (loop + 3 plugin queues) want more than the 2
+shared cores, and the tail is scheduling delay. The p99 <= 2 ms target
+needs that load on cores of its own.
+
+**Not done (issue 17).** A receiving client shared by roomd and Redis (the
+anchor uses redis-cli for Redis and RoomKitLoop sinks for roomd: a SwiftNIO
+client with a RESP codec would be needed, and swift-nio-ssl's BoringSSL
+build alone is minutes on these 2 cores), the second peer (Swift on SwiftNIO
+/ websocket-kit, same reason), the 3-run spread for workloads 1 to 5
+(workloads 0 and 6 have it), and the client hot-path targets (another
+engineer is reshaping the engine).
 
 **Where the client is measured on its own: CPU per operation.** The rows
 "client CPU" divide the client process's CPU time (all threads) by the
 logins or events it handled; that is what the client would need per
 operation on a free core, whatever roomd does. RoomKit's per-session memory
 (about 1.4 KB at 100k) is a `Room` (its cache behind a lock: state, members,
-streams, extra info), a `SessionDriver`, the scene and member arrays of the
+streams, extra info), a `SessionRecord`, the scene and member arrays of the
 snapshot, and two dictionary entries; getting to 0.2x of the peer would
 need a leaner cache layout (e.g. sharing the initial scene state between
 rooms), not done here.

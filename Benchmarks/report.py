@@ -8,7 +8,10 @@ room logins per second >= 20,000 (>= 5x); events/s through 3 plugins >=
 restart, 10k sessions, <= 5 s and >= 80% of the steady login rate; roomd
 fan-out >= 300,000 deliveries/s; plugin overhead <= 50 ns per hook call;
 bot restart: >= 99% of resumes invisible when the restart takes less than
-the heartbeat timeout minus the time needed to resume."""
+the heartbeat timeout minus the time needed to resume.
+roomd alone (issue 17): >= 100,000 durable appends/s; one bot on one
+service connection to a default roomd: >= 20,000 logins/s, 100,000 rooms in
+<= 10 s, all resumed well inside the 90 s heartbeat timeout after kill -9."""
 
 
 def number(value, digits=0):
@@ -49,6 +52,70 @@ class Table:
         return "\n".join(lines)
 
 
+def roomd_rows(table, results):
+    roomd = results.get("roomd") or {}
+    runs = roomd.get("appends")
+    if runs:
+        label = "0. roomd alone: durable appends"
+        rates = sorted(run["appends_per_s"] for run in runs)
+        median = rates[len(rates) // 2]
+        table.add(label, f"appends/s, ~100-byte magix, 2 senders x 5,000 in flight (median of {len(rates)}; min-max)",
+                  f"{number(median)} ({number(rates[0])}-{number(rates[-1])})", "n/a", "", ">= 100,000",
+                  verdict(median >= 100_000))
+        cpus = sorted(run["roomd_cpu_us_per_append"] for run in runs)
+        table.add(label, "roomd CPU per append (us, all threads; median, min-max)",
+                  f"{number(cpus[len(cpus) // 2], 1)} ({number(cpus[0], 1)}-{number(cpus[-1], 1)})", "n/a", "", "", "")
+    both_sides = roomd.get("service_logins") or {}
+    if "ready" in both_sides:  # a results.json from before the peer was measured here
+        both_sides = {"roomkit": both_sides}
+    logins, other = both_sides.get("roomkit"), both_sides.get("peer") or {}
+    if logins:
+        ready, size = logins["ready"], logins["ready"]["sessions"] + logins["ready"]["failed"]
+        peer_ready = other.get("ready") or {}
+        label = f"0. roomd alone: one bot, {size:,} rooms, one service connection, default roomd"
+        a, b = ready["logins_per_s"], peer_ready.get("logins_per_s")
+        table.add(label, "room logins per second (end to end)", number(a), number(b), ratio(a, b), ">= 20,000",
+                  verdict(a >= 20_000))
+        table.add(label, "s until every room is LOGINED (failed)", f"{number(ready['login_s'], 2)} ({ready['failed']})",
+                  f"{number(peer_ready.get('login_s'), 2)} ({peer_ready.get('failed', 'n/a')})",
+                  ratio(ready["login_s"], peer_ready.get("login_s")), "<= 10 s",
+                  verdict(ready["login_s"] <= 10 and ready["failed"] == 0))
+        resumed, peer_resumed = logins["all_reconnected_s"], other.get("all_reconnected_s")
+        table.add(label, "s from kill -9 until every room is RECONNECTED (heartbeat timeout 90 s)",
+                  f"{number(resumed, 2)} ({logins['recovered']['reconnected']:,} of {ready['sessions']:,})",
+                  f"{number(peer_resumed, 2)} ({other.get('recovered', {}).get('reconnected', 0):,})",
+                  ratio(resumed, peer_resumed), "<= 45 s",
+                  verdict(bool(resumed) and resumed <= 45 and logins["recovered"]["reconnected"] >= ready["sessions"]))
+        per = (logins["roomd_rss"] - logins["roomd_rss_before"]) / max(1, ready["sessions"])
+        table.add(label, "roomd RSS per session, attached (VmRSS delta / N)", f"{number(per)} B", "n/a", "", "", "")
+
+
+def firehose_rows(table, results):
+    fire = results.get("firehose") or {}
+    ours, peer = fire.get("roomkit"), fire.get("peer")
+    if not ours or not peer:
+        return
+    label = "6. Client engine alone: firehose source, 100 rooms, 3 plugins"
+
+    def spread(entries, value):
+        values = sorted(value(entry) for entry in entries)
+        return values[len(values) // 2], values[0], values[-1]
+
+    def shown(triple, digits=0):
+        median, low, high = triple
+        return number(median, digits) if low == high else \
+            f"{number(median, digits)} ({number(low, digits)}-{number(high, digits)})"
+
+    rate_a = spread(ours, lambda entry: entry["report"]["events_per_s"])
+    rate_b = spread(peer, lambda entry: entry["report"]["events_per_s"])
+    table.add(label, f"events/s through the 3rd plugin (median of {len(ours)}; min-max)", shown(rate_a),
+              shown(rate_b), ratio(rate_a[0], rate_b[0]), "", "")
+    cpu_a = spread(ours, lambda entry: entry["cpu_us_per_event"])
+    cpu_b = spread(peer, lambda entry: entry["cpu_us_per_event"])
+    table.add(label, "client CPU per event (us, all threads; median, min-max)", shown(cpu_a, 2), shown(cpu_b, 2),
+              ratio(cpu_a[0], cpu_b[0]), "<= 1 us, <= 0.1x", both(cpu_a[0] <= 1, cpu_a[0] / cpu_b[0] <= 0.1))
+
+
 def sessions_rows(table, results, limits):
     sizes = sorted(results["sessions"], key=int)
     for size in sizes:
@@ -76,6 +143,13 @@ def sessions_rows(table, results, limits):
         cpu_b = peer["cpu_ns"] / max(1, peer["sessions"]) / 1000 if peer.get("cpu_ns") else None
         table.add(label, "client CPU per login (us, all threads)", number(cpu_a, 1), number(cpu_b, 1),
                   ratio(cpu_a, cpu_b), "", "")
+        for key, what in (("roomd_rss", "attached"), ("roomd_rss_retained", "retained idle (client gone)")):
+            if ours.get(key) and ours.get("roomd_rss_before"):
+                a = (ours[key] - ours["roomd_rss_before"]) / max(1, held)
+                b = ((peer[key] - peer["roomd_rss_before"]) / max(1, peer.get("sessions", 1))
+                     if peer.get(key) and peer.get("roomd_rss_before") else None)
+                table.add(label, f"roomd RSS per session, {what} (VmRSS delta / N; same roomd for both)",
+                          f"{number(a)} B", f"{number(b)} B", "", "", "")
         if last and mine_l:
             limits.append(f"Logins at {int(size):,} sessions: {number(mine_l)}/s for RoomKit, "
                           f"{number(theirs_l)}/s for the peer, against the same roomd.")
@@ -143,6 +217,20 @@ def fanout_rows(table, results):
             r = raw["delivered"]["events_per_s"]
             table.add(label, "same, raw members (frames counted, not parsed; one run, shown in both columns)",
                       number(r), number(r), "", "", "")
+            if raw.get("roomd_cpu_s") and raw["delivered"].get("events"):
+                per = raw["roomd_cpu_s"] / raw["delivered"]["events"] * 1e6
+                table.add(label, "roomd CPU per delivery to raw members (us, all threads; its capacity on one core "
+                          "= 1e6 / this)", number(per, 2), "n/a", "", "<= 1 us (1,000,000/s)", verdict(per <= 1))
+                redis = entry.get("redis")
+                if redis:
+                    anchor = redis["cpu_us_per_delivery"]
+                    table.add(label, f"anchor: redis-server PUBLISH to {redis['subscribed_after']} redis-cli "
+                              f"subscribers, {redis['payload_bytes']}-byte payload: deliveries/s",
+                              number(raw["delivered"]["events_per_s"]), f"Redis {number(redis['deliveries_per_s'])}",
+                              ratio(raw["delivered"]["events_per_s"], redis["deliveries_per_s"]), "", "")
+                    table.add(label, "anchor: server CPU per delivery, Redis / roomd (roomd's rate per core / Redis's)",
+                              number(per, 2), f"Redis {number(anchor, 2)}", f"{anchor / per:.2f}x", ">= 0.5x",
+                              verdict(anchor / per >= 0.5))
         cpu_a = ours["delivered"]["cpu_ns"] / max(1, ours["delivered"]["events"]) / 1000
         cpu_b = peer["delivered"]["cpu_ns"] / max(1, peer["delivered"]["events"]) / 1000
         table.add(label, "receiving client CPU per delivery (us)", number(cpu_a, 1), number(cpu_b, 1),
@@ -178,7 +266,7 @@ def bot_restart_rows(table, results):
     ours = results.get("botrestart", {}).get("roomkit")
     if not ours:
         return
-    label = f"7. Bot restart, roombot kill -9, {ours['rooms']:,} rooms"
+    label = f"8. Bot restart, roombot kill -9, {ours['rooms']:,} rooms"
     table.add(label, "s from process start until every room is resumed (LOGINED)", number(ours["all_resumed_s"], 1),
               "", "", "", "")
     table.add(label, "s for the first start (fresh logins), for comparison", number(ours["first_start_s"], 1),
@@ -197,7 +285,7 @@ def isolation_rows(table, results):
     iso = results.get("isolation")
     if not iso:
         return
-    label = "6. Plugin isolation (process vs inline)"
+    label = "7. Plugin isolation (process vs inline)"
     for count in (1, 3):
         p, i = iso[f"process_{count}"], iso[f"inline_{count}"]
         target = ">= 200,000" if count == 1 else ""
@@ -214,17 +302,43 @@ def isolation_rows(table, results):
               ratio(p["p99_us"], i["p99_us"]), "<= 200 us", verdict(p["p99_us"] <= 200))
 
 
-def render(results, command):
-    machine = results["machine"]
+def unit(metric, value):
+    """The unit of a figure, read off its metric and value text."""
+    if value.endswith(" B") or "RSS" in metric:
+        return "bytes"
+    for marker, name in (("(us", "us"), ("(ns", "ns"), ("ns per", "ns"), ("per second", "1/s"), ("/s", "1/s"),
+                         ("s from", "s"), ("s until", "s"), ("rate /", "ratio")):
+        if marker in metric:
+            return name
+    return "count"
+
+
+def figures(results):
+    """Every table row as data, for Benchmarks/.build/results.json."""
+    table, _ = build(results)
+    return [{"workload": row[0], "metric": row[1], "roomkit": row[2], "peers": {"python": row[3]},
+             "ratio": row[4], "target": row[5], "met": row[6], "unit": unit(row[1], row[2])}
+            for row in table.rows]
+
+
+def build(results):
     table = Table()
     limits = []
+    roomd_rows(table, results)
     sessions_rows(table, results, limits)
     throughput_rows(table, results)
     recovery_rows(table, results)
     fanout_rows(table, results)
     plugin_rows(table, results)
+    firehose_rows(table, results)
     isolation_rows(table, results)
     bot_restart_rows(table, results)
+    return table, limits
+
+
+def render(results, command):
+    machine = results["machine"]
+    table, limits = build(results)
     quick = " (BENCH_QUICK smoke run: smaller sizes, not the real figures)" if results["quick"] else ""
     from notes import NOTES, METHOD
     return f"""# Benchmarks

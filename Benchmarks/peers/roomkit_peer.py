@@ -53,13 +53,13 @@ def rss_bytes():
     return 0
 
 
-def token(secret, user):
+def token(secret, user, role="writer"):
     def b64(data):
         return base64.urlsafe_b64encode(data).rstrip(b"=")
 
     now = int(time.time())
     header = b64(dumps({"alg": "HS256", "typ": "JWT"}).encode())
-    claims = b64(dumps({"sub": user, "room": "*", "role": "writer", "exp": now + 3600, "iat": now}).encode())
+    claims = b64(dumps({"sub": user, "room": "*", "role": role, "exp": now + 3600, "iat": now}).encode())
     signing_input = header + b"." + claims
     signature = b64(hmac.new(secret.encode(), signing_input, hashlib.sha256).digest())
     return (signing_input + b"." + signature).decode()
@@ -129,7 +129,8 @@ class Connection:
 
     KINDS = {"state": 3, "memberState": 3, "userUpdate": 9, "streamUpdate": 10, "extraInfo": 11, "magix": MAGIX}
 
-    def __init__(self, url, user, token, rooms, plugins, stats, window):
+    def __init__(self, url, user, token, rooms, plugins, stats, window, service=False):
+        self.service = service
         self.url = url
         self.user = {"id": user}
         self.token = token
@@ -166,7 +167,12 @@ class Connection:
                     self.ws = ws
                     attempt = 0
                     reader = asyncio.create_task(self.read(ws))
-                    hello = await self.request({"op": "hello", "client": "roomkit-python-peer/0.1"})
+                    greeting = {"op": "hello", "client": "roomkit-python-peer/0.1"}
+                    if self.service:
+                        # A service connection (docs/PROTOCOL.md): the hello reply advertises
+                        # its larger bucket; the window of requests in flight stays under it.
+                        greeting["token"] = self.token
+                    hello = await self.request(greeting)
                     self.heartbeat = hello.get("heartbeatInterval", 10000) / 1000
                     pinger = asyncio.create_task(self.ping(ws))
                     await self.login_all()
@@ -334,13 +340,15 @@ async def client(options):
     rooms_per_connection = int(options.get("rooms", 1000))
     shared = options.get("shared", "0") == "1"
     window = int(options.get("window", 1000))
+    service = options.get("service", "0") == "1"
     stats = Stats(options.get("latency", "0") == "1")
     plugins = make_plugins(int(options.get("plugins", 3)), stats)
     connections = []
     for index in range(count):
         user = f"bot-{index}" if shared else "bot"
         rooms = [f"room-{i}" if shared else f"s{index}-{i}" for i in range(rooms_per_connection)]
-        connections.append(Connection(url, user, token(secret, user), rooms, plugins, stats, window))
+        connections.append(Connection(url, user, token(secret, user, "service" if service else "writer"), rooms,
+                                      plugins, stats, window, service))
     before = rss_bytes()
     started = time.monotonic_ns()
     cpu_before = time.process_time_ns()

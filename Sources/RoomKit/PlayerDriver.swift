@@ -37,8 +37,8 @@ final class PlayerDriver: @unchecked Sendable {
         self.server = server
         self.logger = logger
         machine = PlaybackMachine(settings: .init(
-            sliceLength: max(1, configuration.sliceDuration.ms), progressInterval: configuration.progressInterval.ms,
-            retries: configuration.retries, retryDelay: configuration.retryDelay.ms))
+            sliceLength: max(1, configuration.sliceDuration.milliseconds), progressInterval: configuration.progressInterval.milliseconds,
+            retries: configuration.retries, retryDelay: configuration.retryDelay.milliseconds))
     }
 
     /// Feeds one input to the machine and performs its actions. Loop thread only.

@@ -31,7 +31,7 @@ extension RoomHost {
     // MARK: Connection machine
 
     func updateConnectionWanted() {
-        let wanted = drivers.values.contains { $0.machine.isLoggedIn }
+        let wanted = sessions.values.contains { $0.machine.isLoggedIn }
         if wanted != link.wanted { drive(wanted ? .wanted : .unwanted) }
     }
 
@@ -61,11 +61,11 @@ extension RoomHost {
             case .becameReady:
                 logger.debug("connection ready", metadata: ["server": "\(url)"])
                 flushOutbox()
-                for driver in Array(drivers.values) { run(.connectionReady, on: driver) }
+                for record in Array(sessions.values) { run(.connectionReady, on: record) }
             case .lost(let why):
                 logger.info("connection lost", metadata: ["why": "\(why)"])
                 failPending(RoomError.interrupted("a request"))
-                for driver in Array(drivers.values) { run(.connectionLost(why), on: driver) }
+                for record in Array(sessions.values) { run(.connectionLost(why), on: record) }
             }
         }
     }
@@ -93,6 +93,7 @@ extension RoomHost {
             case .success(let fields):
                 let interval = fields["heartbeatInterval"]?.int64Value ?? 10_000
                 let timeout = fields["heartbeatTimeout"]?.int64Value ?? 90_000
+                adoptPacing(burst: fields["requestBurst"]?.doubleValue, perSecond: fields["requestsPerSecond"]?.doubleValue)
                 drive(.helloAnswered(interval: interval, timeout: timeout))
             case .failure(let error):
                 if error.code != .connectionInterrupted {
@@ -101,62 +102,13 @@ extension RoomHost {
                 }
             }
         }
-        let hello = JSON.object(["op": "hello", "id": .int(id), "client": .string(configuration.clientName)])
+        var hello: [String: JSON] = ["op": "hello", "id": .int(id), "client": .string(configuration.clientName)]
+        if let token = configuration.serviceToken { hello["token"] = .string(token) }
         // A new connection gets a fresh server-side bucket; the hello uses one token of it.
-        bucket = configuration.requestBurst - 1
+        pacing = (configuration.requestBurst, configuration.requestsPerSecond)
+        bucket = pacing.burst - 1
         lastRefill = loop.nowMilliseconds
-        connection?.send(WebSocketFrame(bytes: hello.serialized()))
-    }
-
-    // MARK: Requests
-
-    /// Queues a request; `completion` runs on the loop with the reply's fields
-    /// or a `RoomError` (the server's code, a timeout, or an interruption).
-    func send(_ request: ClientRequest, room: String?, timeout: Bool,
-              completion: @escaping (Result<[String: JSON], RoomError>) -> Void) {
-        let id = nextRequestID
-        nextRequestID += 1
-        let envelope = ClientEnvelope(id: id, room: room, request: request)
-        let deadline = timeout ? UInt64(nowMonotonic + configuration.requestTimeout.ms) : nil
-        pending[id] = PendingRequest(room: room, deadline: deadline, completion: completion)
-        outbox.append((id, WebSocketFrame(bytes: envelope.json.serialized())))
-        flushOutbox()
-    }
-
-    /// Sends queued requests as the pacing bucket allows.
-    func flushOutbox() {
-        guard link.isReady, let connection else { return }
-        let now = loop.nowMilliseconds
-        if lastRefill == 0 { lastRefill = now }
-        bucket = min(configuration.requestBurst, bucket + Double(now - lastRefill) / 1000 * configuration.requestsPerSecond)
-        lastRefill = now
-        while outboxHead < outbox.count && bucket >= 1 {
-            let (id, frame) = outbox[outboxHead]
-            outboxHead += 1
-            guard pending[id] != nil else { continue }
-            bucket -= 1
-            connection.send(frame)
-        }
-        if outboxHead == outbox.count {
-            outbox.removeAll(keepingCapacity: true)
-            outboxHead = 0
-        }
-    }
-
-    /// Takes request `id` back if it is still queued (not yet on the wire).
-    /// Its completion never runs. Returns whether it was withdrawn.
-    func withdrawQueued(_ id: Int64) -> Bool {
-        guard pending[id] != nil, outbox[outboxHead...].contains(where: { $0.id == id }) else { return false }
-        pending.removeValue(forKey: id)  // flushOutbox skips requests no longer pending
-        return true
-    }
-
-    func failPending(_ error: RoomError) {
-        let all = pending
-        pending.removeAll()
-        outbox.removeAll()
-        outboxHead = 0
-        for request in all.values { request.completion(.failure(error)) }
+        connection?.send(WebSocketFrame(bytes: JSON.object(hello).serialized()))
     }
 
     // MARK: Ticks
@@ -178,8 +130,8 @@ extension RoomHost {
         let now = nowMonotonic
         drive(.tick)
         for (roomID, generation) in deadlines.popDue(now) {
-            guard let driver = drivers[roomID], driver.generation == generation else { continue }
-            run(.deadlinePassed, on: driver)
+            guard let record = sessions[roomID], record.generation == generation else { continue }
+            run(.deadlinePassed, on: record)
         }
         if !pending.isEmpty {
             let expired = pending.filter { $0.value.deadline.map { $0 <= UInt64(now) } ?? false }
@@ -191,53 +143,4 @@ extension RoomHost {
         flushOutbox()
     }
 
-    // MARK: Inbound
-
-    func received(_ message: WebSocketMessage) {
-        drive(.messageReceived)
-        let push: ServerPush
-        do {
-            push = try ServerPush.decode(JSON.parse(message.bytes)).get()
-        } catch {
-            emit(.throwError(domain: "protocol", code: (error as? ProtocolError)?.code ?? .malformed,
-                             message: "unreadable message from the server: \(error)"), room: nil)
-            return
-        }
-        switch push {
-        case .reply(let id, let result):
-            guard let request = pending.removeValue(forKey: id) else { return }
-            request.completion(result.mapError { RoomError(code: $0.code, message: $0.message) })
-        case .pong:
-            break
-        case .error(let error, _):
-            emit(.throwError(domain: "server", code: error.code, message: error.message), room: nil)
-        case .kicked(let roomID, let code, let reason):
-            guard let driver = drivers[roomID] else { return }
-            run(.kicked(code, reason), on: driver)
-        case .tokenWillExpire(let roomID, let remaining):
-            guard let driver = drivers[roomID] else { return }
-            emit(.tokenWillExpire(room: roomID, remaining: remaining), room: driver.room)
-            renewAutomatically(driver)
-        case .room(let roomPush):
-            guard let driver = drivers[roomPush.room] else { return }
-            apply(roomPush, driver: driver)
-        }
-    }
-
-    private func renewAutomatically(_ driver: SessionDriver) {
-        guard let provider = tokenProvider else { return }
-        let roomID = driver.room.id
-        let user = driver.user.id
-        Task { [self] in
-            do {
-                let token = try await provider.token(room: roomID, user: user)
-                try await renewToken(roomID, token: token)
-            } catch {
-                loop.execute { [self] in
-                    emit(.throwError(domain: "token", code: (error as? RoomError)?.code ?? .tokenInvalid,
-                                     message: "could not renew the token of \(roomID): \(error)"), room: nil)
-                }
-            }
-        }
-    }
 }

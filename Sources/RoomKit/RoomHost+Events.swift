@@ -7,7 +7,9 @@ extension RoomHost {
     /// stream subscribers, then the host delegates, the common callbacks, the
     /// room's delegate and magix listeners on the callback queue (or the loop).
     func emit(_ event: RoomEvent, room: Room?) {
+        let started = metrics.clock()
         broadcaster.yield(event)
+        metrics.raised(event, since: started)
         let (hostDelegates, common) = callbacks.listeners
         let roomDelegate = room?.delegate
         let listeners: [@Sendable (MagixEvent) -> Void]

@@ -1,3 +1,4 @@
+import RoomKitLoop
 import RoomKitProtocol
 
 extension RoomContent: RoomContentModel {}
@@ -8,14 +9,14 @@ extension RoomHost {
     /// is not newer than the last one seen is a duplicate and is dropped
     /// (exactly once across resumes). Own events (possible only in a resume
     /// replay) update the cache without callbacks.
-    func apply(_ push: RoomPush, driver: SessionDriver) {
-        guard push.seq > driver.lastSeq else { return }
-        driver.lastSeq = push.seq
-        cursorChanged(driver)
-        let replayed = push.seq <= driver.replayUntil
+    func apply(_ push: RoomPush, record: SessionRecord) {
+        guard push.seq > record.lastSeq else { return }
+        record.lastSeq = push.seq
+        cursorChanged(record)
+        let replayed = push.seq <= record.replayUntil
         applyingReplay = replayed
         defer { applyingReplay = false }
-        let room = driver.room
+        let room = record.room
         let me = room.memberId
         var outcome: Result<RoomChange, ProtocolError> = .success(RoomChange())
         room.update { content in
@@ -70,7 +71,7 @@ extension RoomHost {
             emit(.roomStateModified(room: room.id, from: nil, diff: diff), room: room)
 
         case .streamUpdate(let type, let streams):
-            let others = streams.filter { $0.userId != driver.user.id }
+            let others = streams.filter { $0.userId != record.user.id }
             if !others.isEmpty {
                 emit(.streamUpdate(room: room.id, type: type, streams: others), room: room)
             }
@@ -85,6 +86,45 @@ extension RoomHost {
             emit(.magix(MagixEvent(room: room.id, seq: push.seq, from: from, event: event, payload: payload,
                                    replayed: replayed)),
                  room: room)
+        }
+    }
+}
+
+// Everything the server sends arrives here, decoded once (ServerPush).
+extension RoomHost {
+
+    func received(_ message: WebSocketMessage) {
+        drive(.messageReceived)
+        let push: ServerPush
+        do {
+            push = try ServerPush.decode(JSON.parse(message.bytes)).get()
+        } catch {
+            emit(.throwError(domain: "protocol", code: (error as? ProtocolError)?.code ?? .malformed,
+                             message: "unreadable message from the server: \(error)"), room: nil)
+            return
+        }
+        switch push {
+        case .reply(let id, let result):
+            guard let request = pending.removeValue(forKey: id) else { return }
+            request.completion(result.mapError { failure in
+                var error = RoomError(code: failure.code, message: failure.message)
+                error.currentFence = failure.currentFence
+                return error
+            })
+        case .pong:
+            break
+        case .error(let error, _):
+            emit(.throwError(domain: "server", code: error.code, message: error.message), room: nil)
+        case .kicked(let roomID, let code, let reason):
+            guard let record = sessions[roomID] else { return }
+            run(.kicked(code, reason), on: record)
+        case .tokenWillExpire(let roomID, let remaining):
+            guard let record = sessions[roomID] else { return }
+            emit(.tokenWillExpire(room: roomID, remaining: remaining), room: record.room)
+            renewAutomatically(record)
+        case .room(let roomPush):
+            guard let record = sessions[roomPush.room] else { return }
+            apply(roomPush, record: record)
         }
     }
 }

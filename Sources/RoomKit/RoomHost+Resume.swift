@@ -43,20 +43,20 @@ public struct ResyncEvent: Sendable, Hashable {
 
 extension RoomHost {
     /// Before a login: takes the stored cursor of the room, if it belongs to
-    /// `driver.user`, so the login resumes it. The cache shows the stored
+    /// `record.user`, so the login resumes it. The cache shows the stored
     /// room until the reply arrives. Loop thread only.
-    func restoreCursor(_ driver: SessionDriver) {
-        guard let store = configuration.sessionStore, driver.session == nil,
-              let cursor = store.cursor(room: driver.room.id) else { return }
-        guard cursor.user.id == driver.user.id else {
+    func restoreCursor(_ record: SessionRecord) {
+        guard let store = configuration.sessionStore, record.session == nil,
+              let cursor = store.cursor(room: record.room.id) else { return }
+        guard cursor.user.id == record.user.id else {
             logger.info("stored session belongs to another user; logging in fresh",
-                        metadata: ["room": "\(driver.room.id)", "stored": "\(cursor.user.id)"])
-            store.save(SessionStoreChanges(removed: [driver.room.id]))
+                        metadata: ["room": "\(record.room.id)", "stored": "\(cursor.user.id)"])
+            store.save(SessionStoreChanges(removed: [record.room.id]))
             return
         }
-        driver.restored = cursor
-        driver.lastSeq = cursor.seq
-        driver.room.update { content in
+        record.restored = cursor
+        record.lastSeq = cursor.seq
+        record.room.update { content in
             content.state = cursor.snapshot.state
             content.members = cursor.snapshot.members
             content.streams = cursor.snapshot.streams
@@ -65,29 +65,29 @@ extension RoomHost {
             content.seq = cursor.seq
             content.writable = cursor.writable
         }
-        logger.debug("resuming a stored session", metadata: ["room": "\(driver.room.id)", "seq": "\(cursor.seq)"])
+        logger.debug("resuming a stored session", metadata: ["room": "\(record.room.id)", "seq": "\(cursor.seq)"])
     }
 
     /// A stored resume was refused: log in fresh, and report the gap when
     /// that login succeeds. Loop thread only.
-    func abandonRestoredCursor(_ driver: SessionDriver, _ error: RoomError) {
-        guard let cursor = driver.restored else { return }
+    func abandonRestoredCursor(_ record: SessionRecord, _ error: RoomError) {
+        guard let cursor = record.restored else { return }
         logger.info("stored session not resumable; logging in fresh",
-                    metadata: ["room": "\(driver.room.id)", "code": "\(error.code.rawValue)"])
-        driver.restored = nil
-        driver.pendingResync = (.resumeRefused, cursor.seq)
-        transmitLogin(driver, resume: false)
+                    metadata: ["room": "\(record.room.id)", "code": "\(error.code.rawValue)"])
+        record.restored = nil
+        record.pendingResync = (.resumeRefused, cursor.seq)
+        transmitLogin(record, resume: false)
     }
 
-    /// Records that `driver`'s cursor changed; the store hears of it once,
+    /// Records that `record`'s cursor changed; the store hears of it once,
     /// at the end of this loop turn. Loop thread only.
-    func cursorChanged(_ driver: SessionDriver) {
-        guard !driver.cursorDirty, configuration.sessionStore != nil else { return }
+    func cursorChanged(_ record: SessionRecord) {
+        guard !record.cursorDirty, configuration.sessionStore != nil else { return }
         if dirtyCursors.isEmpty {
             if !loop.execute({ [self] in flushCursors() }) { return }
         }
-        driver.cursorDirty = true
-        dirtyCursors.append(driver)
+        record.cursorDirty = true
+        dirtyCursors.append(record)
     }
 
     /// Hands every cursor changed so far to the `SessionStore` now, in one
@@ -104,17 +104,17 @@ extension RoomHost {
     func flushCursors() {
         guard let store = configuration.sessionStore, !dirtyCursors.isEmpty else { return }
         var changes = SessionStoreChanges()
-        for driver in dirtyCursors {
-            driver.cursorDirty = false
-            let id = driver.room.id
-            guard let session = driver.session, driver.machine.isLoggedIn else {
+        for record in dirtyCursors {
+            record.cursorDirty = false
+            let id = record.room.id
+            guard let session = record.session, record.machine.isLoggedIn else {
                 changes.removed.append(id)
                 continue
             }
-            let content = driver.room.content
+            let content = record.room.content
             guard let memberId = content.memberId else { continue }
             changes.updated.append(SessionCursor(
-                room: id, session: session, memberId: memberId, seq: driver.lastSeq, user: driver.user,
+                room: id, session: session, memberId: memberId, seq: record.lastSeq, user: record.user,
                 writable: content.writable,
                 snapshot: RoomSnapshot(state: content.state, members: content.members, streams: content.streams,
                                        extraInfo: content.extraInfo)))
@@ -123,13 +123,13 @@ extension RoomHost {
         store.save(changes)
     }
 
-    /// Raises `resync` for `driver`'s room.
-    func emitResync(_ driver: SessionDriver, _ reason: ResyncReason, lastApplied: Int64, resumedAt: Int64?) {
+    /// Raises `resync` for `record`'s room.
+    func emitResync(_ record: SessionRecord, _ reason: ResyncReason, lastApplied: Int64, resumedAt: Int64?) {
         logger.info("room continuity broke", metadata: [
-            "room": "\(driver.room.id)", "reason": "\(reason.rawValue)", "lastAppliedSeq": "\(lastApplied)",
+            "room": "\(record.room.id)", "reason": "\(reason.rawValue)", "lastAppliedSeq": "\(lastApplied)",
             "resumedAtSeq": "\(resumedAt.map(String.init) ?? "-")",
         ])
-        emit(.resync(ResyncEvent(room: driver.room.id, reason: reason, lastAppliedSeq: lastApplied, resumedAtSeq: resumedAt)),
-             room: driver.room)
+        emit(.resync(ResyncEvent(room: record.room.id, reason: reason, lastAppliedSeq: lastApplied, resumedAtSeq: resumedAt)),
+             room: record.room)
     }
 }

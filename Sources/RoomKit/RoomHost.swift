@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import CoreMetrics
 import Logging
 import RoomKitLoop
 import RoomKitProtocol
@@ -24,9 +25,19 @@ public struct RoomHostConfiguration: Sendable {
     public var requestTimeout: Duration = .seconds(15)
     /// Client-side pacing, a little under the server's per-connection limit
     /// (200 burst, 200/s), so a burst of logins or of resumes after a restart
-    /// is admitted at a bounded rate and never trips 1009004.
+    /// is admitted at a bounded rate and never trips 1009004. Used only when
+    /// the server does not advertise the connection's bucket in its hello
+    /// reply; one that does is paced at 95% of its refill rate and 75% of
+    /// its burst (docs/PROTOCOL.md "Service connections").
     public var requestsPerSecond = 190.0
     public var requestBurst = 150.0
+    /// Whether to pace to the bucket the server's hello advertises (true,
+    /// the default) or always to `requestsPerSecond` / `requestBurst`.
+    public var adoptsAdvertisedPacing = true
+    /// A token with role `service`, sent in `hello`: the server then gives
+    /// the connection its larger service request bucket, for a bot in
+    /// thousands of rooms on one connection. nil: an ordinary connection.
+    public var serviceToken: String?
     /// Timer granularity of the engine (deadlines, pings, pacing).
     public var tick: Duration = .milliseconds(20)
     /// Sent in `hello`.
@@ -39,6 +50,11 @@ public struct RoomHostConfiguration: Sendable {
     /// the host saves every changed cursor once per loop turn. Nil (the
     /// default): every `loginRoom` of a new host is a fresh login.
     public var sessionStore: (any SessionStore)?
+    /// Where the host reports its metrics (swift-metrics): sessions by
+    /// reason, reconnects, events, dispatch latency (`RoomHostMetrics`).
+    /// Nil (the default): the process-wide `MetricsSystem.factory`, a no-op
+    /// until the app bootstraps a backend such as swift-prometheus.
+    public var metricsFactory: (any MetricsFactory)?
 
     public init(serverURL: String) {
         self.serverURL = serverURL
@@ -61,6 +77,8 @@ public final class RoomHost: @unchecked Sendable {
     let url: WebSocketURL
     let tokenProvider: (any TokenProvider)?
     let callbackQueue: DispatchQueue?
+    /// swift-metrics instruments (RoomHost+Metrics.swift).
+    let metrics: RoomHostMetrics
     /// Observers and event streams.
     let broadcaster = EventBroadcaster<RoomEvent>()
     /// Delegates, common callbacks and the URL chain (RoomHost+Callbacks.swift).
@@ -73,17 +91,19 @@ public final class RoomHost: @unchecked Sendable {
     var client: WebSocketClient?
     var connection: WebSocketConnection?
     var link: ConnectionMachine
-    var drivers: [String: SessionDriver] = [:]
+    var sessions: [String: SessionRecord] = [:]
     var pending: [Int64: PendingRequest] = [:]
     var outbox: [(id: Int64, frame: WebSocketFrame)] = []
     var outboxHead = 0
     var nextRequestID: Int64 = 1
     var bucket: Double
     var lastRefill: UInt64 = 0
+    /// Pacing in force: the configuration's until a hello reply advertises the bucket.
+    var pacing: (burst: Double, perSecond: Double)
     var deadlines = DeadlineQueue<String>()
     var ticker: LoopTimer?
     /// Sessions whose cursor changed this loop turn (see `flushCursors`).
-    var dirtyCursors: [SessionDriver] = []
+    var dirtyCursors: [SessionRecord] = []
     /// Whether the push being applied belongs to a resume's replay.
     var applyingReplay = false
     var isShutDown = false
@@ -99,9 +119,11 @@ public final class RoomHost: @unchecked Sendable {
         self.callbackQueue = callbackQueue
         url = try WebSocketURL(configuration.serverURL)
         link = ConnectionMachine(
-            backoff: .init(first: configuration.backoffFirst.ms, cap: configuration.backoffCap.ms),
-            livenessOverride: configuration.livenessTimeout?.ms)
+            backoff: .init(first: configuration.backoffFirst.milliseconds, cap: configuration.backoffCap.milliseconds),
+            livenessOverride: configuration.livenessTimeout?.milliseconds)
         bucket = configuration.requestBurst
+        metrics = RoomHostMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
+        pacing = (configuration.requestBurst, configuration.requestsPerSecond)
     }
 
     /// Registers the custom global state type (the seed's
@@ -164,9 +186,12 @@ public final class RoomHost: @unchecked Sendable {
     /// token, 1002053 timeout, or the server's code). With no `token`,
     /// `tokenProvider` (else the host's token provider) supplies one; when
     /// none can be had, the room reports `LOGINING` then `LOGIN_FAILED` 1002033.
+    /// A `fence` (fleets, docs/FLEET.md) goes with this login and every
+    /// resume of its session; a stale one fails with 1009008 and the server's
+    /// fence in `RoomError.currentFence`.
     @discardableResult
     public func loginRoom(_ roomID: String, user: LoginUser, token: String? = nil, tokenProvider: (any TokenProvider)? = nil,
-                          writable: Bool = true, delegate: (any RoomDelegate)? = nil) async throws -> Room {
+                          writable: Bool = true, fence: Int64? = nil, delegate: (any RoomDelegate)? = nil) async throws -> Room {
         guard RoomID.isValid(roomID) else {
             throw RoomError(code: .invalidArgument, message: "invalid room ID '\(roomID)'", reason: .loginFailed)
         }
@@ -182,7 +207,7 @@ public final class RoomHost: @unchecked Sendable {
             let accepted = loop.execute { [self] in
                 switch resolved {
                 case .success(let token):
-                    startLogin(roomID, user: user, token: token, writable: writable, continuation: continuation)
+                    startLogin(roomID, user: user, token: token, writable: writable, fence: fence, continuation: continuation)
                 case .failure(let error):
                     startImpossibleLogin(roomID, user: user, writable: writable, error: error, continuation: continuation)
                 }
@@ -205,7 +230,7 @@ public final class RoomHost: @unchecked Sendable {
     @discardableResult
     public func logoutRoom() async -> [String] {
         let rooms = (try? await loop.submit { [self] in
-            drivers.values.filter { $0.machine.isLoggedIn }.map(\.room.id)
+            sessions.values.filter { $0.machine.isLoggedIn }.map(\.room.id)
         }) ?? []
         await withTaskGroup(of: Void.self) { group in
             for room in rooms {
@@ -227,7 +252,7 @@ public final class RoomHost: @unchecked Sendable {
     public func switchRoom(from: String, to: String, token: String? = nil, tokenProvider: (any TokenProvider)? = nil,
                            delegate: (any RoomDelegate)? = nil) async throws -> Room {
         let (user, targetJoined) = try await loop.submit { [self] in
-            (drivers[from].flatMap { $0.machine.isLoggedIn ? $0.user : nil }, drivers[to]?.machine.isLoggedIn ?? false)
+            (sessions[from].flatMap { $0.machine.isLoggedIn ? $0.user : nil }, sessions[to]?.machine.isLoggedIn ?? false)
         }
         guard let user else {
             try await logoutRoom(from)  // reports LOGOUT_FAILED 1002002 and throws
@@ -242,19 +267,6 @@ public final class RoomHost: @unchecked Sendable {
         let token = try await resolveToken(token, room: to, user: user.id, provider: tokenProvider)
         try await logoutRoom(from)
         return try await loginRoom(to, user: user, token: token, delegate: delegate ?? room(from)?.delegate)
-    }
-
-    /// Replaces the room's token. The new token's role applies (a reader
-    /// role makes the session read-only). A rejected token throws 1002033 and
-    /// the old one stays.
-    public func renewToken(_ roomID: String, token: String) async throws {
-        let fields = try await requestFields(.renewToken(token: token), room: roomID)
-        try await loop.submit { [self] in
-            guard let driver = drivers[roomID] else { return }
-            driver.token = token
-            if let expiresAt = fields["expiresAt"]?.int64Value { driver.tokenExpiresAt = expiresAt }
-            if let writable = fields["writable"]?.boolValue { setWritable(writable, driver: driver) }
-        }
     }
 
     /// Logs out of every room, closes the connection, and ends every event stream.
@@ -296,7 +308,7 @@ public final class RoomHost: @unchecked Sendable {
     func requestFields(_ request: ClientRequest, room: String) async throws -> [String: JSON] {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[String: JSON], any Error>) in
             let accepted = loop.execute { [self] in
-                guard let driver = drivers[room], driver.machine.state == .active else {
+                guard let record = sessions[room], record.machine.state == .active else {
                     return continuation.resume(throwing: RoomError(code: .roomNotLoggedIn, message: "not logged in to \(room)"))
                 }
                 guard link.isReady else {
@@ -305,7 +317,7 @@ public final class RoomHost: @unchecked Sendable {
                 send(request, room: room, timeout: true) { [self] result in
                     switch result {
                     case .success(let fields):
-                        applyOwn(request, reply: fields, driver: driver)
+                        applyOwn(request, reply: fields, record: record)
                         continuation.resume(returning: fields)
                     case .failure(let error):
                         continuation.resume(throwing: error)
@@ -324,13 +336,6 @@ struct PendingRequest {
     let completion: (Result<[String: JSON], RoomError>) -> Void
 }
 
-extension Duration {
-    /// Whole milliseconds.
-    var ms: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}
 
 extension RoomHost {
     /// Drops the shared connection as a network failure would (no close

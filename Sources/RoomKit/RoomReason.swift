@@ -50,6 +50,9 @@ public struct RoomError: Error, Hashable, Sendable, CustomStringConvertible {
     public let message: String
     /// The room state reason reported with this error, when there is one.
     public let reason: RoomReason?
+    /// With 1009008 (stale fence): the server's current fence for the room
+    /// and user, so a fleet can move its counter past it (docs/FLEET.md).
+    public var currentFence: Int64?
 
     public init(code: ErrorCode, message: String, reason: RoomReason? = nil) {
         self.code = code

@@ -2,7 +2,7 @@ import RoomKitProtocol
 
 /// The lifecycle of one room session as a value with no I/O: it takes an
 /// input and the current time (ms on a monotonic clock) and returns the
-/// actions the driver must perform. The seed's rules (login timeout, the
+/// actions the host must perform. The seed's rules (login timeout, the
 /// reconnect window, kicks, logout) live here and are unit-tested with an
 /// injected clock.
 public struct RoomSessionMachine: Sendable, Hashable {
@@ -44,7 +44,7 @@ public struct RoomSessionMachine: Sendable, Hashable {
         case deadlinePassed
     }
 
-    /// What the driver must do, in order.
+    /// What the host must do, in order.
     public enum Action: Sendable, Hashable {
         /// Send `login`; `resume` when continuing a session.
         case sendLogin(resume: Bool)
@@ -117,7 +117,7 @@ public struct RoomSessionMachine: Sendable, Hashable {
             if connectionReady { actions.append(.sendLogin(resume: false)) }
             return actions
         case .logining, .active, .reconnecting, .disconnecting:
-            return []  // the driver refuses a second login before asking
+            return []  // the host refuses a second login before asking
         }
     }
 
@@ -212,7 +212,7 @@ public struct RoomSessionMachine: Sendable, Hashable {
                 // the server's refusal travels as the cause.
                 return fail(.reconnectFailed, .timedOut, message, cause: code)
             }
-            // Transient (rate limit, server error): the driver retries on the next connection.
+            // Transient (rate limit, server error): the host retries on the next connection.
             state = .reconnecting(sent: false, deadline: deadline)
             return []
         case .idle, .active, .disconnecting:
@@ -267,7 +267,7 @@ public struct RoomSessionMachine: Sendable, Hashable {
             // Logout during backoff stops the retries at once.
             return [.cancelDeadline] + loggedOut()
         case .idle, .disconnecting:
-            return []  // LOGOUT_FAILED / a logout already under way: the driver answers
+            return []  // LOGOUT_FAILED / a logout already under way: the host answers
         }
     }
 

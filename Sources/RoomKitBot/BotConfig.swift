@@ -57,6 +57,8 @@ public struct BotConfig: Sendable {
     public var events: String?
     public var loginTimeout: Duration
     public var reconnectWindow: Duration
+    /// Fleet mode (docs/FLEET.md): the hosts share the room set through Redis.
+    public var fleet: FleetConfig?
     /// The bot's store (SQLite, `BotStore`): the room set, every session's
     /// cursor. Default: `<config name>.state.sqlite` beside the config.
     public var stateFile: String
@@ -92,7 +94,7 @@ public struct BotConfig: Sendable {
             throw ConfigErrors(errors: [ConfigError(file: file, field: "", problem: "must be a JSON object")])
         }
         let known: Set<String> = ["server", "user", "auth", "rooms", "manifest", "control", "controlToken", "events",
-                                  "loginTimeout", "reconnectWindow", "state", "tls"]
+                                  "loginTimeout", "reconnectWindow", "state", "tls", "fleet"]
         for key in root.keys.sorted() where !known.contains(key) { fail(key, "unknown field") }
 
         let server = root["server"]?.stringValue ?? ""
@@ -190,8 +192,10 @@ public struct BotConfig: Sendable {
             else { fail("state", "must be a path") }
         }
         let tls = Self.parseTLS(root["tls"], server: server, resolve: resolve, fail: fail)
+        let fleet = root["fleet"].flatMap { FleetConfig.parse($0, fail: fail) }
         if !errors.isEmpty { throw ConfigErrors(errors: errors) }
         self.tls = tls
+        self.fleet = fleet
         self.path = path
         self.server = server
         self.user = user

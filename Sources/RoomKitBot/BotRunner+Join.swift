@@ -11,8 +11,8 @@ extension BotRunner {
     /// Each attempt is a real login: LOGINING, then LOGINED or LOGIN_FAILED.
     func join(_ room: String) async {
         let configuration = host.configuration
-        let backoff = ConnectionMachine.Backoff(first: Self.milliseconds(configuration.backoffFirst),
-                                                cap: Self.milliseconds(configuration.backoffCap))
+        let backoff = ConnectionMachine.Backoff(first: configuration.backoffFirst.milliseconds,
+                                                cap: configuration.backoffCap.milliseconds)
         let clock = ContinuousClock()
         let giveUp = clock.now + configuration.reconnectWindow
         var attempt = 0
@@ -69,8 +69,4 @@ extension BotRunner {
         }
     }
 
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
 }

@@ -39,6 +39,8 @@ public final class BotRunner: @unchecked Sendable {
     let phase = LockedValue(BotLifecycle.initial)
     /// The first logins (and their retries), cancelled by `stop()`.
     let joining = LockedValue<Task<Void, Never>?>(nil)
+    /// Fleet mode's coordinator (docs/FLEET.md); nil for a standalone bot.
+    let fleet: FleetCoordinator?
     private var control: ControlAPI?
     private var manifest: PluginManifest?
 
@@ -102,7 +104,9 @@ public final class BotRunner: @unchecked Sendable {
         hostConfiguration.reconnectWindow = config.reconnectWindow
         hostConfiguration.transport.tlsCAFile = config.tls?.caFile
         hostConfiguration.transport.tlsServerName = config.tls?.serverName
-        hostConfiguration.sessionStore = store
+        // A fleet host resumes from the cursors in Redis, not from its own file.
+        let fleetStore = config.fleet.map { _ in FleetSessionStore() }
+        hostConfiguration.sessionStore = fleetStore ?? store
         host = try RoomHost(loop: loop, configuration: hostConfiguration, logger: logger,
                             tokenProvider: tokens.canRenew ? tokens : nil)
         let events = self.events
@@ -112,6 +116,12 @@ public final class BotRunner: @unchecked Sendable {
             events.write("plugin", fields)
         }
         metrics = BotMetrics()
+        if let fleetConfig = config.fleet, let fleetStore {
+            fleet = FleetCoordinator(config: fleetConfig, server: config.server, loop: loop, host: host, user: config.user, tokens: tokens,
+                                     store: fleetStore, metrics: FleetMetrics(registry: metrics.registry), logger: logger)
+        } else {
+            fleet = nil
+        }
         configurePluginPlatform()
         let saveCursors: @Sendable () -> Void = { [host] in host.saveSessionCursorsNow() }
         host.addObserver { [weak self, host, loop, store, events, metrics] event in
@@ -161,6 +171,17 @@ public final class BotRunner: @unchecked Sendable {
     /// task ends when every room has an outcome; `stop()` cancels it.
     @discardableResult
     public func startJoining() -> Task<Void, Never> {
+        if let fleet {
+            // The fleet decides which rooms this host joins (FleetCoordinator).
+            let rooms = config.rooms
+            do {
+                try loop.runAndWait { try fleet.start(configRooms: rooms) }
+            } catch {
+                logger.error("fleet mode did not start", metadata: ["error": "\(error)"])
+            }
+            phase.withLock { if $0 == .starting { $0 = .running } }
+            return Task {}
+        }
         let rooms = targetRooms
         let task = Task { [self] in
             await withTaskGroup(of: Void.self) { group in
@@ -187,6 +208,11 @@ public final class BotRunner: @unchecked Sendable {
     /// event log is flushed.
     public func stop() async {
         phase.withLock { $0 = .stopping }
+        if let fleet {
+            // A fleet host drains first: it hands its shards back (docs/FLEET.md).
+            await fleet.drain()
+            try? loop.runAndWait { fleet.close() }
+        }
         if let pending = joining.withLock({ $0 }) {
             pending.cancel()
             await drain(pending)

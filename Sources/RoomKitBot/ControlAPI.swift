@@ -110,6 +110,8 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
                 return (200, ["rooms": .array(rooms.map(JSON.string))])
             case ("POST", let p) where p.count == 4 && p[0] == "v1" && p[1] == "rooms":
                 return try await roomAction(p[3], room: p[2], body: request.body, runner: runner)
+            case (_, let p) where p.count >= 2 && p[0] == "v1" && p[1] == "fleet":
+                return await FleetControl.route(request.method, Array(p.dropFirst(2)), body: request.body, runner: runner)
             default:
                 return (404, error(.invalidArgument, "no such endpoint: \(request.method) \(request.path)"))
             }

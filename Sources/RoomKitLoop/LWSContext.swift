@@ -70,6 +70,11 @@ final class LWSContext: @unchecked Sendable {
         /// The client TLS context lws makes for a context with TLS on; we
         /// make it instead (see `roomkit_client_ssl_ctx_new`).
         var clientTLS: ClientTLS = .none
+        /// Bytes lws reads from one socket per service of it (its per-thread
+        /// `pt_serv_buf_size`); 0 keeps lws's 4096. A server raises it so one
+        /// loop turn takes in a whole burst of pipelined requests, not 4 KiB
+        /// of it (roomd's group commit then writes them in one transaction).
+        var serviceBufferSize = 0
     }
 
     enum ClientTLS {
@@ -116,6 +121,7 @@ final class LWSContext: @unchecked Sendable {
         info.ssl_cert_filepath = options.tlsCertificateFile.map { UnsafePointer(cString($0)) }
         info.ssl_private_key_filepath = options.tlsKeyFile.map { UnsafePointer(cString($0)) }
         info.timeout_secs = 20
+        if options.serviceBufferSize > 0 { info.pt_serv_buf_size = UInt32(options.serviceBufferSize) }
         if options.clientTLS != .none {
             var caLoaded: Int32 = 1
             let trust: Int32 = options.clientTLS == .trustStore ? 1 : 0

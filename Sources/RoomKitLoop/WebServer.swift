@@ -93,7 +93,8 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
             protocols: protocols,
             tlsCertificateFile: configuration.tlsCertificateFile,
             tlsKeyFile: configuration.tlsKeyFile,
-            clientTLS: tls ? .unused : .none))
+            clientTLS: tls ? .unused : .none,
+            serviceBufferSize: 256 << 10))
         self.context = context
         guard let lwsContext = context.context, let vhost = lws_get_vhost_by_name(lwsContext, "default") else {
             context.destroy()

@@ -84,9 +84,13 @@ public final class WebSocketConnection: TransportPeer, @unchecked Sendable {
             return true
         }
         guard state == .open || state == .connecting, closeRequest == nil else { return false }
+        let wasIdle = outboundHead == outbound.count
         outbound.append(frame)
         bufferedAmount += frame.count
-        if state == .open, let wsi {
+        // A non-empty queue already has a writable callback coming (asked
+        // for when it stopped being empty, or by a partial write), so one
+        // request per burst, not per frame (fan-out queues many per turn).
+        if wasIdle, state == .open, let wsi {
             lws_callback_on_writable(wsi)
         }
         return true
@@ -151,6 +155,17 @@ public final class WebSocketConnection: TransportPeer, @unchecked Sendable {
         }
     }
 
+    /// Sets or clears `TCP_CORK` on the connection's socket; false if it could not.
+    private static func cork(_ wsi: OpaquePointer, _ on: Bool) -> Bool {
+        let fd = lws_get_socket_fd(wsi)
+        guard fd >= 0 else { return false }
+        var value: Int32 = on ? 1 : 0
+        return setsockopt(fd, Int32(IPPROTO_TCP), tcpCork, &value, socklen_t(MemoryLayout<Int32>.size)) == 0
+    }
+
+    /// `TCP_CORK` of <netinet/tcp.h> (Linux), which Swift's Glibc module does not export.
+    private static let tcpCork: Int32 = 3
+
     /// Handles a chunk of an incoming message; returns -1 to make lws close.
     func didReceive(_ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
         guard let wsi else { return -1 }
@@ -184,8 +199,17 @@ public final class WebSocketConnection: TransportPeer, @unchecked Sendable {
     }
 
     /// Writes as much of the queue as the socket takes; returns -1 to close.
+    ///
+    /// Several queued frames go out corked (`TCP_CORK`): the kernel packs
+    /// them into as few segments as fit instead of sending one per frame, and
+    /// the last one leaves when the cork is pulled at the end. Between frames
+    /// only `lws_partial_buffered` is checked (no syscall), as lws asks; a
+    /// full socket makes the write partial, lws keeps the rest, and the queue
+    /// waits for the next writable callback.
     func didBecomeWritable() -> Int32 {
         guard let wsi else { return -1 }
+        let corked = outbound.count - outboundHead > 1 && Self.cork(wsi, true)
+        defer { if corked { _ = Self.cork(wsi, false) } }
         while outboundHead < outbound.count {
             let frame = outbound[outboundHead]
             let protocolFlag = frame.isBinary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT
@@ -197,7 +221,7 @@ public final class WebSocketConnection: TransportPeer, @unchecked Sendable {
             outbound[outboundHead] = Self.emptyFrame
             outboundHead += 1
             bufferedAmount -= frame.count
-            if outboundHead < outbound.count && lws_send_pipe_choked(wsi) != 0 {
+            if outboundHead < outbound.count && lws_partial_buffered(wsi) != 0 {
                 lws_callback_on_writable(wsi)
                 return 0
             }

@@ -156,7 +156,7 @@ public struct PluginHost: @unchecked Sendable {
     public func setTimer(after delay: Duration, repeating interval: Duration? = nil,
                          _ body: @escaping @Sendable () -> Void) -> UInt64 {
         let user = Unmanaged.passUnretained(box).toOpaque()
-        let id = api.pointee.set_timer?(api.pointee.context, delay.wholeMilliseconds, interval?.wholeMilliseconds ?? 0, { user, id in
+        let id = api.pointee.set_timer?(api.pointee.context, UInt64(delay.milliseconds), UInt64(interval?.milliseconds ?? 0), { user, id in
             guard let user else { return }
             Unmanaged<PluginBox>.fromOpaque(user).takeUnretainedValue().fireTimer(id)
         }, user) ?? 0
@@ -188,12 +188,6 @@ final class PluginBox: @unchecked Sendable {
     }
 }
 
-extension Duration {
-    var wholeMilliseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        return UInt64(max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
-    }
-}
 
 func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
     guard let string else { return body(nil) }

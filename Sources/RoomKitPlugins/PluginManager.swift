@@ -1,3 +1,4 @@
+import CoreMetrics
 import RoomKitLoop
 import CRoomKitPluginABI
 import Dispatch
@@ -37,6 +38,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     // except `turnBatch`, which only the loop thread touches (dispatch, flush).
 
     public let host: RoomHost
+    private let metricsFactory: any MetricsFactory
     let logger: Logger
     let runtimes = LockedValue<[PluginRuntime]>([])
     /// ABI 1.1: storage, room login, live configs, reload holds (PluginManager+Platform.swift).
@@ -61,9 +63,12 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// The manager owns its host, not the other way round: keep a reference
     /// to the manager for as long as its plugins should see events and
     /// rewrite URLs (a dropped manager's plugins simply stop being called).
-    public init(host: RoomHost, logger: Logger = Logger(label: "roomkit.plugins"),
+    /// `metricsFactory` receives each plugin's calls, failures and call
+    /// latency (`roomkit_plugin_*`; nil: the process-wide `MetricsSystem.factory`).
+    public init(host: RoomHost, logger: Logger = Logger(label: "roomkit.plugins"), metricsFactory: (any MetricsFactory)? = nil,
                 onStatus: @escaping @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void = { _, _, _ in }) {
         self.host = host
+        self.metricsFactory = metricsFactory ?? MetricsSystem.factory
         self.logger = logger
         listener = onStatus
         // Weakly: the manager owns the host, so the host holding it strongly
@@ -111,7 +116,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             noteFailure(spec, error.description)
             throw error
         }
-        let runtime = PluginRuntime(mapped, actions: self) { [weak self] runtime, reason in
+        let runtime = PluginRuntime(mapped, actions: self, metricsFactory: metricsFactory) { [weak self] runtime, reason in
             self?.logger.warning("plugin quarantined", metadata: ["plugin": "\(runtime.spec.name)", "reason": "\(reason)"])
             self?.listener(runtime.spec.name, .quarantined, reason)
             PluginProcess.of(runtime)?.stopAfterQuarantine()
@@ -201,7 +206,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             runtime.stop()
             let drained = DispatchSemaphore(value: 0)
             runtime.queue.async { drained.signal() }
-            let millis = Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
+            let millis = Int(wait.milliseconds)
             if drained.wait(timeout: .now() + .milliseconds(millis)) == .timedOut {
                 logger.warning("plugin did not finish its calls; leaving it", metadata: ["plugin": "\(runtime.spec.name)"])
             }

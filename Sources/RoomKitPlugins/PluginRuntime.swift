@@ -1,3 +1,4 @@
+import CoreMetrics
 import RoomKitLoop
 import CRoomKitPluginABI
 import Dispatch
@@ -57,8 +58,13 @@ final class PluginRuntime: @unchecked Sendable {
     nonisolated(unsafe) private var timerTable: [UInt64: any DispatchSourceTimer] = [:]
     private static let nextTimer = Atomic<UInt64>(0)
 
-    init(_ mapped: MappedPlugin, actions: any PluginHostActions, onQuarantine: @escaping @Sendable (PluginRuntime, String) -> Void) {
+    /// Per-plugin calls, failures and call latency (swift-metrics).
+    let metrics: PluginCallMetrics
+
+    init(_ mapped: MappedPlugin, actions: any PluginHostActions, metricsFactory: any MetricsFactory = MetricsSystem.factory,
+         onQuarantine: @escaping @Sendable (PluginRuntime, String) -> Void) {
         spec = mapped.spec
+        metrics = PluginCallMetrics(plugin: mapped.spec.name, factory: metricsFactory)
         descriptor = mapped.descriptor
         queue = DispatchQueue(label: "roomkit.plugin.\(mapped.spec.name)")
         self.actions = actions
@@ -181,6 +187,7 @@ final class PluginRuntime: @unchecked Sendable {
 
     func record(failure: String?, started: DispatchTime) {
         let elapsed = DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds
+        metrics.record(nanoseconds: elapsed, failed: failure != nil)
         let quarantined = state.withLock { counters -> String? in
             counters.calls += 1
             counters.totalNanoseconds &+= elapsed

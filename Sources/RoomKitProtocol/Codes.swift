@@ -51,6 +51,9 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let invalidArgument = ErrorCode(rawValue: 1_009_006)
     /// 1009007: already logged in to this room on this connection.
     public static let alreadyLoggedIn = ErrorCode(rawValue: 1_009_007)
+    /// 1009008: stale fence: a `login` whose `fence` is lower than the
+    /// highest this room and user have seen; the reply carries `fence`.
+    public static let staleFence = ErrorCode(rawValue: 1_009_008)
     /// 1009500: server internal error.
     public static let internalError = ErrorCode(rawValue: 1_009_500)
 
@@ -59,7 +62,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
         .success, .logoutNotLoggedIn, .tokenInvalid, .kickedDuplicateLogin,
         .connectionInterrupted, .timedOut, .kickedByAdmin, .kickedTokenExpired,
         .malformed, .unknownOp, .notPermitted, .rateLimited, .roomNotLoggedIn,
-        .invalidArgument, .alreadyLoggedIn, .internalError,
+        .invalidArgument, .alreadyLoggedIn, .staleFence, .internalError,
     ]
 
     /// The constant's name for a known code, else `nil`.
@@ -80,6 +83,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
         case 1_009_005: return "roomNotLoggedIn"
         case 1_009_006: return "invalidArgument"
         case 1_009_007: return "alreadyLoggedIn"
+        case 1_009_008: return "staleFence"
         case 1_009_500: return "internalError"
         default: return nil
         }

@@ -78,7 +78,7 @@ extension ClientEnvelope {
     private static func decodeRequest(_ op: ClientOp, _ fields: FieldReader) throws(ProtocolError) -> ClientRequest {
         switch op {
         case .hello:
-            return .hello(client: try fields.optionalString("client"))
+            return .hello(client: try fields.optionalString("client"), token: try fields.optionalString("token"))
         case .ping:
             return .ping(t: fields.members["t"] ?? .null)
         case .login:
@@ -154,13 +154,15 @@ extension ClientEnvelope {
             guard seq >= 0 else { throw .invalidArgument("resume.seq must not be negative") }
             resume = ResumePoint(session: session, seq: seq)
         }
+        let fence = try fields.optionalInteger("fence")
+        if let fence, fence < 0 { throw .invalidArgument("fence must not be negative") }
         guard UserID.isValid(userID) else { throw .invalidArgument("user.id is not a valid user ID") }
         if let name, name.utf8.count > ProtocolLimits.maxUserNameBytes {
             throw .invalidArgument("user.name is longer than 256 bytes")
         }
         return LoginRequest(
             token: token, user: LoginUser(id: userID, name: name, payload: payload),
-            writable: writable, resume: resume)
+            writable: writable, resume: resume, fence: fence)
     }
 
     private static func decodeMagix(_ fields: FieldReader) throws(ProtocolError) -> ClientRequest {

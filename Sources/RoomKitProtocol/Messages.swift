@@ -107,20 +107,28 @@ public struct LoginRequest: Sendable, Hashable {
     public var writable: Bool
     /// Present to resume an earlier session (§6).
     public var resume: ResumePoint?
+    /// The fleet's fence for this room (§6, docs/FLEET.md): the server refuses
+    /// a login whose fence is lower than the highest it has seen for this
+    /// room and user (1009008). Nil: no fence.
+    public var fence: Int64?
 
     /// Creates a login request.
-    public init(token: String, user: LoginUser, writable: Bool = true, resume: ResumePoint? = nil) {
+    public init(token: String, user: LoginUser, writable: Bool = true, resume: ResumePoint? = nil,
+                fence: Int64? = nil) {
         self.token = token
         self.user = user
         self.writable = writable
         self.resume = resume
+        self.fence = fence
     }
 }
 
 /// A decoded, validated client message (everything but `op`, `id`, `room`).
 public enum ClientRequest: Sendable, Hashable {
-    /// `hello` with the optional client name.
-    case hello(client: String?)
+    /// `hello` with the optional client name, and the optional connection
+    /// token (a `service` token: the connection gets the service request
+    /// bucket; docs/PROTOCOL.md "Service connections").
+    case hello(client: String?, token: String? = nil)
     /// `ping` with the client's clock value to echo (any JSON; `null` if absent).
     case ping(t: JSON)
     /// `login`.
@@ -181,14 +189,14 @@ public enum ClientRequest: Sendable, Hashable {
     /// The request's own wire fields (without `op`, `id`, `room`).
     public var fields: [String: JSON] {
         switch self {
-        case .hello(let client):
-            return Dictionary(dropNils: ["client": client.map(JSON.string)])
+        case .hello(let client, let token):
+            return Dictionary(dropNils: ["client": client.map(JSON.string), "token": token.map(JSON.string)])
         case .ping(let t):
             return ["t": t]
         case .login(let login):
             return Dictionary(dropNils: [
                 "token": .string(login.token), "user": login.user.json, "writable": .bool(login.writable),
-                "resume": login.resume?.json,
+                "resume": login.resume?.json, "fence": login.fence.map(JSON.int),
             ])
         case .logout:
             return [:]

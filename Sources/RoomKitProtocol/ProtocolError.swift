@@ -7,6 +7,9 @@ public struct ProtocolError: Error, Hashable, Sendable, CustomStringConvertible 
     public let code: ErrorCode
     /// A short human-readable explanation; never contains secrets.
     public let message: String
+    /// For 1009008 (stale fence) replies: the server's current fence for the
+    /// room and user (PROTOCOL.md §6). Nil otherwise.
+    public var currentFence: Int64?
 
     /// Creates an error with `code` and `message`.
     public init(code: ErrorCode, message: String) {

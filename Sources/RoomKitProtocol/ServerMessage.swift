@@ -49,13 +49,20 @@ public struct HelloReply: Sendable, Hashable {
     public var sessionRetention: Int64
     /// The largest message the server accepts, in bytes.
     public var maxMessageBytes: Int64
+    /// This connection's request bucket: its size (a burst admitted at once)
+    /// and refill per second. nil when the server does not say (then the
+    /// client paces to PROTOCOL.md §1's 200 and 200/s).
+    public var requestBurst: Double?
+    public var requestsPerSecond: Double?
 
     /// Creates hello result fields; the defaults are PROTOCOL.md's.
     public init(
         connection: String, serverTime: Int64, heartbeatInterval: Int64 = 10_000,
         heartbeatTimeout: Int64 = 90_000, sessionRetention: Int64 = 1_200_000,
-        maxMessageBytes: Int64 = 1_048_576
+        maxMessageBytes: Int64 = 1_048_576, requestBurst: Double? = nil, requestsPerSecond: Double? = nil
     ) {
+        self.requestBurst = requestBurst
+        self.requestsPerSecond = requestsPerSecond
         self.connection = connection
         self.serverTime = serverTime
         self.heartbeatInterval = heartbeatInterval
@@ -66,11 +73,14 @@ public struct HelloReply: Sendable, Hashable {
 
     /// The reply's result fields.
     public var fields: [String: JSON] {
-        [
+        var fields: [String: JSON] = [
             "connection": .string(connection), "serverTime": .int(serverTime),
             "heartbeatInterval": .int(heartbeatInterval), "heartbeatTimeout": .int(heartbeatTimeout),
             "sessionRetention": .int(sessionRetention), "maxMessageBytes": .int(maxMessageBytes),
         ]
+        if let requestBurst { fields["requestBurst"] = .double(requestBurst) }
+        if let requestsPerSecond { fields["requestsPerSecond"] = .double(requestsPerSecond) }
+        return fields
     }
 
     /// Decodes the result fields of a hello reply (client side).
@@ -82,6 +92,8 @@ public struct HelloReply: Sendable, Hashable {
         heartbeatTimeout = try fields.integer("heartbeatTimeout")
         sessionRetention = try fields.integer("sessionRetention")
         maxMessageBytes = try fields.integer("maxMessageBytes")
+        requestBurst = object["requestBurst"]?.doubleValue
+        requestsPerSecond = object["requestsPerSecond"]?.doubleValue
     }
 }
 

@@ -129,7 +129,9 @@ public enum ServerPush: Sendable, Hashable {
             let id = try fields.integer("id")
             if try fields.bool("ok") { return .reply(id: id, .success(members)) }
             let code = ErrorCode(rawValue: Int(try fields.integer("code")))
-            return .reply(id: id, .failure(ProtocolError(code: code, message: try fields.optionalString("message") ?? "")))
+            var error = ProtocolError(code: code, message: try fields.optionalString("message") ?? "")
+            error.currentFence = try fields.optionalInteger("fence")
+            return .reply(id: id, .failure(error))
         case .pong:
             return .pong(t: members["t"] ?? .null, serverTime: try fields.integer("serverTime"))
         case .kicked:

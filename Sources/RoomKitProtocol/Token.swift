@@ -10,6 +10,10 @@ public enum TokenRole: String, Sendable, Hashable, CaseIterable {
     case writer
     /// Everything a writer may, plus the server's admin API.
     case admin
+    /// Everything a writer may; sent in `hello`, it gives the connection the
+    /// server's larger service request bucket (a bot host with many rooms on
+    /// one connection; docs/PROTOCOL.md "Service connections").
+    case service
 
     /// Whether a session with this role may be writable.
     public var canWrite: Bool { self != .reader }

@@ -4,6 +4,9 @@ import RoomKitProtocol
 
 extension RoomServer {
     public func webServer(_ server: WebServer, didReceive request: HTTPRequest, responder: HTTPResponder) {
+        // Group commit: what this turn wrote is committed (and its messages
+        // sent) before an HTTP reader can see it.
+        commitPending()
         let now = wallMilliseconds()
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         do {

@@ -22,6 +22,9 @@ final class ServerMetricsExporter {
         "roomd_bytes_out_total": "Bytes queued to clients.",
         "roomd_kicks_total": "Sessions ended by a kick.",
         "roomd_auth_failures_total": "Rejected tokens.",
+        "roomd_requests_over_limit_total": "Requests refused 1009004 (over the connection's request bucket).",
+        "roomd_commits_total": "Group commits: one SQLite transaction per loop turn that wrote.",
+        "roomd_commit_failures_total": "Group commits that failed (their turn was rolled back).",
         "roomd_request_duration_seconds": "Time to handle one request message, by op (decoding excluded).",
         "roomd_append_commit_duration_seconds": "Time to commit one room event to SQLite (WAL), snapshot included.",
         "roomd_fanout_duration_seconds": "Time to queue one room event to every recipient.",
@@ -78,6 +81,9 @@ final class ServerMetricsExporter {
         carry("roomd_bytes_out_total", total: metrics.bytesOut)
         carry("roomd_kicks_total", total: metrics.kicks)
         carry("roomd_auth_failures_total", total: metrics.authFailures)
+        carry("roomd_requests_over_limit_total", total: metrics.requestsOverLimit)
+        carry("roomd_commits_total", total: metrics.commits)
+        carry("roomd_commit_failures_total", total: metrics.commitFailures)
         process.update()
         return factory.registry.emitToString()
     }

@@ -9,12 +9,17 @@ extension RoomServer {
                 guard !link.greeted else {
                     throw ProtocolError(code: .invalidArgument, message: "hello was already sent")
                 }
+                if case .hello(_, let token?) = request {
+                    try admitService(token, link: link, now: now)
+                }
                 link.greeted = true
                 let hello = HelloReply(connection: link.id, serverTime: now,
                                        heartbeatInterval: configuration.heartbeatInterval.milliseconds,
                                        heartbeatTimeout: configuration.heartbeatTimeout.milliseconds,
                                        sessionRetention: configuration.sessionRetention.milliseconds,
-                                       maxMessageBytes: Int64(configuration.maxMessageBytes))
+                                       maxMessageBytes: Int64(configuration.maxMessageBytes),
+                                       requestBurst: link.requests.limits.burst,
+                                       requestsPerSecond: link.requests.limits.perSecond)
                 return link.send(ServerMessage.reply(id: id, hello: hello))
             }
             guard let roomID else { throw ProtocolError.malformed("room is required") }
@@ -205,6 +210,9 @@ extension RoomServer {
         }
         let claims = try verify(login.token, room: roomID, user: login.user.id, now: now)
         let room = try openRoom(roomID, now: now)
+        if let fence = login.fence, !admitFence(fence, room: roomID, user: login.user.id, id: id, link: link) {
+            return
+        }
 
         // Resume of a session we still retain for this room and user.
         if let resume = login.resume, let session = room.sessions[resume.session], session.userId == login.user.id {
@@ -286,7 +294,7 @@ extension RoomServer {
         if let room = rooms[roomID] { return room }
         let room = ServerRoom(id: roomID, created: now, seq: 0, model: RoomModel())
         do {
-            try store.createRoom(roomID, created: now, snapshotBody: room.model.json)
+            try store.createRoom(roomID, created: now, snapshotBody: nil)
         } catch {
             logger.error("room not created", metadata: ["room": "\(roomID)", "error": "\(error)"])
             throw ProtocolError(code: .internalError, message: "storage failed")

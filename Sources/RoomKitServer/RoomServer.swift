@@ -11,6 +11,11 @@ struct ServerMetrics {
     var authFailures = 0
     /// Messages without `id` that arrived over the rate limit.
     var unsolicitedOverLimit = 0
+    /// Requests refused 1009004.
+    var requestsOverLimit = 0
+    /// Group commits (one per loop turn that wrote), and those that failed.
+    var commits = 0
+    var commitFailures = 0
     var eventsPerSecond = 0.0
     var lastRateSample: (at: Int64, events: Int) = (0, 0)
 }
@@ -37,6 +42,11 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     /// The admin/metrics listener (RoomServer+Admin.swift), when configured.
     var adminWeb: WebServer?
     private var sweeper: LoopTimer?
+    /// Commits the turn's transaction at the end of every loop turn.
+    var turnHook: LoopTurnHook?
+    /// What this turn sent while its transaction was open, in order: held
+    /// until it commits (RoomServer+Commit.swift). Loop thread only.
+    var held: [HeldSend] = []
     /// The server's lifecycle (Hummingbird's `Server` shape): each state
     /// carries what only it needs. Loop thread only.
     private var state = State.stopped
@@ -83,7 +93,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         startedAt = wallMilliseconds()
         store = try RoomStore(directory: configuration.dataDirectory,
                               synchronous: configuration.synchronousFull ? .full : .normal)
-        try restore()
+        try restore(now: startedAt)
         var web = WebServerConfiguration()
         web.host = configuration.host
         web.port = configuration.port
@@ -103,6 +113,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             guard let self else { return timer.cancel() }
             sweep()
         }
+        turnHook = try LoopTurnHook(loop: loop) { [weak self] in self?.commitPending() }
         loop.addShutdownHook { [weak self] in
             // The loop is going away: no time left for close handshakes.
             self?.beginStop()
@@ -152,6 +163,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
                 try? store.save(session.stored)
             }
         }
+        commitPending()
         for link in links.values {
             link.connection.close(code: 1001, reason: "server shutting down")
         }
@@ -170,6 +182,9 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             (web, completions) = (stopping, pending)
         }
         state = .stopped
+        commitPending()
+        turnHook?.cancel()
+        turnHook = nil
         web.stop()
         adminWeb?.stop()
         adminWeb = nil
@@ -179,8 +194,10 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
 
     // MARK: Restore after restart
 
-    private func restore() throws {
-        let now = startedAt
+    /// Loads rooms and sessions from storage into `rooms` (at start, and
+    /// again after a failed group commit). Sessions come back detached at
+    /// `now` unless storage says earlier.
+    func restore(now: Int64) throws {
         for stored in try store.loadRooms() {
             var model = RoomModel()
             if let snapshot = stored.snapshot {
@@ -294,7 +311,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         if let id = envelope.id {
             guard admitRequest(link, id: id, now: now) else { return }
             let started = monotonicNanoseconds()
-            handle(envelope.request, id: id, room: envelope.room, link: link, now: now)
+            handleTracked(envelope.request, id: id, room: envelope.room, link: link, now: now)
             exporter.requestTimer(envelope.request.op).recordSince(started)
         } else if admitUnsolicited(link, now: now), case .ping(let t) = envelope.request {
             link.send(ServerMessage.pong(t: t, serverTime: now))
@@ -309,6 +326,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         case .admitted:
             return true
         case .refused:
+            metrics.requestsOverLimit += 1
             link.send(ServerMessage.replyError(id: id, ProtocolError(code: .rateLimited, message: "rate limited")))
         case .overTooLong:
             link.connection.close(code: 1008, reason: "rate limit exceeded", discardQueued: true)
@@ -386,7 +404,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         for session in room.sessions.values {
             guard let link = session.link, session !== origin else { continue }
             if let allowed, !allowed.contains(session.userId) { continue }
-            link.send(frame)
+            link.send(frame, kind: .event)
         }
         exporter.fanoutLatency.recordSince(fanoutStarted)
         return seq

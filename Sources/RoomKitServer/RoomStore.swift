@@ -44,8 +44,12 @@ struct StoredRoom: Sendable {
 }
 
 /// Durable storage of rooms, events, snapshots and sessions in one SQLite
-/// database in WAL mode. Every write is committed before it returns, so an
-/// event is durable before any member is told about it.
+/// database in WAL mode.
+///
+/// Group commit (RoomStore+Batch.swift): the first write of a loop turn opens
+/// one transaction, every later write of the turn joins it, and roomd commits
+/// it at the end of the turn (`commit()`) before it sends anything that turn
+/// produced, so an event is still durable before any member is told about it.
 ///
 /// `synchronous`: `NORMAL` (default) survives a process crash (`kill -9`)
 /// without losing a committed transaction; `FULL` also survives power loss,
@@ -59,10 +63,23 @@ final class RoomStore {
         case full = "FULL"
     }
 
-    private let db: SQLiteDatabase
+    let db: SQLiteDatabase
     let directory: String
 
     private let checkpointer: WALCheckpointer
+
+    /// Whether the turn's transaction is open (a write happened since the
+    /// last `commit()`/`rollback()`). See RoomStore+Batch.swift.
+    var inTransaction = false
+    /// Writes so far (each `atomically` body, session save or delete): the
+    /// server compares it around a request to know whether the request wrote.
+    var writes = 0
+    /// Each room's newest seq appended in the turn: `rooms.seq` is written
+    /// once per room at commit, not once per event.
+    var pendingRoomSeqs: [String: Int64] = [:]
+    /// Test seam: when set, the next `commit()` fails with it (and rolls
+    /// back) instead of committing, as a full disk or an I/O error would.
+    var failNextCommit: StorageError?
 
     /// Checkpoint failures so far (each is retried).
     var checkpointFailures: Int { checkpointer.failures }
@@ -86,6 +103,10 @@ final class RoomStore {
         // reset so a burst does not leave a huge file behind.
         try db.execute("PRAGMA wal_autocheckpoint=0")
         try db.execute("PRAGMA journal_size_limit=\(64 << 20)")
+        // A turn's transaction (group commit) may touch thousands of pages;
+        // with SQLite's default 2 MiB cache it would spill dirty pages into
+        // the WAL mid-transaction and write them again at commit.
+        try db.execute("PRAGMA cache_size=-65536")
         try db.execute("""
             CREATE TABLE IF NOT EXISTS rooms(
                 room TEXT PRIMARY KEY, created INTEGER NOT NULL, seq INTEGER NOT NULL);
@@ -102,6 +123,9 @@ final class RoomStore {
                 member INTEGER NOT NULL, role TEXT NOT NULL, wants_writable INTEGER NOT NULL,
                 token_exp INTEGER NOT NULL, detached_at INTEGER, visible INTEGER NOT NULL,
                 ended_code INTEGER);
+            CREATE TABLE IF NOT EXISTS fences(
+                room TEXT NOT NULL, user TEXT NOT NULL, fence INTEGER NOT NULL,
+                PRIMARY KEY(room, user)) WITHOUT ROWID;
             """)
         checkpointer = try WALCheckpointer(path: db.path, interval: checkpointInterval)
         checkpointer.start()
@@ -114,37 +138,44 @@ final class RoomStore {
     /// Stops the checkpoint thread, then closes the database (SQLite
     /// checkpoints what is left as the last connection closes). Idempotent.
     func close() {
+        if inTransaction { try? commit() }
         checkpointer.stop()
         db.close()
     }
 
     // MARK: Rooms and events
 
-    func createRoom(_ room: String, created: Int64, snapshotBody: JSON) throws(StorageError) {
-        try db.transaction { () throws(StorageError) in
+    /// Stores a new room, with a seq-0 snapshot when `snapshotBody` is given.
+    /// roomd passes none: a room without snapshots starts from an empty
+    /// `RoomModel` at restore and in recordings, which is what a new room is
+    /// (one insert and one serialisation less per first login).
+    func createRoom(_ room: String, created: Int64, snapshotBody: JSON?) throws(StorageError) {
+        try atomically { () throws(StorageError) in
             try db.statement("INSERT INTO rooms(room, created, seq) VALUES(?, ?, 0)")
                 .bind(1, room).bind(2, created).run()
-            try db.statement("INSERT INTO snapshots(room, seq, ts, body) VALUES(?, 0, ?, ?)")
-                .bind(1, room).bind(2, created).bind(3, bytes: snapshotBody.serialized()).run()
+            if let snapshotBody {
+                try db.statement("INSERT INTO snapshots(room, seq, ts, body) VALUES(?, 0, ?, ?)")
+                    .bind(1, room).bind(2, created).bind(3, bytes: snapshotBody.serialized()).run()
+            }
         }
     }
 
     /// Appends one event (and optionally a snapshot taken after it) atomically.
     func append(_ event: StoredEvent, snapshotAfter: JSON? = nil) throws(StorageError) {
-        try db.transaction { () throws(StorageError) in
+        try atomically { () throws(StorageError) in
             try db.statement("INSERT INTO events(room, seq, ts, push, mutation, recipients) VALUES(?, ?, ?, ?, ?, ?)")
                 .bind(1, event.room).bind(2, event.seq).bind(3, event.ts)
                 .bind(4, bytes: event.push)
                 .bind(5, bytes: event.mutation?.serialized())
                 .bind(6, bytes: event.recipients.map { JSON.array($0.map(JSON.string)).serialized() })
                 .run()
-            try db.statement("UPDATE rooms SET seq = ? WHERE room = ?").bind(1, event.seq).bind(2, event.room).run()
             if let snapshotAfter {
                 try db.statement("INSERT OR REPLACE INTO snapshots(room, seq, ts, body) VALUES(?, ?, ?, ?)")
                     .bind(1, event.room).bind(2, event.seq).bind(3, event.ts)
                     .bind(4, bytes: snapshotAfter.serialized()).run()
             }
         }
+        pendingRoomSeqs[event.room] = event.seq
     }
 
     func loadRooms() throws(StorageError) -> [StoredRoom] {
@@ -250,6 +281,8 @@ final class RoomStore {
     // MARK: Sessions
 
     func save(_ session: StoredSession) throws(StorageError) {
+        try beginIfNeeded()
+        writes += 1
         try db.statement("""
             INSERT OR REPLACE INTO sessions(session, room, user, member, role, wants_writable,
                 token_exp, detached_at, visible, ended_code) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -262,6 +295,8 @@ final class RoomStore {
     }
 
     func deleteSession(_ id: String) throws(StorageError) {
+        try beginIfNeeded()
+        writes += 1
         try db.statement("DELETE FROM sessions WHERE session = ?").bind(1, id).run()
     }
 
@@ -282,6 +317,25 @@ final class RoomStore {
                 endedCode: statement.isNull(9) ? nil : Int(statement.int64(9))))
         }
         return result
+    }
+
+    // MARK: Fences (PROTOCOL.md §6, docs/FLEET.md)
+    /// The highest fence stored for `user` in `room`, if any.
+    func fence(room: String, user: String) throws(StorageError) -> Int64? {
+        let statement = try db.statement("SELECT fence FROM fences WHERE room = ? AND user = ?")
+            .bind(1, room).bind(2, user)
+        defer { statement.reset() }
+        return try statement.step() ? statement.int64(0) : nil
+    }
+
+    /// Raises the stored fence to `fence` (never lowers it), committed before
+    /// it returns.
+    func raiseFence(room: String, user: String, to fence: Int64) throws(StorageError) {
+        try db.statement("""
+            INSERT INTO fences(room, user, fence) VALUES(?, ?, ?)
+            ON CONFLICT(room, user) DO UPDATE SET fence = MAX(fence, excluded.fence)
+            """)
+            .bind(1, room).bind(2, user).bind(3, fence).run()
     }
 
     /// SQLite's own consistency check ("ok" when healthy).

@@ -35,6 +35,11 @@ public struct ServerConfiguration: Sendable {
     /// Requests per connection: bucket size and refill per second.
     public var rateLimitBurst = 200.0
     public var rateLimitPerSecond = 200.0
+    /// The request bucket of a service connection (one whose `hello` carried
+    /// a valid `service` token): a bot host logging in or resuming many rooms
+    /// on one connection (docs/PROTOCOL.md "Service connections").
+    public var serviceRateLimitBurst = 100_000.0
+    public var serviceRateLimitPerSecond = 100_000.0
     /// Continuous time over the limit after which the connection is closed 1008.
     public var rateLimitGrace: Duration = .seconds(2)
     /// Outbound bytes queued per connection before it is closed 1013.
@@ -66,18 +71,6 @@ public struct ServerConfiguration: Sendable {
     }
 }
 
-extension Duration {
-    /// Whole milliseconds (rounded down, never negative).
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-    }
-}
-
-/// Wall-clock milliseconds since the epoch.
-func wallMilliseconds() -> Int64 {
-    Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
-}
 
 /// A random identifier like `s-3f9a…` (16 hex digits).
 func randomIdentifier(_ prefix: String) -> String {

@@ -96,8 +96,20 @@ final class ClientLink: WebSocketDelegate {
         send(WebSocketFrame(bytes: json.serialized()))
     }
 
-    /// Sends a shared frame; enforces the outbound cap (close 1013).
-    func send(_ frame: WebSocketFrame) {
+    /// Sends a shared frame, or holds it until the turn's transaction has
+    /// committed when one is open (group commit: nothing a turn produced
+    /// leaves before the turn is durable; `RoomServer.commitPending`).
+    /// `kind` says what to do with it if that commit fails.
+    func send(_ frame: WebSocketFrame, kind: HeldSend.Kind = .plain) {
+        if server.store.inTransaction {
+            server.held.append(HeldSend(link: self, frame: frame, kind: kind))
+            return
+        }
+        deliver(frame)
+    }
+
+    /// Writes a frame now; enforces the outbound cap (close 1013).
+    func deliver(_ frame: WebSocketFrame) {
         guard connection.send(frame) else { return }
         server.metrics.bytesOut += frame.count
         if connection.bufferedAmount > server.configuration.maxOutboundBytes {

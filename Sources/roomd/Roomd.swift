@@ -96,6 +96,11 @@ struct Serve: ParsableCommand {
     var rateLimit = 200.0
     @Option(name: .customLong("rate-limit-burst"), help: "Requests a connection may send at once (token bucket size).")
     var rateLimitBurst = 200.0
+    @Option(name: .customLong("service-rate-limit"),
+            help: "Requests per second of a service connection (hello with a service token).")
+    var serviceRateLimit = 100_000.0
+    @Option(name: .customLong("service-rate-limit-burst"), help: "Requests a service connection may send at once.")
+    var serviceRateLimitBurst = 100_000.0
     @Option(name: .customLong("max-outbound-bytes"), help: "Bytes queued per connection before it is closed 1013.")
     var maxOutboundBytes = 8 << 20
     @Option(name: .customLong("max-message-bytes"), help: "Largest message accepted; larger closes the connection 1009.")
@@ -139,11 +144,15 @@ struct Serve: ParsableCommand {
         configuration.heartbeatInterval = try seconds(heartbeatInterval, flag: "--heartbeat-interval")
         configuration.heartbeatTimeout = try seconds(heartbeatTimeout, flag: "--heartbeat-timeout")
         configuration.sessionRetention = try seconds(sessionRetention, flag: "--session-retention")
-        for (flag, value) in [("--rate-limit", rateLimit), ("--rate-limit-burst", rateLimitBurst)] where !(value.isFinite && value >= 1) {
+        for (flag, value) in [("--rate-limit", rateLimit), ("--rate-limit-burst", rateLimitBurst),
+                              ("--service-rate-limit", serviceRateLimit),
+                              ("--service-rate-limit-burst", serviceRateLimitBurst)] where !(value.isFinite && value >= 1) {
             throw FlagError(flag: flag, problem: "must be a number of requests >= 1")
         }
         configuration.rateLimitPerSecond = rateLimit
         configuration.rateLimitBurst = rateLimitBurst
+        configuration.serviceRateLimitPerSecond = serviceRateLimit
+        configuration.serviceRateLimitBurst = serviceRateLimitBurst
         guard maxOutboundBytes >= 65536 else { throw FlagError(flag: "--max-outbound-bytes", problem: "must be at least 65536") }
         configuration.maxOutboundBytes = maxOutboundBytes
         guard maxMessageBytes >= 16384 else {

@@ -12,7 +12,7 @@ final class CodesAndIdentifiersTests: XCTestCase {
             (.kickedDuplicateLogin, 1_002_050), (.connectionInterrupted, 1_002_051), (.timedOut, 1_002_053),
             (.kickedByAdmin, 1_002_055), (.kickedTokenExpired, 1_002_056), (.malformed, 1_009_001),
             (.unknownOp, 1_009_002), (.notPermitted, 1_009_003), (.rateLimited, 1_009_004),
-            (.roomNotLoggedIn, 1_009_005), (.invalidArgument, 1_009_006), (.alreadyLoggedIn, 1_009_007),
+            (.roomNotLoggedIn, 1_009_005), (.invalidArgument, 1_009_006), (.alreadyLoggedIn, 1_009_007), (.staleFence, 1_009_008),
             (.internalError, 1_009_500),
         ]
         for (code, number) in expected {

@@ -20,6 +20,7 @@ final class CheckpointTests: XCTestCase {
             try store.append(StoredEvent(room: "r1", seq: seq, ts: seq, push: Array(#"{"op":"magix","n":\#(seq)}"#.utf8),
                                          mutation: nil, recipients: nil))
         }
+        try store.commit()  // group commit: roomd commits the turn's transaction at the end of each loop turn
         // Wait until a checkpoint has moved everything out of the WAL.
         let database = directory + "/rooms.sqlite"
         let deadline = Date().addingTimeInterval(5)

@@ -237,7 +237,11 @@ final class RoomLifecycleFixTests: XCTestCase {
         let harness = try EngineHarness()
         let events = EventRecorder(), watcherEvents = EventRecorder()
         // Pacing of one request per 2 s: the hello and the first login use the burst.
-        let host = try harness.host(recorder: events) { $0.requestsPerSecond = 0.5; $0.requestBurst = 2 }
+        let host = try harness.host(recorder: events) {
+            $0.requestsPerSecond = 0.5
+            $0.requestBurst = 2
+            $0.adoptsAdvertisedPacing = false
+        }
         let watcher = try harness.host(viaProxy: false, recorder: watcherEvents)
         try await watcher.loginRoom("queued", user: harness.user("w"), token: harness.token("w"))
         try await host.loginRoom("first", user: harness.user("a"), token: harness.token("a"))

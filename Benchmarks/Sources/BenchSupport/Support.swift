@@ -51,9 +51,9 @@ public func note(_ message: String) {
 }
 
 /// A writer token valid in every room (`room: "*"`) for `user`, one hour.
-public func benchToken(secret: String, user: String) -> String {
+public func benchToken(secret: String, user: String, role: TokenRole = .writer) -> String {
     let now = Int64(Date().timeIntervalSince1970)
-    return TokenSigner(secret: secret).sign(TokenClaims(sub: user, room: "*", role: .writer, exp: now + 3600, iat: now))
+    return TokenSigner(secret: secret).sign(TokenClaims(sub: user, room: "*", role: role, exp: now + 3600, iat: now))
 }
 
 /// Lines from stdin, read on a background thread (the orchestrator's commands).

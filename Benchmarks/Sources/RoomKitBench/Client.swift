@@ -100,6 +100,10 @@ func runClient(_ options: Options) async throws {
     configuration.requestsPerSecond = options.double("pace", 1_000_000)
     configuration.requestBurst = options.double("pace", 1_000_000)
     configuration.loginTimeout = .seconds(120)
+    // --service 1: a service connection (docs/PROTOCOL.md "Service connections"):
+    // the engine then paces to the bucket roomd advertises, whatever --pace says.
+    let service = options.int("service", 0) == 1
+    if service { configuration.serviceToken = benchToken(secret: secret, user: "bot", role: .service) }
     configuration.backoffFirst = .seconds(1)
     let tally = Tally()
     tally.recordLatency = options.int("latency", 0) == 1 && options.values["probe"] == nil
@@ -129,7 +133,7 @@ func runClient(_ options: Options) async throws {
     let failures = await withTaskGroup(of: Int.self) { group in
         for (index, host) in hosts.enumerated() {
             let user = shared ? "bot-\(index)" : "bot"
-            let token = benchToken(secret: secret, user: user)
+            let token = benchToken(secret: secret, user: user, role: service ? .service : .writer)
             let rooms = (0..<roomsPerConnection).map { shared ? "room-\($0)" : "s\(index)-\($0)" }
             group.addTask { await loginAll(host, rooms: rooms, user: user, token: token, window: window) }
         }

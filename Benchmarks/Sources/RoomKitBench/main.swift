@@ -11,8 +11,9 @@ do {
     case "client": try await runClient(options)
     case "send": try runSender(options)
     case "sink": try await runSink(options)
+    case "firehose": try runFirehose(options)
     default:
-        note("usage: roomkit-bench client|send|sink [--option value ...]")
+        note("usage: roomkit-bench client|send|sink|firehose [--option value ...]")
         exit(2)
     }
 } catch {

@@ -2,7 +2,7 @@ import RoomKitLoop
 import RoomKitProtocol
 
 /// The engine's record of one room session. Loop thread only.
-final class SessionDriver {
+final class SessionRecord {
     let room: Room
     var machine: RoomSessionMachine
     var user: LoginUser
@@ -23,6 +23,10 @@ final class SessionDriver {
     /// The request ID of the login last handed to `send` (to withdraw it
     /// from the outbox when a logout comes before it went out).
     var loginRequestID: Int64?
+    /// The fleet fence every login of this session carries (nil: none), and
+    /// the server's current fence from a 1009008 refusal.
+    var fence: Int64?
+    var refusedFence: Int64?
     /// The stored cursor this login resumes (a `SessionStore`'s), until answered.
     var restored: SessionCursor?
     /// Whether the cache holds a stored room (so an adopted snapshot is a change).
@@ -48,15 +52,17 @@ final class SessionDriver {
 extension RoomHost {
     var nowMonotonic: Int64 { Int64(loop.nowMilliseconds) }
 
-    func startLogin(_ roomID: String, user: LoginUser, token: String, writable: Bool,
+    func startLogin(_ roomID: String, user: LoginUser, token: String, writable: Bool, fence: Int64? = nil,
                     continuation: CheckedContinuation<Void, any Error>) {
-        guard let driver = idleDriver(roomID, user: user, token: token, writable: writable, continuation: continuation) else { return }
-        driver.resuming = false
-        driver.pendingResync = nil
-        restoreCursor(driver)
-        driver.startedFromStore = driver.restored != nil
+        guard let record = idleDriver(roomID, user: user, token: token, writable: writable, continuation: continuation) else { return }
+        record.fence = fence
+        record.refusedFence = nil
+        record.resuming = false
+        record.pendingResync = nil
+        restoreCursor(record)
+        record.startedFromStore = record.restored != nil
         ensureTicker()
-        run(.loginRequested, on: driver)
+        run(.loginRequested, on: record)
         updateConnectionWanted()
     }
 
@@ -64,38 +70,38 @@ extension RoomHost {
     /// LOGINING, then LOGIN_FAILED with `error`'s code, and the call throws.
     func startImpossibleLogin(_ roomID: String, user: LoginUser, writable: Bool, error: RoomError,
                               continuation: CheckedContinuation<Void, any Error>) {
-        guard let driver = idleDriver(roomID, user: user, token: "", writable: writable, continuation: continuation) else { return }
-        run(.loginImpossible(error.code, error.message), on: driver)
+        guard let record = idleDriver(roomID, user: user, token: "", writable: writable, continuation: continuation) else { return }
+        run(.loginImpossible(error.code, error.message), on: record)
     }
 
-    /// The room's driver, made or reused for a new login with `continuation`
+    /// The room's record, made or reused for a new login with `continuation`
     /// waiting on it; nil (and the continuation resumed) when already logged in.
     private func idleDriver(_ roomID: String, user: LoginUser, token: String, writable: Bool,
-                            continuation: CheckedContinuation<Void, any Error>) -> SessionDriver? {
-        let driver: SessionDriver
-        if let existing = drivers[roomID] {
+                            continuation: CheckedContinuation<Void, any Error>) -> SessionRecord? {
+        let record: SessionRecord
+        if let existing = sessions[roomID] {
             guard !existing.machine.isLoggedIn else {
                 continuation.resume(throwing: RoomError(
                     code: .alreadyLoggedIn, message: "already logged in to \(roomID)", reason: .loginFailed))
                 return nil
             }
-            driver = existing
-            driver.user = user
-            driver.token = token
-            driver.wantsWritable = writable
+            record = existing
+            record.user = user
+            record.token = token
+            record.wantsWritable = writable
         } else {
-            driver = SessionDriver(room: handle(for: roomID),
-                                   machine: RoomSessionMachine(loginTimeout: configuration.loginTimeout.ms,
-                                                               reconnectWindow: configuration.reconnectWindow.ms),
+            record = SessionRecord(room: handle(for: roomID),
+                                   machine: RoomSessionMachine(loginTimeout: configuration.loginTimeout.milliseconds,
+                                                               reconnectWindow: configuration.reconnectWindow.milliseconds),
                                    user: user, token: token, wantsWritable: writable)
-            drivers[roomID] = driver
+            sessions[roomID] = record
         }
-        driver.loginWaiters.append(continuation)
-        return driver
+        record.loginWaiters.append(continuation)
+        return record
     }
 
     func startLogout(_ roomID: String, continuation: CheckedContinuation<Void, any Error>) {
-        guard let driver = drivers[roomID], driver.machine.isLoggedIn else {
+        guard let record = sessions[roomID], record.machine.isLoggedIn else {
             // No handle is made for a room never logged in to: it would stay
             // listed (allRooms, GET /v1/rooms) although it was never joined.
             let room = self.room(roomID)
@@ -104,61 +110,64 @@ extension RoomHost {
             return continuation.resume(throwing: RoomError(
                 code: .logoutNotLoggedIn, message: "not logged in to \(roomID)", reason: .logoutFailed))
         }
-        driver.logoutWaiters.append(continuation)
-        if case .logining(sent: true, _, _) = driver.machine.state, let id = driver.loginRequestID, withdrawQueued(id) {
+        record.logoutWaiters.append(continuation)
+        if case .logining(sent: true, _, _) = record.machine.state, let id = record.loginRequestID, withdrawQueued(id) {
             // The login never left the outbox (pacing): cancel it rather
             // than wait for a reply to a request the server will never see.
-            run(.loginWithdrawn, on: driver)
+            run(.loginWithdrawn, on: record)
         }
-        run(.logoutRequested, on: driver)
+        run(.logoutRequested, on: record)
     }
 
     /// Feeds the session machine and performs what it asks.
-    func run(_ input: RoomSessionMachine.Input, on driver: SessionDriver) {
-        let actions = driver.machine.handle(input, now: nowMonotonic, connectionReady: link.isReady)
-        for action in actions { perform(action, driver) }
+    func run(_ input: RoomSessionMachine.Input, on record: SessionRecord) {
+        let actions = record.machine.handle(input, now: nowMonotonic, connectionReady: link.isReady)
+        for action in actions { perform(action, record) }
     }
 
-    private func perform(_ action: RoomSessionMachine.Action, _ driver: SessionDriver) {
-        let room = driver.room
+    private func perform(_ action: RoomSessionMachine.Action, _ record: SessionRecord) {
+        let room = record.room
         switch action {
         case .sendLogin(let resume):
-            sendLogin(driver, resume: resume)
+            sendLogin(record, resume: resume)
         case .sendLogout:
             send(.logout, room: room.id, timeout: false) { [self] _ in
                 // Whatever the answer (even 1002002), the server no longer has us.
-                run(.logoutAnswered, on: driver)
+                run(.logoutAnswered, on: record)
             }
         case .report(let reason, let code, let cause):
             room.update { $0.reason = reason; $0.errorCode = code }
             var extendedData: [String: JSON] = cause.map { ["cause": .int(Int64($0.rawValue))] } ?? [:]
             if reason == .logined || reason == .reconnected {
-                extendedData.merge(driver.reportExtras) { current, _ in current }
-                driver.reportExtras = [:]
+                extendedData.merge(record.reportExtras) { current, _ in current }
+                record.reportExtras = [:]
             }
             emit(.roomStateChanged(room: room.id, reason: reason, errorCode: code, extendedData: extendedData), room: room)
             if reason == .reconnectFailed {
-                emitResync(driver, .reconnectFailed, lastApplied: driver.lastSeq, resumedAt: nil)
+                emitResync(record, .reconnectFailed, lastApplied: record.lastSeq, resumedAt: nil)
             }
             if reason.phase == .disconnected {
                 // The session is over (logout, failure, kick): nothing can be committed.
-                setWritable(false, driver: driver)
+                setWritable(false, record: record)
             }
         case .phase(let phase):
             room.update { $0.phase = phase }
             emit(.phaseChanged(room: room.id, phase: phase), room: room)
         case .setDeadline(let at):
-            driver.generation &+= 1
-            deadlines.insert(at, room.id, generation: driver.generation)
+            record.generation &+= 1
+            deadlines.insert(at, room.id, generation: record.generation)
         case .cancelDeadline:
-            driver.generation &+= 1
+            record.generation &+= 1
         case .disconnected(let why):
             emit(.disconnectWithError(room: room.id, error: why), room: room)
         case .kickedWithReason(let code, let reason):
             emit(.kickedWithReason(room: room.id, code: code, reason: reason), room: room)
-        case .finishLogin(let error):
-            let waiters = driver.loginWaiters
-            driver.loginWaiters.removeAll()
+        case .finishLogin(let reported):
+            var fenced = reported
+            if fenced?.code == .staleFence { fenced?.currentFence = record.refusedFence }
+            let error = fenced
+            let waiters = record.loginWaiters
+            record.loginWaiters.removeAll()
             // Resume on the next loop turn: the rest of this reply's events
             // (beingAbleToCommitChange, ...) are raised first, so a caller
             // returning from loginRoom has seen every event of its login.
@@ -168,53 +177,54 @@ extension RoomHost {
                 }
             }
         case .finishLogout:
-            let waiters = driver.logoutWaiters
-            driver.logoutWaiters.removeAll()
+            let waiters = record.logoutWaiters
+            record.logoutWaiters.removeAll()
             loop.execute {
                 for waiter in waiters { waiter.resume() }
             }
         case .forgetSession:
             // A stored cursor whose resume never succeeded stays stored.
-            if driver.session != nil { cursorChanged(driver) }
-            driver.session = nil
-            driver.restored = nil
-            driver.resuming = false
+            if record.session != nil { cursorChanged(record) }
+            record.session = nil
+            record.restored = nil
+            record.resuming = false
             updateConnectionWanted()
         }
     }
 
-    private func sendLogin(_ driver: SessionDriver, resume: Bool) {
-        let roomID = driver.room.id
+    private func sendLogin(_ record: SessionRecord, resume: Bool) {
+        let roomID = record.room.id
         // A resume after a long outage may need a fresh token.
-        if resume, let provider = tokenProvider, driver.tokenExpiresAt - wallMilliseconds() < 5_000 {
-            let user = driver.user.id
+        if resume, let provider = tokenProvider, record.tokenExpiresAt - wallMilliseconds() < 5_000 {
+            let user = record.user.id
             Task { [self] in
                 let token = try? await provider.token(room: roomID, user: user)
                 loop.execute { [self] in
-                    guard let driver = drivers[roomID] else { return }
-                    if let token { driver.token = token }
-                    transmitLogin(driver, resume: resume)
+                    guard let record = sessions[roomID] else { return }
+                    if let token { record.token = token }
+                    transmitLogin(record, resume: resume)
                 }
             }
             return
         }
-        transmitLogin(driver, resume: resume)
+        transmitLogin(record, resume: resume)
     }
 
-    func transmitLogin(_ driver: SessionDriver, resume: Bool) {
+    func transmitLogin(_ record: SessionRecord, resume: Bool) {
         guard link.isReady else { return }  // the machine resends on the next connectionReady
-        var point = resume ? driver.session.map { ResumePoint(session: $0, seq: driver.lastSeq) } : nil
-        if !resume, let cursor = driver.restored { point = ResumePoint(session: cursor.session, seq: cursor.seq) }
-        driver.resuming = resume
-        let request = LoginRequest(token: driver.token, user: driver.user, writable: driver.wantsWritable, resume: point)
-        driver.loginRequestID = nextRequestID
-        send(.login(request), room: driver.room.id, timeout: false) { [self] result in
-            loginAnswered(driver, result)
+        var point = resume ? record.session.map { ResumePoint(session: $0, seq: record.lastSeq) } : nil
+        if !resume, let cursor = record.restored { point = ResumePoint(session: cursor.session, seq: cursor.seq) }
+        record.resuming = resume
+        let request = LoginRequest(token: record.token, user: record.user, writable: record.wantsWritable, resume: point,
+                                   fence: record.fence)
+        record.loginRequestID = nextRequestID
+        send(.login(request), room: record.room.id, timeout: false) { [self] result in
+            loginAnswered(record, result)
         }
     }
 
-    private func loginAnswered(_ driver: SessionDriver, _ result: Result<[String: JSON], RoomError>) {
-        let room = driver.room
+    private func loginAnswered(_ record: SessionRecord, _ result: Result<[String: JSON], RoomError>) {
+        let room = record.room
         switch result {
         case .success(let fields):
             let reply: LoginReply
@@ -222,22 +232,22 @@ extension RoomHost {
                 reply = try LoginReply(fields: fields)
             } catch {
                 emit(.throwError(domain: "protocol", code: .malformed, message: "bad login reply: \(error)"), room: nil)
-                return run(.loginFailed(.malformed, "bad login reply"), on: driver)
+                return run(.loginFailed(.malformed, "bad login reply"), on: record)
             }
-            let firstLogin = !driver.resuming
+            let firstLogin = !record.resuming
             // The session this login asked to resume, and the last seq applied before it.
-            let resumedSession = driver.resuming ? driver.session : driver.restored?.session
-            let lastApplied = driver.lastSeq
-            let fromStore = driver.startedFromStore
-            driver.restored = nil
-            driver.startedFromStore = false
-            driver.session = reply.session
-            driver.tokenExpiresAt = reply.expiresAt
+            let resumedSession = record.resuming ? record.session : record.restored?.session
+            let lastApplied = record.lastSeq
+            let fromStore = record.startedFromStore
+            record.restored = nil
+            record.startedFromStore = false
+            record.session = reply.session
+            record.tokenExpiresAt = reply.expiresAt
             if let snapshot = reply.snapshot {
                 // A snapshot is the state at `reply.seq`. When recovered, the
                 // missed events follow as pushes and advance lastSeq themselves;
                 // moving it to `reply.seq` here would drop them as duplicates.
-                driver.lastSeq = reply.seq
+                record.lastSeq = reply.seq
                 room.update { content in
                     content.state = snapshot.state
                     content.members = snapshot.members
@@ -245,20 +255,20 @@ extension RoomHost {
                     content.extraInfo = snapshot.extraInfo
                 }
             }
-            room.update { $0.memberId = reply.memberId; $0.seq = driver.lastSeq; $0.writable = reply.writable }
+            room.update { $0.memberId = reply.memberId; $0.seq = record.lastSeq; $0.writable = reply.writable }
             if let resumedSession {
-                driver.reportExtras = ["recovered": .bool(reply.recovered)]
-                if reply.recovered { driver.replayUntil = reply.seq }
-                if !reply.recovered, driver.pendingResync == nil {
-                    driver.pendingResync = (resumedSession == reply.session ? .notRecovered : .sessionExpired, lastApplied)
+                record.reportExtras = ["recovered": .bool(reply.recovered)]
+                if reply.recovered { record.replayUntil = reply.seq }
+                if !reply.recovered, record.pendingResync == nil {
+                    record.pendingResync = (resumedSession == reply.session ? .notRecovered : .sessionExpired, lastApplied)
                 }
             }
-            cursorChanged(driver)
-            run(.loginSucceeded, on: driver)
+            cursorChanged(record)
+            run(.loginSucceeded, on: record)
             emit(.beingAbleToCommitChange(room: room.id, writable: reply.writable), room: room)
-            if let gap = driver.pendingResync {
-                driver.pendingResync = nil
-                emitResync(driver, gap.reason, lastApplied: gap.lastApplied, resumedAt: reply.seq)
+            if let gap = record.pendingResync {
+                record.pendingResync = nil
+                emitResync(record, gap.reason, lastApplied: gap.lastApplied, resumedAt: reply.seq)
             }
             if !firstLogin || fromStore, let snapshot = reply.snapshot {
                 // Not recovered: the snapshot replaces everything; report it whole.
@@ -274,41 +284,43 @@ extension RoomHost {
             if error.code == .rateLimited {
                 // Not an answer about the login: try again shortly (the deadline still applies).
                 let roomID = room.id
-                let resume = driver.resuming
+                let resume = record.resuming
                 loop.schedule(after: .milliseconds(100)) { [weak self] in
-                    guard let self, let driver = drivers[roomID] else { return }
-                    switch driver.machine.state {
-                    case .logining(true, _, _), .reconnecting(true, _): transmitLogin(driver, resume: resume)
+                    guard let self, let record = sessions[roomID] else { return }
+                    switch record.machine.state {
+                    case .logining(true, _, _), .reconnecting(true, _): transmitLogin(record, resume: resume)
                     default: break
                     }
                 }
                 return
             }
-            if driver.restored != nil, case .logining = driver.machine.state {
-                return abandonRestoredCursor(driver, error)
+            if error.code == .staleFence { record.refusedFence = error.currentFence }
+            // A stale fence refuses a fresh login as well: no second try.
+            if error.code != .staleFence, record.restored != nil, case .logining = record.machine.state {
+                return abandonRestoredCursor(record, error)
             }
-            run(.loginFailed(error.code, error.message), on: driver)
+            run(.loginFailed(error.code, error.message), on: record)
         }
     }
 
-    func setWritable(_ writable: Bool, driver: SessionDriver) {
-        let room = driver.room
+    func setWritable(_ writable: Bool, record: SessionRecord) {
+        let room = record.room
         let old = room.writable
         room.update { $0.writable = writable }
         if old != writable {
-            cursorChanged(driver)
+            cursorChanged(record)
             emit(.beingAbleToCommitChange(room: room.id, writable: writable), room: room)
         }
     }
 
     /// Keeps the cache exact after an own change (its push is not sent to us).
-    func applyOwn(_ request: ClientRequest, reply: [String: JSON], driver: SessionDriver) {
-        let room = driver.room
+    func applyOwn(_ request: ClientRequest, reply: [String: JSON], record: SessionRecord) {
+        let room = record.room
         if let seq = reply["seq"]?.int64Value {
-            driver.lastSeq = max(driver.lastSeq, seq)
+            record.lastSeq = max(record.lastSeq, seq)
             room.update { $0.seq = max($0.seq, seq) }
         }
-        cursorChanged(driver)
+        cursorChanged(record)
         let me = room.memberId ?? -1
         switch request {
         case .setState(let patch):
@@ -329,7 +341,7 @@ extension RoomHost {
                 }
             }
         case .publishStream(let id, let extraInfo):
-            let stream = MediaStream(id: id, userId: driver.user.id, extraInfo: extraInfo)
+            let stream = MediaStream(id: id, userId: record.user.id, extraInfo: extraInfo)
             room.update { $0.streams.removeAll { $0.id == id }; $0.streams.append(stream) }
         case .unpublishStream(let id):
             room.update { $0.streams.removeAll { $0.id == id } }
@@ -337,8 +349,8 @@ extension RoomHost {
             room.update { $0.extraInfo[key] = value }
         case .setWritable:
             if let writable = reply["writable"]?.boolValue {
-                driver.wantsWritable = writable
-                setWritable(writable, driver: driver)
+                record.wantsWritable = writable
+                setWritable(writable, record: record)
             }
         default:
             break
@@ -346,9 +358,5 @@ extension RoomHost {
     }
 }
 
-/// Wall-clock milliseconds since the epoch (token expiry is wall time).
-func wallMilliseconds() -> Int64 {
-    Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
-}
 
 import Foundation

@@ -1,0 +1,62 @@
+import CoreMetrics
+import Dispatch
+
+/// What a `RoomHost` reports through swift-metrics, so any app that embeds
+/// it (not only roombot) gets them from whatever backend it bootstraps:
+///
+/// - `roomkit_sessions{reason}` (gauge): rooms by their last reported reason;
+/// - `roomkit_reconnects_total` (counter): sessions that went `RECONNECTING`;
+/// - `roomkit_events_total{event}` (counter): events raised, by event-log name;
+/// - `roomkit_dispatch_seconds` (timer): how long one event took to reach the
+///   loop observers (event log, plugin dispatch) and the streams.
+///
+/// Loop thread only (`emit` runs there); the instruments themselves are
+/// thread-safe.
+final class RoomHostMetrics {
+    private let factory: any MetricsFactory
+    private let reconnects: Counter
+    private let dispatch: Timer
+    private var events: [String: Counter] = [:]
+    private var sessions: [RoomReason: Gauge] = [:]
+    /// Each room's last reported reason, to move it between the gauges.
+    private var reasons: [String: RoomReason] = [:]
+    private var counts: [RoomReason: Int] = [:]
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+        reconnects = Counter(label: "roomkit_reconnects_total", dimensions: [], factory: factory)
+        dispatch = Timer(label: "roomkit_dispatch_seconds", dimensions: [], factory: factory)
+    }
+
+    func clock() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Counts `event`, moves its room between the session gauges on a
+    /// reason change, and records the dispatch time since `started`.
+    func raised(_ event: RoomEvent, since started: UInt64) {
+        dispatch.recordNanoseconds(Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds &- started))
+        let name = event.logName
+        let counter = events[name] ?? {
+            let made = Counter(label: "roomkit_events_total", dimensions: [("event", name)], factory: factory)
+            events[name] = made
+            return made
+        }()
+        counter.increment()
+        guard case .roomStateChanged(let room, let reason, _, _) = event else { return }
+        if reason == .reconnecting { reconnects.increment() }
+        let previous = reasons.updateValue(reason, forKey: room)
+        guard previous != reason else { return }
+        if let previous { move(previous, by: -1) }
+        move(reason, by: 1)
+    }
+
+    private func move(_ reason: RoomReason, by delta: Int) {
+        let count = (counts[reason] ?? 0) + delta
+        counts[reason] = count
+        let gauge = sessions[reason] ?? {
+            let made = Gauge(label: "roomkit_sessions", dimensions: [("reason", reason.rawValue)], factory: factory)
+            sessions[reason] = made
+            return made
+        }()
+        gauge.record(count)
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import RoomKitLoop
+import RoomKitProtocol
+
+// The outbox: requests queue here and leave at the pace the server allows
+// (the hello reply's advertised bucket, or the configured one), so a burst
+// of logins or resumes never trips 1009004.
+extension RoomHost {
+
+    /// Queues a request; `completion` runs on the loop with the reply's fields
+    /// or a `RoomError` (the server's code, a timeout, or an interruption).
+    func send(_ request: ClientRequest, room: String?, timeout: Bool,
+              completion: @escaping (Result<[String: JSON], RoomError>) -> Void) {
+        let id = nextRequestID
+        nextRequestID += 1
+        let envelope = ClientEnvelope(id: id, room: room, request: request)
+        let deadline = timeout ? UInt64(nowMonotonic + configuration.requestTimeout.milliseconds) : nil
+        pending[id] = PendingRequest(room: room, deadline: deadline, completion: completion)
+        outbox.append((id, WebSocketFrame(bytes: envelope.json.serialized())))
+        flushOutbox()
+    }
+
+    /// Sends queued requests as the pacing bucket allows.
+    func flushOutbox() {
+        guard link.isReady, let connection else { return }
+        let now = loop.nowMilliseconds
+        if lastRefill == 0 { lastRefill = now }
+        bucket = min(pacing.burst, bucket + Double(now - lastRefill) / 1000 * pacing.perSecond)
+        lastRefill = now
+        while outboxHead < outbox.count && bucket >= 1 {
+            let (id, frame) = outbox[outboxHead]
+            outboxHead += 1
+            guard pending[id] != nil else { continue }
+            bucket -= 1
+            connection.send(frame)
+        }
+        if outboxHead == outbox.count {
+            outbox.removeAll(keepingCapacity: true)
+            outboxHead = 0
+        }
+    }
+
+    /// Takes request `id` back if it is still queued (not yet on the wire).
+    /// Its completion never runs. Returns whether it was withdrawn.
+    func withdrawQueued(_ id: Int64) -> Bool {
+        guard pending[id] != nil, outbox[outboxHead...].contains(where: { $0.id == id }) else { return false }
+        pending.removeValue(forKey: id)  // flushOutbox skips requests no longer pending
+        return true
+    }
+
+    func failPending(_ error: RoomError) {
+        let all = pending
+        pending.removeAll()
+        outbox.removeAll()
+        outboxHead = 0
+        for request in all.values { request.completion(.failure(error)) }
+    }
+
+    /// Paces to the bucket the hello reply advertised (95% of its refill,
+    /// 75% of its burst, as the defaults are of §1's 200/200), or keeps the
+    /// configuration's when it advertised none.
+    func adoptPacing(burst: Double?, perSecond: Double?) {
+        guard configuration.adoptsAdvertisedPacing, let burst, let perSecond, burst >= 1, perSecond > 0 else { return }
+        pacing = (max(1, (burst * 0.75).rounded(.down)), perSecond * 0.95)
+        bucket = pacing.burst - 1
+        lastRefill = loop.nowMilliseconds
+    }
+}

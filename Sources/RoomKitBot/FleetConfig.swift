@@ -1,0 +1,78 @@
+import RoomKitProtocol
+import RoomKitRedis
+
+/// `bot.json`'s `"fleet"` object (docs/FLEET.md): several roombot hosts
+/// share one room set through Redis; every room has one bot at a time.
+public struct FleetConfig: Sendable, Hashable {
+    /// Where Redis is (`redis://HOST[:PORT][/DB]`).
+    public var redis: RedisEndpoint
+    /// The fleet's name: every key carries it as a hash tag, `{name}`.
+    public var name: String
+    /// Fixed number of shards (never change it for a running fleet). Default 4096.
+    public var shards: Int = 4096
+    /// Lease time to live. Default 10 s; renewed every TTL/5.
+    public var leaseTTL: Duration = .seconds(10)
+    /// A host whose load (process CPU share over the last claim interval)
+    /// is at or above this does not claim more shards (unless it holds none).
+    public var loadThreshold: Double = 0.75
+    /// Mean time between claim rounds (each is jittered by ±25 %). Default 1 s.
+    public var claimInterval: Duration = .seconds(1)
+    /// How long a draining host hands shards over before it exits anyway. Default 30 s.
+    public var drainTimeout: Duration = .seconds(30)
+    /// Shards a host releases per round when rebalancing or draining.
+    public var releaseBatch: Int = 256
+
+    /// A fleet on `redis` named `name`, with the defaults above.
+    public init(redis: RedisEndpoint, name: String) {
+        self.redis = redis
+        self.name = name
+    }
+
+    /// Parses the `fleet` object; problems go to `fail(field, problem)`.
+    static func parse(_ value: JSON, fail: (String, String) -> Void) -> FleetConfig? {
+        guard let object = value.objectValue else {
+            fail("fleet", "must be an object {redis, name, shards?, leaseTTL?, loadThreshold?}")
+            return nil
+        }
+        let known: Set<String> = ["redis", "name", "shards", "leaseTTL", "loadThreshold", "claimInterval",
+                                  "drainTimeout", "releaseBatch"]
+        for key in object.keys.sorted() where !known.contains(key) { fail("fleet.\(key)", "unknown field") }
+        var endpoint: RedisEndpoint?
+        if let text = object["redis"]?.stringValue, let parsed = RedisEndpoint(url: text) { endpoint = parsed }
+        else { fail("fleet.redis", "must be a redis://HOST[:PORT][/DB] URL") }
+        var name = ""
+        if let text = object["name"]?.stringValue, !text.isEmpty, text.utf8.count <= 64,
+           !text.contains(where: { "{}".contains($0) || $0.isWhitespace }) {
+            name = text
+        } else {
+            fail("fleet.name", "must be 1-64 characters without braces or spaces")
+        }
+        guard let endpoint, !name.isEmpty else { return nil }
+        var config = FleetConfig(redis: endpoint, name: name)
+        if let value = object["shards"] {
+            if let shards = value.int64Value, (1...65536).contains(shards) { config.shards = Int(shards) }
+            else { fail("fleet.shards", "must be an integer 1-65536") }
+        }
+        func seconds(_ key: String, _ apply: (Duration) -> Void) {
+            guard let value = object[key] else { return }
+            if let number = value.doubleValue, number > 0, number.isFinite, number <= 86_400 {
+                apply(.milliseconds(Int64((number * 1000).rounded())))
+            } else {
+                fail("fleet.\(key)", "must be a positive number of seconds")
+            }
+        }
+        seconds("leaseTTL") { config.leaseTTL = $0 }
+        seconds("claimInterval") { config.claimInterval = $0 }
+        seconds("drainTimeout") { config.drainTimeout = $0 }
+        if config.leaseTTL < .milliseconds(500) { fail("fleet.leaseTTL", "must be at least 0.5 s") }
+        if let value = object["loadThreshold"] {
+            if let number = value.doubleValue, number > 0, number <= 1 { config.loadThreshold = number }
+            else { fail("fleet.loadThreshold", "must be a number in (0, 1]") }
+        }
+        if let value = object["releaseBatch"] {
+            if let count = value.int64Value, count >= 1 { config.releaseBatch = Int(count) }
+            else { fail("fleet.releaseBatch", "must be a positive integer") }
+        }
+        return config
+    }
+}

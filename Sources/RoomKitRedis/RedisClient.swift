@@ -1,0 +1,253 @@
+import CHiredis
+import CRoomKitRedis
+import Logging
+@_spi(ForeignEventLib) import RoomKitLoop
+
+/// A Redis connection on the event loop: hiredis's async API driven by its
+/// libuv adapter on our `uv_loop_t`, with the deadlines hiredis does not
+/// keep (connect and per-command timeouts, on a `LoopTimer`) and automatic
+/// reconnection.
+///
+/// Loop thread only, every method. Replies arrive on the loop thread.
+/// A command that times out fails with `.timedOut` and drops the connection
+/// (replies are matched by order, so a late reply could not be trusted);
+/// every other pending command then fails with `.disconnected`, and the
+/// client reconnects after `reconnectDelay`.
+///
+/// Keep the client alive until `close()` (or the loop's shutdown, which
+/// closes it): hiredis holds an unretained pointer to it.
+public final class RedisClient: @unchecked Sendable {
+    // @unchecked Sendable: every mutable field is touched on the loop thread
+    // only (asserted); Sendable so loop tasks can capture it.
+
+    /// Tunables, with the defaults the fleet uses.
+    public struct Configuration: Sendable {
+        /// A command without a reply after this fails and drops the connection.
+        public var commandTimeout: Duration = .seconds(2)
+        /// A connect attempt that has not completed after this is abandoned.
+        public var connectTimeout: Duration = .seconds(2)
+        /// Wait between a lost connection and the next attempt.
+        public var reconnectDelay: Duration = .milliseconds(250)
+        /// The defaults above.
+        public init() {}
+    }
+
+    /// Where the server is.
+    public let endpoint: RedisEndpoint
+    /// The deadlines in use.
+    public let configuration: Configuration
+    private let loop: EventLoop
+    private let logger: Logger
+
+    /// The live hiredis context, if any. Loop thread only.
+    private var context: UnsafeMutablePointer<redisAsyncContext>?
+    private var connected = false
+    private var connectStarted: UInt64 = 0
+    private var closed = false
+    private var nextID: UInt = 1
+    private var pending: [UInt: (deadline: UInt64, completion: (Result<RedisValue, RedisError>) -> Void)] = [:]
+    private var ticker: LoopTimer?
+    private var reconnectAt: UInt64?
+    private var shutdownHook: Int?
+    /// Called on the loop thread each time a connection is ready (first and after reconnects).
+    public var onConnect: (() -> Void)?
+
+    /// Creates a client; call `start()` on the loop thread to connect.
+    public init(loop: EventLoop, endpoint: RedisEndpoint, configuration: Configuration = Configuration(), logger: Logger) {
+        self.loop = loop
+        self.endpoint = endpoint
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Whether a connection is established. Loop thread only.
+    public var isConnected: Bool {
+        loop.assertInEventLoop()
+        return connected
+    }
+
+    /// Connects (and keeps reconnecting until `close()`). Loop thread only.
+    public func start() throws(LoopError) {
+        loop.preconditionInEventLoop()
+        guard ticker == nil, !closed else { return }
+        ticker = try loop.scheduleTimer(after: .milliseconds(50), repeating: .milliseconds(50)) { [unowned self] _ in
+            tick()
+        }
+        shutdownHook = loop.addShutdownHook { [unowned self] in close() }
+        connect()
+    }
+
+    /// Sends one command (argv form: no protocol is written by hand).
+    /// `completion` runs on the loop thread exactly once. Loop thread only.
+    public func command(_ arguments: [String], completion: @escaping (Result<RedisValue, RedisError>) -> Void) {
+        loop.preconditionInEventLoop()
+        guard !closed else { return completion(.failure(RedisError(code: .closed, message: "client closed"))) }
+        guard let context, connected else {
+            return completion(.failure(RedisError(code: .disconnected, message: "not connected to \(endpoint)")))
+        }
+        let id = nextID
+        nextID += 1
+        pending[id] = (loop.nowMilliseconds + Self.ms(configuration.commandTimeout), completion)
+        let rc = Self.send(context, arguments, id: id)
+        if rc != Int32(RK_REDIS_OK) {
+            pending.removeValue(forKey: id)
+            completion(.failure(RedisError(code: .disconnected, message: "redisAsyncCommandArgv failed")))
+        }
+    }
+
+    /// Closes the connection; pending commands fail with `.closed`. Idempotent. Loop thread only.
+    public func close() {
+        loop.assertInEventLoop()
+        guard !closed else { return }
+        closed = true
+        ticker?.cancel()
+        ticker = nil
+        if let hook = shutdownHook {
+            shutdownHook = nil
+            loop.removeShutdownHook(hook)
+        }
+        drop(RedisError(code: .closed, message: "client closed"))
+    }
+
+    // MARK: Connection
+
+    private func connect() {
+        guard !closed, context == nil else { return }
+        reconnectAt = nil
+        guard let ac = redisAsyncConnect(endpoint.host, Int32(endpoint.port)) else {
+            return scheduleReconnect("redisAsyncConnect returned nil")
+        }
+        if ac.pointee.err != 0 {
+            let message = Self.errorText(ac)
+            redisAsyncFree(ac)
+            return scheduleReconnect(message)
+        }
+        guard rk_redis_attach_uv(ac, loop.uvLoopPointer) == Int32(RK_REDIS_OK) else {
+            redisAsyncFree(ac)
+            return scheduleReconnect("could not attach to the loop")
+        }
+        ac.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        redisAsyncSetConnectCallback(ac) { ac, status in
+            guard let ac, let data = ac.pointee.data else { return }
+            Unmanaged<RedisClient>.fromOpaque(data).takeUnretainedValue().didConnect(ac, status: status)
+        }
+        redisAsyncSetDisconnectCallback(ac) { ac, status in
+            guard let ac, let data = ac.pointee.data else { return }
+            Unmanaged<RedisClient>.fromOpaque(data).takeUnretainedValue().didDisconnect(ac, status: status)
+        }
+        context = ac
+        connectStarted = loop.nowMilliseconds
+    }
+
+    private func didConnect(_ ac: UnsafePointer<redisAsyncContext>, status: Int32) {
+        guard let context, UnsafePointer(context) == ac else { return }
+        if status != Int32(RK_REDIS_OK) {
+            // hiredis frees the context after this callback.
+            self.context = nil
+            return scheduleReconnect(Self.errorText(ac))
+        }
+        connected = true
+        logger.info("redis connected", metadata: ["redis": "\(endpoint)"])
+        if endpoint.database != 0 {
+            command(["SELECT", String(endpoint.database)]) { [logger] result in
+                if case .success(.error(let text)) = result {
+                    logger.error("redis SELECT failed", metadata: ["error": "\(text)"])
+                }
+            }
+        }
+        onConnect?()
+    }
+
+    private func didDisconnect(_ ac: UnsafePointer<redisAsyncContext>, status: Int32) {
+        guard let context, UnsafePointer(context) == ac else { return }
+        // hiredis frees the context after this callback; it already failed
+        // the pending callbacks (with no reply), which removed them.
+        self.context = nil
+        connected = false
+        failAll(RedisError(code: .disconnected, message: "connection to \(endpoint) lost"))
+        scheduleReconnect(Self.errorText(ac))
+    }
+
+    /// Frees the context now (no waiting for replies, unlike redisAsyncDisconnect)
+    /// and fails everything pending with `error`.
+    private func drop(_ error: RedisError) {
+        let ac = context
+        context = nil
+        connected = false
+        if let ac { redisAsyncFree(ac) }  // its callbacks see context == nil
+        failAll(error)
+        if !closed { scheduleReconnect(error.message) }
+    }
+
+    private func failAll(_ error: RedisError) {
+        let failed = pending
+        pending = [:]
+        for id in failed.keys.sorted() { failed[id]?.completion(.failure(error)) }
+    }
+
+    private func scheduleReconnect(_ why: String) {
+        guard !closed, reconnectAt == nil else { return }
+        logger.warning("redis unavailable; reconnecting", metadata: ["redis": "\(endpoint)", "error": "\(why)"])
+        reconnectAt = loop.nowMilliseconds + Self.ms(configuration.reconnectDelay)
+    }
+
+    /// Deadlines hiredis does not keep: connect, commands, reconnect.
+    private func tick() {
+        let now = loop.nowMilliseconds
+        if context != nil, !connected, now - connectStarted >= Self.ms(configuration.connectTimeout) {
+            return drop(RedisError(code: .timedOut, message: "connect to \(endpoint) timed out"))
+        }
+        if let expired = pending.first(where: { $0.value.deadline <= now }) {
+            pending.removeValue(forKey: expired.key)
+            expired.value.completion(.failure(RedisError(code: .timedOut, message: "no reply from \(endpoint)")))
+            return drop(RedisError(code: .disconnected, message: "connection to \(endpoint) dropped after a timeout"))
+        }
+        if let at = reconnectAt, now >= at, context == nil {
+            connect()
+        }
+    }
+
+    fileprivate func replied(id: UInt, reply: UnsafeMutableRawPointer?) {
+        guard let entry = pending.removeValue(forKey: id) else { return }
+        guard let reply else {
+            return entry.completion(.failure(RedisError(code: .disconnected, message: "connection to \(endpoint) lost")))
+        }
+        entry.completion(.success(RedisValue(reply: reply.assumingMemoryBound(to: redisReply.self))))
+    }
+
+    private static func send(_ ac: UnsafeMutablePointer<redisAsyncContext>, _ arguments: [String], id: UInt) -> Int32 {
+        let buffers = arguments.map { Array($0.utf8) }
+        var pointers: [UnsafePointer<CChar>?] = []
+        var lengths: [Int] = []
+        let storage = buffers.map { bytes -> UnsafeMutablePointer<CChar> in
+            let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))
+            bytes.withUnsafeBufferPointer { source in
+                source.withMemoryRebound(to: CChar.self) { chars in
+                    if let base = chars.baseAddress { pointer.update(from: base, count: bytes.count) }
+                }
+            }
+            return pointer
+        }
+        defer { storage.forEach { $0.deallocate() } }
+        for (index, pointer) in storage.enumerated() {
+            pointers.append(UnsafePointer(pointer))
+            lengths.append(buffers[index].count)
+        }
+        // hiredis formats the command into its own buffer before returning.
+        return redisAsyncCommandArgv(ac, { ac, reply, privdata in
+            guard let ac, let data = ac.pointee.data else { return }
+            let client = Unmanaged<RedisClient>.fromOpaque(data).takeUnretainedValue()
+            client.replied(id: UInt(bitPattern: privdata), reply: reply)
+        }, UnsafeMutableRawPointer(bitPattern: id), Int32(arguments.count), &pointers, lengths)
+    }
+
+    private static func errorText(_ ac: UnsafePointer<redisAsyncContext>) -> String {
+        guard let text = ac.pointee.errstr else { return "error \(ac.pointee.err)" }
+        return String(cString: text)
+    }
+
+    static func ms(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        return UInt64(max(0, seconds)) * 1000 + UInt64(max(0, attoseconds) / 1_000_000_000_000_000)
+    }
+}

@@ -1,0 +1,163 @@
+import CHiredis
+import CRoomKitRedis
+
+/// One Redis reply, copied out of hiredis's `redisReply` (which hiredis
+/// frees as soon as the reply callback returns).
+public enum RedisValue: Sendable, Hashable, CustomStringConvertible {
+    /// A bulk string (binary-safe; use `string` for UTF-8 text).
+    case bulk([UInt8])
+    /// A status reply such as `OK`.
+    case status(String)
+    /// An integer reply.
+    case integer(Int64)
+    /// An array reply (nested replies keep their types).
+    case array([RedisValue])
+    /// The nil bulk or nil array.
+    case null
+    /// An error reply, e.g. `NOSCRIPT No matching script`.
+    case error(String)
+
+    /// The value as text: bulk strings (UTF-8), status and error text, integers.
+    public var string: String? {
+        switch self {
+        case .bulk(let bytes): return String(decoding: bytes, as: UTF8.self)
+        case .status(let text), .error(let text): return text
+        case .integer(let value): return String(value)
+        default: return nil
+        }
+    }
+
+    /// The value as an integer: integer replies, or bulk strings holding one.
+    public var integer: Int64? {
+        switch self {
+        case .integer(let value): return value
+        case .bulk: return string.flatMap { Int64($0) }
+        default: return nil
+        }
+    }
+
+    /// The elements of an array reply (empty for anything else).
+    public var array: [RedisValue] {
+        if case .array(let elements) = self { return elements }
+        return []
+    }
+
+    /// A short text form for logs: `"text"`, `+OK`, `:1`, `[...]`, `nil`, `-ERR ...`.
+    public var description: String {
+        switch self {
+        case .bulk: return "\"\(string ?? "")\""
+        case .status(let text): return "+\(text)"
+        case .integer(let value): return ":\(value)"
+        case .array(let elements): return "[" + elements.map(\.description).joined(separator: ", ") + "]"
+        case .null: return "nil"
+        case .error(let text): return "-\(text)"
+        }
+    }
+
+    /// Copies a hiredis reply (recursively). Called inside the reply callback.
+    init(reply: UnsafePointer<redisReply>) {
+        let r = reply.pointee
+        switch r.type {
+        case Int32(RK_REDIS_REPLY_STRING):
+            self = .bulk(Self.bytes(r.str, r.len))
+        case Int32(RK_REDIS_REPLY_STATUS):
+            self = .status(String(decoding: Self.bytes(r.str, r.len), as: UTF8.self))
+        case Int32(RK_REDIS_REPLY_ERROR):
+            self = .error(String(decoding: Self.bytes(r.str, r.len), as: UTF8.self))
+        case Int32(RK_REDIS_REPLY_INTEGER):
+            self = .integer(r.integer)
+        case Int32(RK_REDIS_REPLY_ARRAY):
+            var elements: [RedisValue] = []
+            elements.reserveCapacity(Int(r.elements))
+            for index in 0..<Int(r.elements) {
+                if let element = r.element[index] {
+                    elements.append(RedisValue(reply: element))
+                } else {
+                    elements.append(.null)
+                }
+            }
+            self = .array(elements)
+        default:
+            self = .null
+        }
+    }
+
+    private static func bytes(_ pointer: UnsafeMutablePointer<CChar>?, _ length: Int) -> [UInt8] {
+        guard let pointer, length > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: length))
+    }
+}
+
+/// Why a Redis command did not get a reply.
+public struct RedisError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let raw: String
+        /// Not connected, or the connection was lost before the reply.
+        public static let disconnected = Code(raw: "disconnected")
+        /// No reply within the command timeout (the connection is then dropped).
+        public static let timedOut = Code(raw: "timedOut")
+        /// The server answered with an error reply.
+        public static let server = Code(raw: "server")
+        /// The client was closed.
+        public static let closed = Code(raw: "closed")
+        public var description: String { raw }
+    }
+
+    /// The failure's kind.
+    public let code: Code
+    /// What happened, naming the server.
+    public let message: String
+
+    /// Creates an error.
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// "redis timedOut: no reply from redis://…".
+    public var description: String { "redis \(code): \(message)" }
+}
+
+/// Where a Redis server is: parsed from `redis://HOST[:PORT][/DB]`.
+public struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
+    /// Host name or address.
+    public var host: String
+    /// TCP port (default 6379).
+    public var port: Int
+    /// Database number selected after connecting (default 0).
+    public var database: Int
+
+    /// Creates an endpoint.
+    public init(host: String, port: Int = 6379, database: Int = 0) {
+        self.host = host
+        self.port = port
+        self.database = database
+    }
+
+    /// Parses `redis://HOST[:PORT][/DB]`; nil when it is not one.
+    public init?(url: String) {
+        guard url.hasPrefix("redis://") else { return nil }
+        var rest = Substring(url.dropFirst("redis://".count))
+        var database = 0
+        if let slash = rest.firstIndex(of: "/") {
+            let tail = rest[rest.index(after: slash)...]
+            if !tail.isEmpty {
+                guard let db = Int(tail), db >= 0 else { return nil }
+                database = db
+            }
+            rest = rest[..<slash]
+        }
+        var port = 6379
+        if let colon = rest.lastIndex(of: ":") {
+            guard let parsed = Int(rest[rest.index(after: colon)...]), (1...65535).contains(parsed) else { return nil }
+            port = parsed
+            rest = rest[..<colon]
+        }
+        guard !rest.isEmpty, !rest.contains("@") else { return nil }
+        self.init(host: String(rest), port: port, database: database)
+    }
+
+    /// The URL form, `redis://host:port/db`.
+    public var description: String { "redis://\(host):\(port)/\(database)" }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import MetricsTestKit
+import RoomKit
+import RoomKitPlugins
+import RoomKitProtocol
+import RoomKitTestSupport
+import XCTest
+
+/// A `RoomHost` and its `PluginManager` report through swift-metrics to the
+/// factory they are given, so any embedding app (not only roombot) gets
+/// sessions by reason, reconnects, events, dispatch time and per-plugin
+/// calls, failures and latency.
+final class MetricsTests: XCTestCase {
+    func testHostAndPlugins_reportSessionsEventsAndPluginCalls_toTheGivenFactory() async throws {
+        let harness = try PluginHarness()
+        let metrics = TestMetrics()
+        let host = try harness.host { $0.metricsFactory = metrics }
+        let recorder = try compilePlugin("recorder", source: TestPlugins.recorder(), in: harness.directory)
+        let manager = PluginManager(host: host, metricsFactory: metrics)
+        let path = try harness.writeManifest(manifest([
+            pluginEntry("recorder", library: recorder, hooks: ["room"], config: .string(harness.directory + "/r.txt"),
+                        isolation: "inline"),
+        ]))
+        XCTAssertEqual(manager.load(try PluginManifest(path: path)), [])
+
+        try await host.loginRoom("lobby", user: LoginUser(id: "bot"), token: harness.token("bot"))
+        try await host.loginRoom("hall", user: LoginUser(id: "bot"), token: harness.token("bot"))
+        await eventually(5, "the plugin's calls are counted") {
+            metrics.counterTotal(label: "roomkit_plugin_calls_total", dimensions: [("plugin", "recorder")]) >= 4
+        }
+        // Two rooms, each LOGINING then LOGINED: four state changes, counted once each.
+        XCTAssertEqual(metrics.counterTotal(label: "roomkit_events_total", dimensions: [("event", "roomStateChanged")]), 4)
+        XCTAssertEqual(try metrics.expectGauge("roomkit_sessions", [("reason", "LOGINED")]).lastValue, 2)
+        XCTAssertEqual(try metrics.expectGauge("roomkit_sessions", [("reason", "LOGINING")]).lastValue, 0)
+        XCTAssertFalse(try metrics.expectTimer("roomkit_dispatch_seconds").values.isEmpty)
+        XCTAssertEqual(metrics.counterTotal(label: "roomkit_reconnects_total"), 0)
+
+        host.simulateConnectionLoss()
+        await eventually(5, "both rooms reconnected") {
+            (try? metrics.expectGauge("roomkit_sessions", [("reason", "RECONNECTED")]).lastValue) == 2
+        }
+        XCTAssertEqual(metrics.counterTotal(label: "roomkit_reconnects_total"), 2, "one per room that went RECONNECTING")
+        XCTAssertEqual(metrics.counterTotal(label: "roomkit_plugin_failures_total", dimensions: [("plugin", "recorder")]), 0)
+        XCTAssertFalse(try metrics.expectTimer("roomkit_plugin_call_seconds", [("plugin", "recorder")]).values.isEmpty)
+        manager.unloadAll()
+        try await harness.close()
+    }
+}

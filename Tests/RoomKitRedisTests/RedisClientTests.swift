@@ -1,0 +1,117 @@
+import Foundation
+import Logging
+import RoomKitLoop
+import RoomKitRedis
+import RoomKitTestSupport
+import XCTest
+
+/// RedisClient against a real redis-server on a free loopback port.
+final class RedisClientTests: XCTestCase {
+    private var redis: RedisProcess!
+    private var loop: EventLoop!
+    private var client: RedisClient!
+
+    override func setUpWithError() throws {
+        redis = RedisProcess()
+        try redis.start()
+        loop = try EventLoop(name: "redis-test")
+        var configuration = RedisClient.Configuration()
+        configuration.commandTimeout = .milliseconds(500)
+        configuration.reconnectDelay = .milliseconds(50)
+        let endpoint = RedisEndpoint(url: redis.url)!
+        client = try loop.runAndWait { [loop] in
+            let client = RedisClient(loop: loop!, endpoint: endpoint, configuration: configuration,
+                                     logger: Logger(label: "redis-test"))
+            try client.start()
+            return client
+        }
+        try waitConnected()
+    }
+
+    override func tearDownWithError() throws {
+        try loop.shutdown()  // throws when a handle (the adapter's poll) leaked
+        loop = nil
+        client = nil
+        redis.kill9()
+        redis = nil
+    }
+
+    private func waitConnected(_ timeout: TimeInterval = 5) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try loop.runAndWait({ [client] in client!.isConnected }) { return }
+            usleep(10_000)
+        }
+        XCTFail("not connected to \(redis.url)")
+    }
+
+    private func run(_ arguments: [String]) throws -> Result<RedisValue, RedisError> {
+        let result = LockedValue<Result<RedisValue, RedisError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        _ = loop.execute { [client] in
+            client!.command(arguments) { value in
+                result.withLock { $0 = value }
+                done.signal()
+            }
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        return try XCTUnwrap(result.withLock { $0 })
+    }
+
+    private func evaluate(_ script: RedisScript, keys: [String], arguments: [String]) throws -> Result<RedisValue, RedisError> {
+        let result = LockedValue<Result<RedisValue, RedisError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        _ = loop.execute { [client] in
+            client!.evaluate(script, keys: keys, arguments: arguments) { value in
+                result.withLock { $0 = value }
+                done.signal()
+            }
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        return try XCTUnwrap(result.withLock { $0 })
+    }
+
+    func testCommand_repliesOfEveryType() throws {
+        XCTAssertEqual(try run(["SET", "k", "v a l"]).get(), .status("OK"))
+        XCTAssertEqual(try run(["GET", "k"]).get().string, "v a l")
+        XCTAssertEqual(try run(["INCR", "n"]).get(), .integer(1))
+        XCTAssertEqual(try run(["GET", "missing"]).get(), .null)
+        XCTAssertEqual(try run(["RPUSH", "l", "a", "b"]).get(), .integer(2))
+        XCTAssertEqual(try run(["LRANGE", "l", "0", "-1"]).get().array.compactMap(\.string), ["a", "b"])
+        guard case .error(let text) = try run(["INCR", "k"]).get() else { return XCTFail("expected an error reply") }
+        XCTAssertTrue(text.hasPrefix("ERR"), text)
+    }
+
+    func testEvaluate_afterScriptFlush_reloadsOnNoscript() throws {
+        let script = RedisScript(name: "incrby", source: "return redis.call('INCRBY', KEYS[1], ARGV[1])")
+        XCTAssertEqual(try evaluate(script, keys: ["c"], arguments: ["5"]).get(), .integer(5))
+        XCTAssertEqual(try run(["SCRIPT", "FLUSH"]).get(), .status("OK"))
+        XCTAssertEqual(try evaluate(script, keys: ["c"], arguments: ["2"]).get(), .integer(7))
+        XCTAssertEqual(try run(["GET", "c"]).get().integer, 7)
+    }
+
+    func testCommand_whenServerPaused_timesOutAndReconnectsAfterContinue() throws {
+        let pid = try XCTUnwrap(redis.pid)
+        kill(pid, SIGSTOP)
+        defer { kill(pid, SIGCONT) }
+        let started = Date()
+        guard case .failure(let error) = try run(["PING"]) else { return XCTFail("a paused server answered") }
+        XCTAssertEqual(error.code, .timedOut)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.4)
+        kill(pid, SIGCONT)
+        try waitConnected()
+        XCTAssertEqual(try run(["PING"]).get(), .status("PONG"))
+    }
+
+    func testClient_whenServerKilledAndRestarted_reconnects() throws {
+        XCTAssertEqual(try run(["SET", "k", "1"]).get(), .status("OK"))
+        redis.kill9()
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, (try? loop.runAndWait { [client] in client!.isConnected }) == true { usleep(10_000) }
+        guard case .failure(let error) = try run(["PING"]) else { return XCTFail("a dead server answered") }
+        XCTAssertEqual(error.code, .disconnected)
+        try redis.start()
+        try waitConnected()
+        XCTAssertEqual(try run(["GET", "k"]).get(), .null, "no persistence: the restarted server is empty")
+    }
+}
