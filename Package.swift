@@ -32,6 +32,8 @@ let package = Package(
         .library(name: "url-rewrite", type: .dynamic, targets: ["URLRewritePlugin"]),
         .library(name: "error-log", type: .dynamic, targets: ["ErrorLogPlugin"]),
         .library(name: "echo-commands", type: .dynamic, targets: ["EchoCommandsPlugin"]),
+        // A Swift plugin for the SDK's tests (typed handlers, injected host/config/log).
+        .library(name: "sdk-probe", type: .dynamic, targets: ["SDKProbePlugin"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
@@ -145,7 +147,7 @@ let package = Package(
         .target(
             name: "RoomKitPluginHost",
             dependencies: [
-                "CRoomKitPluginABI", "CRoomKitPluginWire", "RoomKit", "RoomKitLoop", "RoomKitProtocol",
+                "CRoomKitPluginABI", "CRoomKitPluginWire", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "CSQLite3",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -158,6 +160,9 @@ let package = Package(
             name: "ErrorLogPlugin", dependencies: ["RoomKitPluginSDK"], path: "Plugins/ErrorLog",
             swiftSettings: swiftSettings),
         .target(name: "EchoCommandsPlugin", dependencies: ["CRoomKitPluginABI"], path: "Plugins/EchoCommands"),
+        .target(
+            name: "SDKProbePlugin", dependencies: ["RoomKitPluginSDK"], path: "Tests/Plugins/SDKProbe",
+            swiftSettings: swiftSettings),
 
         // MARK: A Redis client (hiredis) on the loop layer, for the bot fleet
         .target(
@@ -216,6 +221,8 @@ let package = Package(
             name: "RoomKitPluginTests",
             dependencies: ["RoomKitPluginHost", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport",
                            .product(name: "MetricsTestKit", package: "swift-metrics")],
+            // The ABI 1.0 header and a 1.0 plugin's source, compiled by the tests with cc.
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitRedisTests",

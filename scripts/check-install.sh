@@ -19,7 +19,7 @@ expected=(
   bin/roomd bin/roombot bin/multiroom-bot
   lib/roomkit/plugins/liburl-rewrite.so lib/roomkit/plugins/liberror-log.so
   lib/roomkit/plugins/libecho-commands.so lib/roomkit/plugins/plugins.json
-  include/roomkit_plugin.h lib/pkgconfig/roomkit-plugin.pc
+  include/roomkit_plugin.h include/roomkit_json.h lib/pkgconfig/roomkit-plugin.pc
   share/man/man1/roomd.1 share/man/man1/roombot.1 share/man/man1/multiroom-bot.1
   lib/systemd/system/roomd.service lib/systemd/system/roombot.service
   share/doc/roomkit/LICENSE share/doc/roomkit/CHANGELOG.md share/doc/roomkit/docs/CLI.md
@@ -54,6 +54,11 @@ cc -shared -fPIC -o "$stage/libmine.so" $cflags -I"$stage" "$stage/echo_commands
 printf '{"manifestVersion": 1, "plugins": [{"name": "mine", "library": "%s", "abi": 1, "hooks": ["magix"]}]}\n' \
   "$stage/libmine.so" > "$stage/mine.json"
 "$root/bin/roombot" check --manifest "$stage/mine.json" || fail "roombot check of a plugin built with pkg-config"
+
+# A scaffolded C plugin builds (and passes its test) with no path into the repo.
+"$root/bin/roombot" new-plugin scaffolded --lang c --dir "$stage/scaffolded" >/dev/null || fail "roombot new-plugin"
+make -C "$stage/scaffolded" ROOMKIT_CFLAGS="$cflags" >/dev/null || fail "the C scaffold does not build against the installed headers"
+"$root/bin/roombot" check --manifest "$stage/scaffolded/plugins.json" || fail "roombot check of the C scaffold"
 
 # Man pages render.
 for page in roomd roombot multiroom-bot; do

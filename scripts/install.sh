@@ -4,6 +4,7 @@
 #   bin/                       roomd, roombot, multiroom-bot
 #   lib/roomkit/plugins/       the shipped plugins and a manifest naming them
 #   include/roomkit_plugin.h   the plugin ABI header
+#   include/roomkit_json.h     the header-only JSON reader for C plugins
 #   lib/pkgconfig/             roomkit-plugin.pc
 #   share/man/man1/            man pages (swift-argument-parser's GenerateManual)
 #   lib/systemd/system/        roomd.service, roombot.service (deploy/systemd)
@@ -44,6 +45,7 @@ install -Dm644 "$plugins/plugins.json.tmp" "$plugins/plugins.json"
 rm -f "$plugins/plugins.json.tmp"
 
 install -Dm644 Sources/CRoomKitPluginABI/include/roomkit_plugin.h "$root/include/roomkit_plugin.h"
+install -Dm644 Sources/CRoomKitPluginABI/include/roomkit_json.h "$root/include/roomkit_json.h"
 mkdir -p "$root/lib/pkgconfig"
 sed -e "s|@PREFIX@|$PREFIX|g" -e "s|@VERSION@|$version|g" deploy/pkgconfig/roomkit-plugin.pc.in > "$root/lib/pkgconfig/roomkit-plugin.pc"
 chmod 644 "$root/lib/pkgconfig/roomkit-plugin.pc"

@@ -5,13 +5,11 @@ import RoomKitProtocol
 /// `error-log`: writes every `throwError` report as one JSON line, to
 /// `config.file` when given (appending), else to the host's log.
 final class ErrorLogPlugin: RoomKitPlugin {
-    private var host: PluginHost?
     private var file: FileHandle?
 
     init() {}
 
     func load(host: PluginHost, config: JSON) throws {
-        self.host = host
         if let path = config["file"]?.stringValue {
             if !FileManager.default.fileExists(atPath: path) {
                 _ = FileManager.default.createFile(atPath: path, contents: nil)
@@ -37,7 +35,7 @@ final class ErrorLogPlugin: RoomKitPlugin {
         if let file {
             file.write(Data((line + "\n").utf8))
         } else {
-            host?.log(.error, line)
+            log.error(line)
         }
     }
 }

@@ -70,6 +70,8 @@ const char *roomkit_lws_http_method(struct lws *wsi) {
     if (lws_hdr_total_length(wsi, WSI_TOKEN_OPTIONS_URI) > 0) return "OPTIONS";
     if (lws_hdr_total_length(wsi, WSI_TOKEN_HEAD_URI) > 0) return "HEAD";
 #if defined(LWS_WITH_HTTP_UNCOMMON_HEADERS) || defined(LWS_HTTP_HEADERS_ALL)
+    /* PUT /v1/plugins/{name}/config (control API). */
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_PUT_URI) > 0) return "PUT";
     /* DELETE (the bot's DELETE /v1/fleet/rooms/{room}); lws parses it only
      * when built with uncommon headers, as Debian's is. */
     if (lws_hdr_total_length(wsi, WSI_TOKEN_DELETE_URI) > 0) return "DELETE";
@@ -89,6 +91,7 @@ int roomkit_lws_http_path(struct lws *wsi, char *buf, int len) {
     static const enum lws_token_indexes uris[] = {
         WSI_TOKEN_GET_URI, WSI_TOKEN_POST_URI, WSI_TOKEN_OPTIONS_URI, WSI_TOKEN_HEAD_URI,
 #if defined(LWS_WITH_HTTP_UNCOMMON_HEADERS) || defined(LWS_HTTP_HEADERS_ALL)
+        WSI_TOKEN_PUT_URI,
         WSI_TOKEN_DELETE_URI,
 #endif
     };

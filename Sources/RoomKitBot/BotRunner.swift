@@ -122,6 +122,7 @@ public final class BotRunner: @unchecked Sendable {
         } else {
             fleet = nil
         }
+        configurePluginPlatform()
         let saveCursors: @Sendable () -> Void = { [host] in host.saveSessionCursorsNow() }
         host.addObserver { [weak self, host, loop, store, events, metrics] event in
             var fields = event.logFields

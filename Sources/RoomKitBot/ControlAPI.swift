@@ -103,6 +103,8 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
                 }))
             case ("POST", let p) where p.count == 4 && p[0] == "v1" && p[1] == "plugins" && p[3] == "reload":
                 return try reload(p[2], runner: runner)
+            case ("PUT", let p) where p.count == 4 && p[0] == "v1" && p[1] == "plugins" && p[3] == "config":
+                return putPluginConfig(p[2], body: request.body, runner: runner)
             case ("POST", ["v1", "logout"]):
                 let rooms = await host.logoutRoom()
                 return (200, ["rooms": .array(rooms.map(JSON.string))])

@@ -253,7 +253,7 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
             header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_CONTENT_TYPE, $0, $1) }
         )
         context.attach(responder, to: wsi)
-        if method == "POST" {
+        if method == "POST" || method == "PUT" {
             // The body follows in LWS_CALLBACK_HTTP_BODY; dispatch on completion.
             let length = header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_CONTENT_LENGTH, $0, $1) }
             if length == nil || length == "0" {

@@ -105,6 +105,27 @@ final class PluginChild: @unchecked Sendable {
 
     // MARK: Round trips
 
+    /// export_state / import_state: a round trip answered like a URL (the
+    /// state, or import's result as text); nil on timeout or NULL.
+    func stateRequest(_ type: roomkit_wire_down, state: String?, timeout: Duration) -> [UInt8]? {
+        var request: UInt64 = 0
+        update {
+            $0.nextRequest += 1
+            request = $0.nextRequest
+            $0.urls[request] = .some(nil)
+        }
+        var frame = WireFrame(UInt8(type.rawValue), capacity: 24 + (state?.utf8.count ?? 0))
+        frame.u64(request)
+        if type == ROOMKIT_WIRE_IMPORT_STATE { frame.string(state) }
+        send(frame.finished)
+        let reply: [UInt8]?? = wait(timeout) { state -> [UInt8]?? in
+            guard case .some(.some(let answer)) = state.urls[request] else { return nil }
+            return .some(answer)
+        }
+        update { $0.urls[request] = nil }
+        return reply ?? nil
+    }
+
     func interrupt(_ url: String, timeout: Duration) -> [UInt8]? {
         var request: UInt64 = 0
         update {

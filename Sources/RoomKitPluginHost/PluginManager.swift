@@ -39,14 +39,16 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
 
     public let host: RoomHost
     private let metricsFactory: any MetricsFactory
-    private let logger: Logger
-    private let runtimes = LockedValue<[PluginRuntime]>([])
+    let logger: Logger
+    let runtimes = LockedValue<[PluginRuntime]>([])
+    /// ABI 1.1: storage, room login, live configs, reload holds (PluginManager+Platform.swift).
+    let platform = PluginPlatformState()
     /// Failures at load time, kept for reports.
     private let failed = LockedValue<[String: (spec: PluginSpec, message: String)]>([:])
     /// Plugins the manifest disables (`enabled: false`), kept for reports.
     private let disabled = LockedValue<[String: PluginSpec]>([:])
     /// Old runtimes replaced by a reload, kept alive (their code stays mapped).
-    private let retired = LockedValue<[PluginRuntime]>([])
+    let retired = LockedValue<[PluginRuntime]>([])
     /// The host observer this manager dispatches from.
     private let observation = LockedValue<RegistrationToken?>(nil)
     /// Each running URL-interrupter plugin's place in the host's URL chain.
@@ -103,7 +105,8 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     }
 
     /// Maps and starts (on_load) one plugin; it gets no calls until `activate`.
-    private func start(_ spec: PluginSpec, path: String?) throws(PluginLoadError) -> PluginRuntime {
+    func start(_ spec: PluginSpec, path: String?) throws(PluginLoadError) -> PluginRuntime {
+        let spec = withLiveConfig(spec)
         let mapped: MappedPlugin
         do {
             mapped = try spec.isolation == .process
@@ -130,7 +133,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
 
     /// Switches dispatch to `runtime`, retiring the instance it replaces
     /// (whose `unloaded` is reported before the new one's `loaded`).
-    private func activate(_ runtime: PluginRuntime) {
+    func activate(_ runtime: PluginRuntime) {
         let spec = runtime.spec
         let old = runtimes.withLock { list -> PluginRuntime? in
             let old = list.first { $0.spec.name == spec.name }
@@ -190,7 +193,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         // Once dlopen has mapped the copy (in start), the file is not needed:
         // on Linux a mapping outlives its file, and we never dlclose.
         defer { PluginLoader.removeCopy(copy) }
-        activate(try start(spec, path: copy))
+        try handOff(spec, path: copy)
     }
 
     /// Unloads every plugin: on_unload runs after each one's queued calls.
@@ -255,6 +258,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             // Kinds added in ABI 1.1 reach only plugins built against 1.1 or later.
             if kind == ROOMKIT_ROOM_RESYNC && runtime.descriptor.pointee.abi_minor < 1 { continue }
             guard let call = runtime.roomEventCall(kind: Int32(kind.rawValue), room: room, payload: payload) else { continue }
+            if platform.hold(spec.name, kind: Int32(kind.rawValue), room: room, payload: payload) { continue }
             if turnBatch.isEmpty, !host.loop.execute({ [weak self] in self?.flushTurn() }) {
                 runtime.post(call)  // the loop is shutting down: no turn end to wait for
                 continue
@@ -269,7 +273,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
 
     /// Posts the current turn's room events: one queue hop per plugin per
     /// loop turn instead of one per event. Loop thread only.
-    private func flushTurn() {
+    func flushTurn() {
         let batch = turnBatch
         turnBatch.removeAll(keepingCapacity: true)
         for (runtime, calls) in batch { runtime.post(batch: calls) }

@@ -21,6 +21,12 @@ public struct PluginSpec: Sendable, Hashable {
     public var enabled: Bool
     public var timeout: Duration
     public var config: JSON
+    /// Per-room overrides of `config` (`roomConfig`): glob -> object, merged
+    /// one level deep over `config` for the rooms the glob matches.
+    public var roomConfig: [String: JSON] = [:]
+    /// Bytes (keys + values, UTF-8) the plugin may keep with kv_set
+    /// (`storageLimitBytes`, default 1 MiB).
+    public var storageLimit = 1 << 20
     /// The entry's index in the manifest (for messages).
     public var index: Int
     /// Where its hooks run (`isolation`, default `process`).
@@ -71,7 +77,7 @@ public struct ManifestErrors: Error, Sendable, CustomStringConvertible {
 public struct PluginManifest: Sendable {
     /// The ABI major version this host speaks.
     public static let hostABIMajor = 1
-    public static let hostABIMinor = 0
+    public static let hostABIMinor = 1
 
     public let path: String
     public let plugins: [PluginSpec]
@@ -115,7 +121,7 @@ public struct PluginManifest: Sendable {
             throw ManifestErrors(errors: errors)
         }
         var seen: [String: Int] = [:]
-        let known = Set(["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config"] + Self.isolationFields)
+        let known = Set(["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config", "roomConfig", "storageLimitBytes"] + Self.isolationFields)
         for (index, item) in list.enumerated() {
             let at = "plugins[\(index)]"
             guard let object = item.objectValue else {
@@ -189,11 +195,17 @@ public struct PluginManifest: Sendable {
             if let value = object["timeoutMs"] {
                 if let ms = value.int64Value, ms > 0 { timeout = .milliseconds(ms) } else { fail("\(at).timeoutMs", "must be a positive integer") }
             }
+            let roomConfig = Self.parseRoomConfig(object["roomConfig"], config: object["config"], at: at, fail: fail)
+            var storageLimit = 1 << 20
+            if let value = object["storageLimitBytes"] {
+                if let bytes = value.int64Value, bytes >= 0 { storageLimit = Int(bytes) } else { fail("\(at).storageLimitBytes", "must be a non-negative integer") }
+            }
             let (isolation, supervision) = Self.parseIsolation(object, at: at, fail: fail)
             if errors.count == before {
                 specs.append(PluginSpec(name: name, library: library, entry: entry, abi: abi, hooks: hooks, rooms: rooms,
                                         order: order, enabled: enabled, timeout: timeout, config: object["config"] ?? .null,
-                                        index: index, isolation: isolation, supervision: supervision))
+                                        roomConfig: roomConfig, storageLimit: storageLimit, index: index,
+                                        isolation: isolation, supervision: supervision))
             }
         }
         if !errors.isEmpty { throw ManifestErrors(errors: errors) }

@@ -283,7 +283,7 @@ extension PluginProcess {
             defer { api.free_string?(api.context, text) }
             return (0, String(cString: text))
         default:
-            return (-1, nil)
+            return Self.performABI11(function, api, a)
         }
     }
 }

@@ -219,7 +219,8 @@ final class PluginProcess: @unchecked Sendable {
             frame.i32(kind)
             frame.string(room)
             frame.string(first)
-            label = type == ROOMKIT_WIRE_ROOM_EVENT ? Self.roomKindName(kind) : "player event \(kind)"
+            label = type == ROOMKIT_WIRE_ROOM_EVENT ? Self.roomKindName(kind)
+                : type == ROOMKIT_WIRE_CONFIG_CHANGED ? "configChanged" : "player event \(kind)"
         }
         journal.append(Entry(seq: nextSeq, kind: label, room: room, frame: frame.finished))
         scheduleFlushLocked()
@@ -328,6 +329,7 @@ final class PluginProcess: @unchecked Sendable {
                                   first: String(cString: payload), second: "")
             }
         }
+        installABI11Hooks(&d)
         descriptor.pointee = d
     }
 }

@@ -139,7 +139,9 @@ final class PluginRuntime: @unchecked Sendable {
         guard descriptor.pointee.url_interrupter != nil else { return nil }
         let result = callAndWait { [self] () -> String? in
             guard let raw = url.withCString({ descriptor.pointee.url_interrupter?(descriptor.pointee.`self`, $0) }) else { return nil }
-            defer { free(raw) }
+            // Through the host's own free_string, the counterpart of the
+            // alloc_string the plugin had to use (roomkit_plugin.h, "Strings").
+            defer { freeHostString(raw) }
             return String(validatingCString: raw)
         }
         return result ?? nil
@@ -228,6 +230,14 @@ final class PluginRuntime: @unchecked Sendable {
 
     // MARK: The host function table
 
+    /// Frees a string a hook returned (allocated with the table's alloc_string).
+    func freeHostString(_ string: UnsafeMutablePointer<CChar>) {
+        table.pointee.free_string?(table.pointee.context, string)
+    }
+
+    /// The function table handed to on_load (for hooks that take it again).
+    var hostTable: UnsafePointer<roomkit_host_api> { UnsafePointer(table) }
+
     private static func makeTable() -> roomkit_host_api {
         makeHostTable()
     }
@@ -293,5 +303,6 @@ private func makeHostTable() -> roomkit_host_api {
     }
     api.alloc_string = { _, text in text.map { strdup($0) } ?? nil }
     api.free_string = { _, text in free(text) }
+    addPlatformFunctions(to: &api)
     return api
 }

@@ -7,6 +7,7 @@ import RoomKitProtocol
 public func exportPlugin<P: RoomKitPlugin>(_ type: P.Type, _ hostMajor: UInt16, _ hostMinor: UInt16) -> UnsafeRawPointer? {
     guard hostMajor == UInt16(ROOMKIT_PLUGIN_ABI_MAJOR) else { return nil }
     let box = PluginBox(type.init())
+    PluginBox.register(box)
     let descriptor = UnsafeMutablePointer<roomkit_plugin>.allocate(capacity: 1)
     descriptor.initialize(to: roomkit_plugin())
     descriptor.pointee.struct_size = UInt32(MemoryLayout<roomkit_plugin>.size)
@@ -21,6 +22,7 @@ public func exportPlugin<P: RoomKitPlugin>(_ type: P.Type, _ hostMajor: UInt16, 
         box.host = host
         do {
             let json = try config.map { try JSON.parse(String(cString: $0)) } ?? .null
+            box.config.withLock { $0 = json }
             try box.plugin.load(host: host, config: json)
             return 0
         } catch {
@@ -57,6 +59,31 @@ public func exportPlugin<P: RoomKitPlugin>(_ type: P.Type, _ hostMajor: UInt16, 
         let box = Unmanaged<PluginBox>.fromOpaque(raw).takeUnretainedValue()
         let json = payload.flatMap { try? JSON.parse(String(cString: $0)) } ?? .null
         box.plugin.playerEvent(kind, room: room.map { String(cString: $0) } ?? "", payload: json)
+    }
+    descriptor.pointee.on_config_changed = { raw, room, config in
+        guard let raw else { return }
+        let box = Unmanaged<PluginBox>.fromOpaque(raw).takeUnretainedValue()
+        let json = config.flatMap { try? JSON.parse(String(cString: $0)) } ?? .null
+        let room = room.map { String(cString: $0) }
+        if room == nil { box.config.withLock { $0 = json } }
+        box.plugin.configChanged(room: room, config: json)
+    }
+    descriptor.pointee.export_state = { raw in
+        guard let raw else { return nil }
+        let box = Unmanaged<PluginBox>.fromOpaque(raw).takeUnretainedValue()
+        guard let host = box.host, let state = box.plugin.exportState() else { return nil }
+        return host.api.pointee.alloc_string?(host.api.pointee.context, state)
+    }
+    descriptor.pointee.import_state = { raw, state in
+        guard let raw, let state else { return -1 }
+        let box = Unmanaged<PluginBox>.fromOpaque(raw).takeUnretainedValue()
+        do {
+            try box.plugin.importState(String(cString: state))
+            return 0
+        } catch {
+            box.host?.log(.error, "import_state refused: \(error)")
+            return -1
+        }
     }
     return UnsafeRawPointer(descriptor)
 }

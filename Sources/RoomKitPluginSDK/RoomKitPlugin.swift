@@ -4,14 +4,22 @@ import Synchronization
 
 /// A RoomKit plugin written in Swift. Implement what you care about; every
 /// hook has a default that does nothing (the URL interrupter returns the
-/// URL unchanged). Export the type with one line:
+/// URL unchanged). `host`, `config` and `log` are injected before `load`.
+/// Export the type with one line:
 ///
 /// ```swift
+/// final class Greeter: RoomKitPlugin {
+///     func magix(_ message: MagixMessage) {
+///         guard message.event == "hello" else { return }
+///         host.dispatchMagix(room: message.room, event: "hi", payload: config["greeting"] ?? "hi")
+///     }
+/// }
 /// @_cdecl("roomkit_plugin_entry")
-/// public func entry(_ major: UInt16, _ minor: UInt16) -> UnsafeRawPointer? { exportPlugin(MyPlugin.self, major, minor) }
+/// public func entry(_ major: UInt16, _ minor: UInt16) -> UnsafeRawPointer? { exportPlugin(Greeter.self, major, minor) }
 /// ```
 ///
 /// Every hook runs on the plugin's own serial queue, never concurrently.
+/// Build it with the same Swift toolchain as the host (docs/PLUGINS.md).
 public protocol RoomKitPlugin: AnyObject {
     init()
     /// Called once after loading, with the manifest's `config`. Throw to refuse loading.
@@ -22,10 +30,39 @@ public protocol RoomKitPlugin: AnyObject {
     func throwError(domain: String, code: Int64, message: String)
     /// Rewrites a URL the engine is about to send. Throwing leaves it unchanged.
     func urlInterrupter(_ url: String) throws -> String
-    /// A room event; `payload` has the event-log fields (CLI.md).
+    /// A room event; `payload` has the event-log fields (CLI.md). The
+    /// default calls the typed handlers below (`dispatchTyped`).
     func roomEvent(_ kind: RoomEventKind, room: String, payload: JSON)
     /// A player event during replay.
     func playerEvent(_ kind: PlayerEventKind, room: String, payload: JSON)
+
+    // Typed handlers (called by the default roomEvent), each a no-op by default.
+    /// A custom event.
+    func magix(_ message: MagixMessage)
+    /// Users joined a room.
+    func userJoined(_ change: UsersChange)
+    /// Users left a room.
+    func userLeft(_ change: UsersChange)
+    /// The bot's session in a room changed (`LOGINED`, `RECONNECTING`, …).
+    func stateChanged(_ change: SessionChange)
+    /// The bot was kicked from a room.
+    func kicked(_ kick: Kick)
+    /// Continuity broke in a room (ABI 1.1): rebuild derived state.
+    func resync(_ resync: Resync)
+    /// The bot's token for `room` expires in `remainingMilliseconds`.
+    func tokenWillExpire(room: String, remainingMilliseconds: Int64)
+    /// Every other room event kind.
+    func otherRoomEvent(_ kind: RoomEventKind, room: String, payload: JSON)
+
+    // ABI 1.1 hooks.
+    /// The config changed live: `room` nil with the new base config (already
+    /// in `self.config`), then once per room the bot is in with its resolved config.
+    func configChanged(room: String?, config: JSON)
+    /// Reload hand-off: the state to give the new version (nil: none).
+    func exportState() -> String?
+    /// Reload hand-off: take the old version's state. Throw to refuse (the
+    /// reload rolls back).
+    func importState(_ state: String) throws
 }
 
 extension RoomKitPlugin {
@@ -33,8 +70,19 @@ extension RoomKitPlugin {
     public func unload() {}
     public func throwError(domain: String, code: Int64, message: String) {}
     public func urlInterrupter(_ url: String) throws -> String { url }
-    public func roomEvent(_ kind: RoomEventKind, room: String, payload: JSON) {}
+    public func roomEvent(_ kind: RoomEventKind, room: String, payload: JSON) { dispatchTyped(kind, room: room, payload: payload) }
     public func playerEvent(_ kind: PlayerEventKind, room: String, payload: JSON) {}
+    public func magix(_ message: MagixMessage) {}
+    public func userJoined(_ change: UsersChange) {}
+    public func userLeft(_ change: UsersChange) {}
+    public func stateChanged(_ change: SessionChange) {}
+    public func kicked(_ kick: Kick) {}
+    public func resync(_ resync: Resync) {}
+    public func tokenWillExpire(room: String, remainingMilliseconds: Int64) {}
+    public func otherRoomEvent(_ kind: RoomEventKind, room: String, payload: JSON) {}
+    public func configChanged(room: String?, config: JSON) {}
+    public func exportState() -> String? { nil }
+    public func importState(_ state: String) throws {}
 }
 
 /// Room event kinds (`enum roomkit_room_event_kind`).
@@ -128,6 +176,8 @@ final class PluginBox: @unchecked Sendable {
     // which the host serialises on the plugin's queue; `timers` has a lock.
     let plugin: any RoomKitPlugin
     var host: PluginHost?
+    /// The base config (set at load, replaced by on_config_changed(NULL)).
+    let config = Mutex<JSON>(.null)
     let timers = Mutex<[UInt64: @Sendable () -> Void]>([:])
 
     init(_ plugin: any RoomKitPlugin) { self.plugin = plugin }

@@ -2,6 +2,7 @@
  * host.h: what the parts of roomkit-plugin-host share (private).
  *   frames.c    frames out and in (roomkit_plugin_wire.h), the socket writes
  *   host_api.c  the roomkit_host_api table given to the plugin, timers
+ *   hooks11.c   the ABI 1.1 hooks: live config, reload hand-off
  *   main.c      mapping, the reader thread, crash notes, the hook loop
  */
 #ifndef ROOMKIT_PLUGIN_HOST_H
@@ -59,5 +60,9 @@ char *take_str(reader *r);
 roomkit_host_api host_api_table(void);
 /* Runs the timers that are due; returns the next deadline (0: none). Called with host_lock held. */
 uint64_t run_timers(void);
+
+/* hooks11.c */
+/* Handles a CONFIG_CHANGED, EXPORT_STATE or IMPORT_STATE frame (main thread). */
+void handle_abi11(const roomkit_plugin *plugin, uint8_t type, reader *r);
 
 #endif

@@ -113,6 +113,67 @@ static void host_cancel_timer(void *c, uint64_t id) {
 static char *host_alloc_string(void *c, const char *text) { (void)c; return text ? strdup(text) : NULL; }
 static void host_free_string(void *c, char *text) { (void)c; free(text); }
 
+/* MARK: ABI 1.1 host functions, proxied like the 1.0 ones */
+
+static int call_n(int32_t function, int count, const char **args) { return call(function, 0, count, args, NULL); }
+static char *call_text(int32_t function, int count, const char **args) {
+    char *text = NULL;
+    call(function, 0, count, args, &text);
+    return text;
+}
+static int host_set_member_state(void *c, const char *room, const char *patch) {
+    (void)c; if (!room || !patch) return -1;
+    const char *args[] = {room, patch}; return call_n(ROOMKIT_WIRE_SET_MEMBER_STATE, 2, args);
+}
+static int host_set_extra_info(void *c, const char *room, const char *key, const char *value) {
+    (void)c; if (!room || !key || !value) return -1;
+    const char *args[] = {room, key, value}; return call_n(ROOMKIT_WIRE_SET_EXTRA_INFO, 3, args);
+}
+static int host_publish_stream(void *c, const char *room, const char *stream, const char *extra) {
+    (void)c; if (!room || !stream) return -1;
+    const char *args[] = {room, stream, extra}; return call_n(ROOMKIT_WIRE_PUBLISH_STREAM, 3, args);
+}
+static int host_unpublish_stream(void *c, const char *room, const char *stream) {
+    (void)c; if (!room || !stream) return -1;
+    const char *args[] = {room, stream}; return call_n(ROOMKIT_WIRE_UNPUBLISH_STREAM, 2, args);
+}
+static int host_login_room(void *c, const char *room) {
+    (void)c; if (!room) return -1;
+    const char *args[] = {room}; return call_n(ROOMKIT_WIRE_LOGIN_ROOM, 1, args);
+}
+static int host_logout_room(void *c, const char *room) {
+    (void)c; if (!room) return -1;
+    const char *args[] = {room}; return call_n(ROOMKIT_WIRE_LOGOUT_ROOM, 1, args);
+}
+static int host_switch_room(void *c, const char *from, const char *to) {
+    (void)c; if (!from || !to) return -1;
+    const char *args[] = {from, to}; return call_n(ROOMKIT_WIRE_SWITCH_ROOM, 2, args);
+}
+static char *host_room_members_json(void *c, const char *room) {
+    (void)c; if (!room) return NULL;
+    const char *args[] = {room}; return call_text(ROOMKIT_WIRE_ROOM_MEMBERS, 1, args);
+}
+static char *host_config_get_json(void *c, const char *room) {
+    (void)c;
+    const char *args[] = {room}; return call_text(ROOMKIT_WIRE_CONFIG_GET, 1, args);
+}
+static char *host_kv_get(void *c, const char *key) {
+    (void)c; if (!key) return NULL;
+    const char *args[] = {key}; return call_text(ROOMKIT_WIRE_KV_GET, 1, args);
+}
+static int host_kv_set(void *c, const char *key, const char *value) {
+    (void)c; if (!key || !value) return -1;
+    const char *args[] = {key, value}; return call_n(ROOMKIT_WIRE_KV_SET, 2, args);
+}
+static int host_kv_delete(void *c, const char *key) {
+    (void)c; if (!key) return -1;
+    const char *args[] = {key}; return call_n(ROOMKIT_WIRE_KV_DELETE, 1, args);
+}
+static char *host_kv_scan_json(void *c, const char *prefix) {
+    (void)c;
+    const char *args[] = {prefix ? prefix : ""}; return call_text(ROOMKIT_WIRE_KV_SCAN, 1, args);
+}
+
 roomkit_host_api host_api_table(void) {
     return (roomkit_host_api){
         .struct_size = sizeof(roomkit_host_api), .abi_major = ROOMKIT_PLUGIN_ABI_MAJOR, .abi_minor = ROOMKIT_PLUGIN_ABI_MINOR,
@@ -120,6 +181,11 @@ roomkit_host_api host_api_table(void) {
         .insert_image = host_insert_image, .put_scenes = host_put_scenes, .room_state_json = host_room_state_json,
         .set_timer = host_set_timer, .cancel_timer = host_cancel_timer, .alloc_string = host_alloc_string,
         .free_string = host_free_string,
+        .set_member_state = host_set_member_state, .set_extra_info = host_set_extra_info,
+        .publish_stream = host_publish_stream, .unpublish_stream = host_unpublish_stream,
+        .login_room = host_login_room, .logout_room = host_logout_room, .switch_room = host_switch_room,
+        .room_members_json = host_room_members_json, .config_get_json = host_config_get_json,
+        .kv_get = host_kv_get, .kv_set = host_kv_set, .kv_delete = host_kv_delete, .kv_scan_json = host_kv_scan_json,
     };
 }
 

@@ -250,6 +250,11 @@ static int handle(const uint8_t *frame, uint32_t length) {
         free(url);
         return 1;
     }
+    case ROOMKIT_WIRE_CONFIG_CHANGED:
+    case ROOMKIT_WIRE_EXPORT_STATE:
+    case ROOMKIT_WIRE_IMPORT_STATE:
+        handle_abi11(plugin, frame[4], &r);
+        return 1;
     case ROOMKIT_WIRE_UNLOAD: {
         busy(ROOMKIT_WIRE_BUSY_UNLOAD, 0);
         if (plugin->on_unload) plugin->on_unload(self);

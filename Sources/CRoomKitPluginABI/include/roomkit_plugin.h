@@ -25,8 +25,9 @@
  *     keep them.
  *   - Strings the plugin passes to a host function are owned by the plugin;
  *     the host copies what it keeps before returning.
- *   - A string a hook RETURNS (url_interrupter) must be allocated with
- *     host->alloc_string; the host frees it. NULL means failure.
+ *   - A string a hook RETURNS (url_interrupter, export_state) must be
+ *     allocated with host->alloc_string; the host frees it with its own
+ *     free_string (never a bare free()). NULL means failure.
  *   - A string a host function RETURNS (room_state_json) is allocated by the
  *     host; the plugin frees it with host->free_string.
  *
@@ -127,7 +128,48 @@ typedef struct roomkit_host_api {
     /* Memory for strings crossing the ABI (see "Strings" above). */
     char *(*alloc_string)(void *context, const char *utf8);
     void (*free_string)(void *context, char *string);
+
+    /* ---- ABI 1.1 and later ------------------------------------------------
+     * A plugin that may run in a 1.0 host checks each member first:
+     *     if (ROOMKIT_HAS_MEMBER(host, kv_get)) ...
+     * Room actions below behave like dispatch_magix: 0 when queued, -1 for bad
+     * arguments or an unknown room; a failure arrives later as throw_error
+     * with the function's name as domain. */
+    int (*set_member_state)(void *context, const char *room, const char *patch_json);   /* 1.1 */
+    int (*set_extra_info)(void *context, const char *room, const char *key, const char *value); /* 1.1 */
+    /* extra_info_or_null: the stream's extra info string. */
+    int (*publish_stream)(void *context, const char *room, const char *stream_id,
+                          const char *extra_info_or_null);                              /* 1.1 */
+    int (*unpublish_stream)(void *context, const char *room, const char *stream_id);    /* 1.1 */
+    /* Asynchronous; the outcome arrives as room events (ROOMKIT_ROOM_STATE_CHANGED
+     * with reason LOGINING, then LOGINED or LOGIN_FAILED; LOGOUT), and a failure
+     * also as throw_error ("login_room", "logout_room", "switch_room"). The room
+     * must match the plugin's manifest "rooms"; login_room returns -1 when the
+     * host has no identity to log in with. */
+    int (*login_room)(void *context, const char *room);                                 /* 1.1 */
+    int (*logout_room)(void *context, const char *room);                                /* 1.1 */
+    int (*switch_room)(void *context, const char *from_room, const char *to_room);     /* 1.1 */
+    /* The room's members as a JSON array, or NULL for an unknown room. Free with free_string. */
+    char *(*room_members_json)(void *context, const char *room);                        /* 1.1 */
+    /* The plugin's config as resolved for room (base "config" merged with every
+     * matching "roomConfig" glob), or the base config for NULL. Free with free_string. */
+    char *(*config_get_json)(void *context, const char *room_or_null);                 /* 1.1 */
+    /* Per-plugin storage, persisted by the bot (survives restarts and reloads).
+     * Keys and values are UTF-8 strings. kv_get returns NULL when the key is
+     * absent (free the result with free_string). kv_set returns 0, -1 for bad
+     * arguments or a storage error, ROOMKIT_KV_FULL when the plugin's quota
+     * would be exceeded (nothing is written; the host logs the quota).
+     * kv_delete returns 1 when a key was removed, 0 when absent, -1 on error.
+     * kv_scan_json returns a JSON object {key: value} of every key starting
+     * with prefix ("" for all), free with free_string. */
+    char *(*kv_get)(void *context, const char *key);                                   /* 1.1 */
+    int (*kv_set)(void *context, const char *key, const char *value);                  /* 1.1 */
+    int (*kv_delete)(void *context, const char *key);                                  /* 1.1 */
+    char *(*kv_scan_json)(void *context, const char *prefix);                          /* 1.1 */
 } roomkit_host_api;
+
+/** kv_set: the plugin's storage quota would be exceeded. */
+#define ROOMKIT_KV_FULL (-2)
 
 /** A plugin's descriptor. Unused hooks are NULL; a hook the manifest
  *  declares must be non-NULL (else the load fails). */
@@ -145,10 +187,64 @@ typedef struct roomkit_plugin {
     char *(*url_interrupter)(void *self, const char *url);
     void (*on_room_event)(void *self, int32_t kind, const char *room, const char *payload_json);
     void (*on_player_event)(void *self, int32_t kind, const char *room, const char *payload_json);
+
+    /* ---- ABI 1.1 and later (the host reads these only when struct_size covers them) */
+    /* The config changed live (PUT /v1/plugins/{name}/config): first once with
+     * room NULL and the new base config, then once per room the bot is in
+     * whose resolved config the plugin can see, with that room's config. */
+    void (*on_config_changed)(void *self, const char *room_or_null, const char *config_json); /* 1.1 */
+    /* Reload hand-off: export_state runs on the old instance after its last
+     * event and returns a string (host->alloc_string; the host frees it), or
+     * NULL for nothing to hand over; import_state runs on the new instance
+     * before its first event and returns 0, or non-zero to refuse (the
+     * reload is rolled back and the old instance keeps running). */
+    char *(*export_state)(void *self);                                                 /* 1.1 */
+    int (*import_state)(void *self, const char *state);                                /* 1.1 */
 } roomkit_plugin;
 
 /** The entry point's type. */
 typedef const roomkit_plugin *(*roomkit_plugin_entry_fn)(uint16_t host_abi_major, uint16_t host_abi_minor);
+
+/** Whether the struct behind ptr (a roomkit_host_api or roomkit_plugin: both
+ *  begin with struct_size) has member, i.e. whether the other side was built
+ *  with a header that has it. Use it before calling any "1.1 and later"
+ *  member of the host table: a 1.0 host's table simply ends earlier. */
+#define ROOMKIT_HAS_MEMBER(ptr, member) \
+    ((ptr) != NULL && (size_t)(ptr)->struct_size >= offsetof(__typeof__(*(ptr)), member) + sizeof((ptr)->member) \
+     && (ptr)->member != NULL)
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ROOMKIT_EXPORT __attribute__((visibility("default")))
+#else
+#define ROOMKIT_EXPORT
+#endif
+
+/** Declares the plugin's descriptor and its entry point in one line (the
+ *  model is OBS's OBS_DECLARE_MODULE). The arguments are the descriptor's
+ *  hooks as designated initializers; size and version are filled in:
+ *
+ *      ROOMKIT_DECLARE_PLUGIN(.on_load = on_load, .on_room_event = on_event)
+ *
+ *  The entry (roomkit_plugin_entry) refuses a host of another major version.
+ *  A plugin built with this header declares 1.1 and so loads in 1.1 hosts
+ *  and later; to load in a 1.0 host as well, define ROOMKIT_PLUGIN_TARGET_MINOR 0
+ *  before including this header and check ROOMKIT_HAS_MEMBER before using
+ *  anything marked 1.1. */
+#ifndef ROOMKIT_PLUGIN_TARGET_MINOR
+#define ROOMKIT_PLUGIN_TARGET_MINOR ROOMKIT_PLUGIN_ABI_MINOR
+#endif
+#define ROOMKIT_DECLARE_PLUGIN(...) \
+    static roomkit_plugin roomkit_plugin_descriptor_ = { \
+        .struct_size = sizeof(roomkit_plugin), \
+        .abi_major = ROOMKIT_PLUGIN_ABI_MAJOR, \
+        .abi_minor = ROOMKIT_PLUGIN_TARGET_MINOR, \
+        __VA_ARGS__ \
+    }; \
+    ROOMKIT_EXPORT const roomkit_plugin *roomkit_plugin_entry(uint16_t host_abi_major, uint16_t host_abi_minor); \
+    ROOMKIT_EXPORT const roomkit_plugin *roomkit_plugin_entry(uint16_t host_abi_major, uint16_t host_abi_minor) { \
+        (void)host_abi_minor; \
+        return host_abi_major == ROOMKIT_PLUGIN_ABI_MAJOR ? &roomkit_plugin_descriptor_ : NULL; \
+    }
 
 #ifdef __cplusplus
 }

@@ -36,7 +36,15 @@ enum roomkit_wire_down {
     ROOMKIT_WIRE_URL = 5,          /* u64 request, str url */
     ROOMKIT_WIRE_REPLY = 6,        /* u64 request, i32 result, str text-or-NULL */
     ROOMKIT_WIRE_UNLOAD = 7,       /* (empty) */
+    /* ABI 1.1 hooks. Export and import are answered with URL_REPLY (same
+     * request numbering), never with NULL: export with "S" + the state or
+     * "N" for none, import with its result as decimal text. */
+    ROOMKIT_WIRE_CONFIG_CHANGED = 8, /* u64 seq, i32 has_room, str room, str config */
+    ROOMKIT_WIRE_EXPORT_STATE = 9,   /* u64 request */
+    ROOMKIT_WIRE_IMPORT_STATE = 10,  /* u64 request, str state */
 };
+/* import_state's reply when the plugin has no import_state hook. */
+#define ROOMKIT_WIRE_NO_IMPORT (-100)
 
 /* Plugin process -> bot. */
 enum roomkit_wire_up {
@@ -55,6 +63,20 @@ enum roomkit_wire_function {
     ROOMKIT_WIRE_INSERT_IMAGE = 3,      /* room, image */
     ROOMKIT_WIRE_PUT_SCENES = 4,        /* room, dir, scenes; int argument = index or -1 */
     ROOMKIT_WIRE_ROOM_STATE = 5,        /* room; the reply's text is the JSON or NULL */
+    /* ABI 1.1 host functions (same arguments as in roomkit_plugin.h, in order). */
+    ROOMKIT_WIRE_SET_MEMBER_STATE = 6,  /* room, patch */
+    ROOMKIT_WIRE_SET_EXTRA_INFO = 7,    /* room, key, value */
+    ROOMKIT_WIRE_PUBLISH_STREAM = 8,    /* room, stream, extra-or-NULL */
+    ROOMKIT_WIRE_UNPUBLISH_STREAM = 9,  /* room, stream */
+    ROOMKIT_WIRE_LOGIN_ROOM = 10,       /* room */
+    ROOMKIT_WIRE_LOGOUT_ROOM = 11,      /* room */
+    ROOMKIT_WIRE_SWITCH_ROOM = 12,      /* from, to */
+    ROOMKIT_WIRE_ROOM_MEMBERS = 13,     /* room; text: JSON or NULL */
+    ROOMKIT_WIRE_CONFIG_GET = 14,       /* room-or-NULL; text: JSON */
+    ROOMKIT_WIRE_KV_GET = 15,           /* key; text: value or NULL */
+    ROOMKIT_WIRE_KV_SET = 16,           /* key, value; result 0, -1 or ROOMKIT_KV_FULL */
+    ROOMKIT_WIRE_KV_DELETE = 17,        /* key; result 1, 0 or -1 */
+    ROOMKIT_WIRE_KV_SCAN = 18,          /* prefix; text: JSON object or NULL */
 };
 
 /* HELLO stages: why the child could not map the plugin (PluginLoadError.Stage). */

@@ -53,7 +53,7 @@ static inline void roomkit_set_current_loop(void *loop) { roomkit_current_loop =
 /** Route lws's own log lines (ERR and WARN, plus NOTICE when verbose) to emit. */
 void roomkit_lws_set_log(int verbose, void (*emit)(int level, const char *line));
 
-/** The request method: "GET", "POST", "OPTIONS", "HEAD", or NULL if none. */
+/** The request method: "GET", "POST", "OPTIONS", "HEAD", "PUT" (when libwebsockets parses it), or NULL if none. */
 const char *roomkit_lws_http_method(struct lws *wsi);
 
 /** Copies the request path (without query) into buf; returns its length or -1. */

@@ -1,0 +1,108 @@
+import ArgumentParser
+import Foundation
+import RoomKitCLI
+
+/// `roombot new-plugin NAME --lang c|swift|rust [--dir DIR]`: writes a
+/// complete, buildable plugin project (source, build file, plugins.json, a
+/// README that builds and loads it in two commands, and a passing test).
+struct NewPlugin: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "new-plugin",
+        abstract: "Write a new plugin project (C, Swift or Rust) that builds, tests and loads as it is.")
+
+    @Argument(help: "The plugin's name: [a-z0-9-]{1,64} (its manifest name).")
+    var name: String
+    @Option(help: "c, swift or rust.")
+    var lang: String
+    @Option(help: "Where to write the project (default: ./NAME). Must not exist or be empty.")
+    var dir: String?
+    @Option(name: .customLong("roomkit-path"),
+            help: "Swift only: depend on RoomKit at this local checkout instead of by URL and version.")
+    var roomkitPath: String?
+
+    func run() throws {
+        guard !name.isEmpty, name.utf8.count <= 64,
+              name.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 }),
+              name.first?.isLetter == true else {
+            throw UsageProblems(lines: ["NAME: must match [a-z][a-z0-9-]{0,63}, got '\(name)'"])
+        }
+        let files: [String: String]
+        let next: String
+        let scaffold = Scaffold(name: name)
+        switch lang {
+        case "c": (files, next) = (scaffold.c, "cd \(target) && make")
+        case "rust": (files, next) = (scaffold.rust, "cd \(target) && cargo build --release && cargo test")
+        case "swift": (files, next) = (scaffold.swift(roomkitPath: roomkitPath), "cd \(target) && swift build && swift test")
+        default: throw UsageProblems(lines: ["--lang: must be c, swift or rust, got '\(lang)'"])
+        }
+        let fm = FileManager.default
+        if let existing = try? fm.contentsOfDirectory(atPath: target), !existing.isEmpty {
+            throw UsageProblems(lines: ["--dir: \(target) exists and is not empty"])
+        }
+        for (path, text) in files.sorted(by: { $0.key < $1.key }) {
+            let full = (target as NSString).appendingPathComponent(path)
+            try fm.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try text.write(toFile: full, atomically: true, encoding: .utf8)
+        }
+        print("wrote \(lang) plugin '\(name)' to \(target) (\(files.count) files); next: \(next)")
+    }
+
+    private var target: String { dir ?? name }
+}
+
+/// The files of a new plugin project, by relative path.
+struct Scaffold {
+    let name: String
+    /// `name` as a C/Rust identifier (`-` becomes `_`).
+    var identifier: String { name.replacingOccurrences(of: "-", with: "_") }
+    /// `name` as a Swift type name (`my-bot` -> `MyBot`).
+    var typeName: String {
+        name.split(separator: "-").map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+    }
+
+    func manifest(library: String, hooks: String = "\"magix\"") -> String {
+        """
+        {
+          "manifestVersion": 1,
+          "plugins": [
+            {
+              "name": "\(name)",
+              "library": "\(library)",
+              "abi": 1,
+              "hooks": [\(hooks)],
+              "rooms": ["*"],
+              "timeoutMs": 50,
+              "config": {"greeting": "hello"},
+              "roomConfig": {"vip-*": {"greeting": "welcome back"}}
+            }
+          ]
+        }
+
+        """
+    }
+
+    /// What every scaffold's README says about running it for real.
+    var runSection: String {
+        """
+        ## Run it in a bot
+
+        `roombot check` above maps the library and checks its ABI and hooks.
+        To run it, point a bot config at the manifest (docs/CLI.md, "roombot"):
+
+            roombot run --config bot.json --manifest plugins.json
+
+        Then, in any room the bot is in, send the magix event `ping`: the
+        plugin answers `pong` with `{"greeting": …, "to": <your memberId>}`.
+        The greeting is the manifest's `config.greeting`, overridden per room
+        by `roomConfig` (`vip-*` rooms get "welcome back"), and can be changed
+        live without a reload:
+
+            curl -X PUT http://127.0.0.1:8081/v1/plugins/\(name)/config \\
+                 -d '{"config": {"greeting": "hi"}}'
+
+        After rebuilding, `POST /v1/plugins/\(name)/reload` swaps the library in
+        place; see docs/PLUGINS.md for the state hand-off.
+
+        """
+    }
+}
