@@ -154,21 +154,24 @@ and WAL frames), and coalesced frames per connection (below). The appends
 rows above also carry the two senders' own cost: they share the 2 cores
 with roomd.
 
-**Logins.** A login is a room row and its first snapshot, a member event
-and a session row, all in the turn's transaction; the reply carries the
-snapshot. roomd: ~40-55 us of CPU per login (`perf`: ~30% SQLite user
-space and `pwrite`, ~25% Swift in `login` (JSON of the snapshot and reply,
-`TokenSigner.verify` 3%), `sweep` 2%: it walks every session once per
-tick). Client: ~27 us per login with 1,000 in flight. With 20,000 in
-flight the client spent 43% of its CPU in the Swift runtime's
-`TaskGroup.removeChildTask` (a linear walk over the group's children, so
-quadratic in the tasks in flight): the harness keeps 1,000 in flight per
-connection. On 2 shared cores the two together give ~11,000-14,000 logins/s
-end to end; a free core each would give ~20,000 (roomd's CPU per login
-bounds it). What would close it: not storing the empty seq-0 snapshot of a
-new room (one insert and one JSON serialisation per login), a sweep that
-visits only attached sessions near their token expiry (a deadline queue
-instead of a walk), and the snapshot of an empty room pre-serialised once.
+**Logins.** A login is a room row, a member event and a session row, all
+in the turn's transaction; the reply carries the snapshot. Two changes made
+here: a new room no longer stores its seq-0 snapshot (the empty model,
+which restore and recordings assume when there is none), and session IDs
+begin with their creation time (`s-<12 hex ms><random>`), so the sessions
+table grows at its right edge instead of every login dirtying a random
+B-tree page. roomd: ~34 -> ~27 us of CPU per login (`perf` before the
+second change: ~30% SQLite in user space and `pwrite`, ~25% Swift in
+`login`: the snapshot and reply as `JSON` trees, `TokenSigner.verify` 3%;
+`sweep` 2%: it walks every session once per tick). Client: ~27 us per
+login with 1,000 in flight. With 20,000 in flight the client spent 43% of
+its CPU in the Swift runtime's `TaskGroup.removeChildTask` (a linear walk
+over the group's children, so quadratic in the tasks in flight): the
+harness keeps 1,000 in flight per connection. What would take roomd
+further: the reply and the empty room's snapshot serialised from a
+template, the token's verification cached per token string (one bot signs
+all its logins with one token), and a sweep driven by a deadline queue
+instead of a walk.
 
 **roomd's fan-out.** Each push is encoded once per event (one
 `WebSocketFrame` shared by every member, checked). Frames queued on one

@@ -259,7 +259,7 @@ extension RoomServer {
             end(other, code: .kickedDuplicateLogin, reason: "logged in elsewhere", now: now)
         }
         let memberId = room.model.nextMemberId
-        let session = ServerSession(id: randomIdentifier("s-"), room: room, userId: login.user.id, memberId: memberId,
+        let session = ServerSession(id: sessionIdentifier(now: now), room: room, userId: login.user.id, memberId: memberId,
                                     role: claims.role, wantsWritable: login.writable,
                                     tokenExpiresAt: claims.exp * 1000, now: now, visible: true)
         let member = Member(memberId: memberId, userId: login.user.id, name: login.user.name,
