@@ -5,11 +5,12 @@ import XCTest
 /// directory, without persistence unless asked (`--save ''`,
 /// `--appendonly no`). It can be killed with -9 and restarted on the same
 /// port (keeping its data only when `persistent`).
-public final class RedisProcess {
+public final class RedisProcess: ChildServer {
     public let port: Int
     public let directory: String
     public let persistent: Bool
-    private var process: Process?
+    /// The running child (nil before start and after a stop or kill).
+    public var process: Process?
 
     /// The `redis-server` binary on PATH or in /usr/bin.
     public static var binary: String? {
@@ -81,22 +82,7 @@ public final class RedisProcess {
         return String(decoding: data, as: UTF8.self)
     }
 
-    public var pid: Int32? { process?.processIdentifier }
 
-    /// SIGKILL: nothing is saved.
-    public func kill9() {
-        guard let process else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        self.process = nil
-    }
-
-    public func stop() {
-        guard let process else { return }
-        process.terminate()
-        process.waitUntilExit()
-        self.process = nil
-    }
 
     deinit {
         kill9()

@@ -2,11 +2,12 @@ import Foundation
 import XCTest
 
 /// A real `roomd` child process (for kill -9 and restart tests).
-public final class RoomdProcess {
+public final class RoomdProcess: ChildServer {
     public let port: Int
     public let dataDirectory: String
     public let secret: String
-    private var process: Process?
+    /// The running child (nil before start and after a stop or kill).
+    public var process: Process?
     private let extraArguments: [String]
     private let logLevel: String
 
@@ -69,23 +70,7 @@ public final class RoomdProcess {
         throw XCTSkip("roomd (\(binary)) did not start (\(status)): \(thisRun)")
     }
 
-    /// The running child's process ID, if any.
-    public var pid: Int32? { process?.processIdentifier }
 
-    /// SIGKILL: no chance to flush anything.
-    public func kill9() {
-        guard let process else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        self.process = nil
-    }
-
-    public func stop() {
-        guard let process else { return }
-        process.terminate()
-        process.waitUntilExit()
-        self.process = nil
-    }
 
     deinit {
         kill9()
