@@ -16,7 +16,7 @@ DESTDIR="$stage" PREFIX="$PREFIX" scripts/install.sh
 root="$stage$PREFIX"
 
 expected=(
-  bin/roomd bin/roombot bin/multiroom-bot
+  bin/roomd bin/roombot bin/multiroom-bot bin/roomkit-plugin-host
   lib/roomkit/plugins/liburl-rewrite.so lib/roomkit/plugins/liberror-log.so
   lib/roomkit/plugins/libecho-commands.so lib/roomkit/plugins/plugins.json
   include/roomkit_plugin.h include/roomkit_json.h lib/pkgconfig/roomkit-plugin.pc
@@ -41,6 +41,10 @@ grep -q "^ExecStart=$PREFIX/bin/roomd serve" "$root/lib/systemd/system/roomd.ser
 
 # The shipped plugins load and pass the ABI check from their installed place.
 "$root/bin/roombot" check --manifest "$root/lib/roomkit/plugins/plugins.json" || fail "roombot check of the shipped plugins"
+# The process-isolation host is installed where roombot looks for it, and runs
+# (started by hand it says so and exits 64).
+rc=0; "$root/bin/roomkit-plugin-host" 2>/dev/null || rc=$?
+[ "$rc" = 64 ] || fail "bin/roomkit-plugin-host does not run from the installed tree (exit $rc)"
 
 # A C plugin builds against the installed header through pkg-config.
 export PKG_CONFIG_PATH="$root/lib/pkgconfig"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make install`: builds release binaries and man pages, then installs into
 # $DESTDIR$PREFIX (PREFIX default /usr/local, DESTDIR default empty):
-#   bin/                       roomd, roombot, multiroom-bot
+#   bin/                       roomd, roombot, multiroom-bot, roomkit-plugin-host
 #   lib/roomkit/plugins/       the shipped plugins and a manifest naming them
 #   include/roomkit_plugin.h   the plugin ABI header
 #   include/roomkit_json.h     the header-only JSON reader for C plugins
@@ -29,7 +29,10 @@ manuals=.build/plugins/GenerateManual/outputs
 version=$(sed -n 's/.*static let version = "\(.*\)".*/\1/p' Sources/RoomKitCLI/BuildInfo.swift)
 [ -n "$version" ] || { echo "install: no version in Sources/RoomKitCLI/BuildInfo.swift" >&2; exit 1; }
 
-for product in roomd roombot multiroom-bot; do
+# roombot runs "isolation": "process" plugins (the default) through
+# roomkit-plugin-host, which it looks for beside its own executable.
+[ "${NO_BUILD:-0}" = 1 ] || "$SWIFT" build -c release --product roomkit-plugin-host >&2
+for product in roomd roombot multiroom-bot roomkit-plugin-host; do
   [ -x "$bin/$product" ] || { echo "install: $bin/$product is not built" >&2; exit 1; }
   install -Dm755 "$bin/$product" "$root/bin/$product"
 done
