@@ -128,6 +128,7 @@ int roomkit_lws_header(struct lws *wsi, enum roomkit_header which, char *buf, in
     case ROOMKIT_HEADER_CONTENT_LENGTH: return roomkit_copy(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH, buf, len);
     case ROOMKIT_HEADER_WS_PROTOCOL: return roomkit_copy(wsi, WSI_TOKEN_PROTOCOL, buf, len);
     case ROOMKIT_HEADER_HOST: return roomkit_copy(wsi, WSI_TOKEN_HOST, buf, len);
+    case ROOMKIT_HEADER_ORIGIN: return roomkit_copy(wsi, WSI_TOKEN_ORIGIN, buf, len);
     }
     return -1;
 }

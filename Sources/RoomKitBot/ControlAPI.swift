@@ -42,8 +42,12 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
     }
 
     func webServer(_ server: WebServer, didReceive request: HTTPRequest, responder: HTTPResponder) {
-        if serveDashboardPage(request, responder: responder) { return }
         let runner = self.runner
+        if runner.config.controlToken == nil, let refusal = Self.refuseNonLoopback(request) {
+            responder.respond(status: 403, text: Self.error(.notPermitted, refusal).jsonString)
+            return
+        }
+        if serveDashboardPage(request, responder: responder) { return }
         if let required = runner.config.controlToken, !Self.constantTimeEqual(request.bearerToken ?? "", required),
            request.path != "/healthz" {
             responder.respond(status: 401, text: Self.error(.tokenInvalid, "the control API needs Authorization: Bearer <controlToken>").jsonString)
@@ -58,6 +62,44 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
                 responder.respond(status: status, text: body.jsonString)
             }
         }
+    }
+
+    /// Without a `controlToken` the API listens on loopback only, but a web
+    /// page the operator opens can still reach it: through DNS rebinding (its
+    /// own name resolving to 127.0.0.1, so the browser sends `Host: evil.example`)
+    /// or with a cross-site form POST (`Origin: https://evil.example`). Such a
+    /// request names a non-loopback host in `Host` or `Origin`; refuse it.
+    /// Returns why, or nil when the request may proceed.
+    static func refuseNonLoopback(_ request: HTTPRequest) -> String? {
+        if let host = request.host, !isLoopbackName(authorityHost(host)) {
+            return "the control API has no controlToken, so it answers only requests addressed to a loopback name (Host: \(host)); set controlToken to reach it by another name"
+        }
+        if let origin = request.origin, origin != "null" {
+            let authority = origin.range(of: "://").map { String(origin[$0.upperBound...]) } ?? origin
+            if !isLoopbackName(authorityHost(authority)) {
+                return "the control API has no controlToken, so it refuses requests from web pages of other origins (Origin: \(origin))"
+            }
+        } else if request.origin == "null" {
+            return "the control API has no controlToken, so it refuses requests from opaque origins (Origin: null)"
+        }
+        return nil
+    }
+
+    /// The host part of `name`, `name:port`, `[v6]` or `[v6]:port`.
+    static func authorityHost(_ authority: String) -> String {
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+            return String(authority[authority.index(after: authority.startIndex)..<close])
+        }
+        if let colon = authority.lastIndex(of: ":") { return String(authority[..<colon]) }
+        return authority
+    }
+
+    static func isLoopbackName(_ host: String) -> Bool {
+        let name = host.lowercased()
+        if name == "localhost" || name.hasSuffix(".localhost") || name == "::1" { return true }
+        // 127.0.0.0/8, written as a dotted quad.
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     private static func route(_ request: HTTPRequest, runner: BotRunner) async -> (Int, JSON) {

@@ -14,17 +14,30 @@ public struct HTTPRequest: Sendable {
     public let authorization: String?
     /// The `Content-Type` header, if sent.
     public let contentType: String?
+    /// The `Host` header, if sent (`name` or `name:port`, as the client wrote it).
+    public let host: String?
+    /// The `Origin` header, if sent (browsers send it on cross-origin and
+    /// on non-GET requests).
+    public let origin: String?
     /// The request body (empty for GET).
     public let body: [UInt8]
 
     public init(method: String, path: String, query: String = "", authorization: String? = nil,
-                contentType: String? = nil, body: [UInt8] = []) {
+                contentType: String? = nil, host: String? = nil, origin: String? = nil, body: [UInt8] = []) {
         self.method = method
         self.path = path
         self.query = query
         self.authorization = authorization
         self.contentType = contentType
+        self.host = host
+        self.origin = origin
         self.body = body
+    }
+
+    /// This request with `body` as its body (the head arrives before the body).
+    func with(body: [UInt8]) -> HTTPRequest {
+        HTTPRequest(method: method, path: path, query: query, authorization: authorization,
+                    contentType: contentType, host: host, origin: origin, body: body)
     }
 
     /// The first value of query parameter `name`, percent-decoded.
@@ -79,7 +92,7 @@ public final class HTTPResponder: TransportPeer, @unchecked Sendable {
     private var bodyOffset = 0
     private(set) var answered = false
     var body: [UInt8] = []
-    var request: (method: String, path: String, query: String, authorization: String?, contentType: String?)?
+    var request: HTTPRequest?
     var bodyLimitExceeded = false
     /// Whether the client is still there to receive the answer. Loop thread only.
     public private(set) var isOpen = true

@@ -247,11 +247,12 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
         let path = header(wsi) { roomkit_lws_http_path(wsi, $0, $1) }
             ?? input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "/"
         let query = header(wsi, capacity: 8192) { roomkit_lws_http_query(wsi, $0, $1) } ?? ""
-        responder.request = (
-            method, path, query,
-            header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_AUTHORIZATION, $0, $1) },
-            header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_CONTENT_TYPE, $0, $1) }
-        )
+        responder.request = HTTPRequest(
+            method: method, path: path, query: query,
+            authorization: header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_AUTHORIZATION, $0, $1) },
+            contentType: header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_CONTENT_TYPE, $0, $1) },
+            host: header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_HOST, $0, $1) },
+            origin: header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_ORIGIN, $0, $1) })
         context.attach(responder, to: wsi)
         if method == "POST" || method == "PUT" {
             // The body follows in LWS_CALLBACK_HTTP_BODY; dispatch on completion.
@@ -272,9 +273,7 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
             responder.respond(status: 413, text: #"{"code":1009006,"message":"request body too large"}"#)
             return
         }
-        let request = HTTPRequest(method: head.method, path: head.path, query: head.query,
-                                  authorization: head.authorization, contentType: head.contentType,
-                                  body: responder.body)
+        let request = head.with(body: responder.body)
         responder.body = []
         guard let delegate else {
             responder.respond(status: 503, text: #"{"code":1009500,"message":"no handler"}"#)

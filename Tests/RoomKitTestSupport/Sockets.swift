@@ -67,9 +67,10 @@ public func rawExchange(port: Int, _ request: String, timeout: TimeInterval = 5)
 }
 
 /// One HTTP/1.1 request with a JSON body; returns the whole response text.
+/// `host` is the `Host` header's value.
 public func httpRequest(port: Int, _ method: String, _ path: String, token: String? = nil, body: String = "",
-                        headers: [String] = []) -> String {
-    var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                        headers: [String] = [], host: String = "127.0.0.1") -> String {
+    var request = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
     if let token { request += "Authorization: Bearer \(token)\r\n" }
     for header in headers { request += header + "\r\n" }
     request += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"

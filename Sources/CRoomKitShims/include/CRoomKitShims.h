@@ -69,6 +69,7 @@ enum roomkit_header {
     ROOMKIT_HEADER_CONTENT_LENGTH = 2,
     ROOMKIT_HEADER_WS_PROTOCOL = 3,
     ROOMKIT_HEADER_HOST = 4,
+    ROOMKIT_HEADER_ORIGIN = 5,
 };
 
 /** Copies a request header into buf; returns its length, or -1 if absent/too long. */
