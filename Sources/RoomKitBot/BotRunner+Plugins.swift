@@ -5,18 +5,14 @@ import RoomKitPluginHost
 import RoomKitProtocol
 
 extension BotRunner {
-    /// Where plugins' storage lives: beside the state file,
-    /// `<state file without extension>.plugins.sqlite`.
-    static func pluginStorePath(stateFile: String) -> String {
-        ((stateFile as NSString).deletingPathExtension) + ".plugins.sqlite"
-    }
-
     /// ABI 1.1 services for plugins: persistent key-value storage (and
-    /// persisted live config) in a SQLite file beside the state file, and
+    /// persisted live config) in the bot's durable store, the state file
+    /// (its own tables, `plugin_kv` and `plugin_config`, through a second
+    /// connection: one file to back up, move or delete with the bot), and
     /// `login_room` as the bot's own user with its token source. A store that
     /// cannot be opened is logged; plugins then get -1 from kv_* calls.
     func configurePluginPlatform() {
-        let path = Self.pluginStorePath(stateFile: config.stateFile)
+        let path = config.stateFile
         do {
             plugins.useStore(try SQLitePluginStore(path: path))
         } catch {
