@@ -8,8 +8,11 @@ DevTools protocol, and checks:
   2. after the token is entered, the room list shows the bot's rooms (two pages);
   3. a room's reason shows KICK_OUT within 1 s of a kick through roomd's admin API;
   4. the live tail shows the kick, and Pause holds new lines until Resume;
-  5. the plugin table shows the plugin, and its Reload button works.
-A screenshot goes to .build/browser/dashboard.png.
+  5. the plugin table shows the plugin, and its Reload button works;
+  6. the fleet view: two roombot hosts in fleet mode on a private
+     redis-server show as two rows with every room homed; after kill -9 of
+     one, the page shows the other holding them all.
+Screenshots go to .build/browser/dashboard.png and dashboard-fleet.png.
 
 Usage: browser_test.py BIN_DIR   (the folder with roomd, roombot and the plugins)
 """
@@ -17,6 +20,7 @@ import base64
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +37,7 @@ CONTROL_TOKEN = "dashboard-token-0123456789"
 # 150 rooms: more than one page (100), so paging is exercised too.
 ROOMS = ["lobby", "room-a", "room-b", "room-c"] + ["zz-%03d" % i for i in range(146)]
 PAGE = 100
+FLEET_ROOMS = ["fleet-%02d" % i for i in range(24)]
 
 
 def fail(message):
@@ -126,6 +131,81 @@ class DevTools:
                 return value, time.time() - start
             time.sleep(interval)
         fail("not true within %s s: %s" % (timeout, expression))
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def fleet_view(cdp, bin_dir, work, roomd_port, processes):
+    """The fleet view (docs/FLEET.md): two roombot hosts share FLEET_ROOMS
+    through a private redis-server. Host A's page lists both hosts and every
+    room homed; after kill -9 of host B it shows one host holding them all.
+    Returns the seconds from the kill until the page showed that."""
+    redis = shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not os.path.exists(redis):
+        fail("redis-server is not installed (make bootstrap installs it)")
+    redis_port = free_port()
+    processes.append(subprocess.Popen([redis, "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
+                                       "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    deadline = time.time() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", redis_port), timeout=1).close()
+            break
+        except OSError:
+            if time.time() > deadline:
+                fail("redis-server did not listen on %d" % redis_port)
+            time.sleep(0.05)
+    bots = []
+    for name in ("a", "b"):
+        path = os.path.join(work, "fleet-%s.json" % name)
+        with open(path, "w") as f:
+            json.dump({"server": "ws://127.0.0.1:%d/v1/rooms" % roomd_port, "user": {"id": "fleet-" + name},
+                       "auth": {"secret": SECRET}, "rooms": FLEET_ROOMS, "control": "127.0.0.1:0",
+                       "controlToken": CONTROL_TOKEN, "events": os.path.join(work, "fleet-%s.ndjson" % name),
+                       "fleet": {"redis": "redis://127.0.0.1:%d" % redis_port, "name": "browser", "shards": 8,
+                                 "leaseTTL": 1, "claimInterval": 0.2}}, f)
+        bot = subprocess.Popen([os.path.join(bin_dir, "roombot"), "run", "--config", path, "--log-level", "warning"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        processes.append(bot)
+        bots.append((bot, int(read_line_with(bot, "control on").split()[-1])))
+    base = "http://127.0.0.1:%d" % bots[0][1]
+
+    cdp.call("Page.navigate", url=base + "/")
+    cdp.wait_for("document.readyState === 'complete' && !!document.getElementById('fleet')")
+    # The token from the first page is kept per origin; this is another port, so enter it again.
+    cdp.wait_for("!document.getElementById('auth').hidden || !document.getElementById('fleet-section').hidden")
+    if not cdp.evaluate("document.getElementById('auth').hidden"):
+        cdp.evaluate("document.getElementById('token').value = %s; document.getElementById('auth').requestSubmit(); true"
+                     % json.dumps(CONTROL_TOKEN))
+    hosts = "[...document.querySelectorAll('#fleet tbody tr[data-host]')]"
+    homed = ("(() => { const rows = %s; const sum = rows.reduce((n, tr) => n + parseInt(tr.children[2].textContent), 0);"
+             " return rows.length === %%d && sum === %d && document.getElementById('fleet-note').textContent === "
+             "'%d rooms in the set, 0 unhomed' ? rows.map(tr => tr.textContent) : null; })()"
+             % (hosts, len(FLEET_ROOMS), len(FLEET_ROOMS)))
+    rows, _ = cdp.wait_for(homed % 2, timeout=30, interval=0.1)
+    if cdp.evaluate("document.getElementById('fleet-count').textContent") != "2 hosts":
+        fail("the fleet view counts %r" % cdp.evaluate("document.getElementById('fleet-count').textContent"))
+    if sum("(this host)" in row for row in rows) != 1:
+        fail("the fleet view marks this host %d times: %s" % (sum("(this host)" in row for row in rows), rows))
+
+    killed_at = time.time()
+    bots[1][0].kill()
+    bots[1][0].wait()
+    rows, _ = cdp.wait_for(homed % 1, timeout=30, interval=0.1)
+    seconds = time.time() - killed_at
+    if "(this host)" not in rows[0]:
+        fail("after the kill the remaining row is not this host: %s" % rows)
+    shot = cdp.call("Page.captureScreenshot", format="png")
+    path = os.path.join(ARTIFACTS, "dashboard-fleet.png")
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(shot["data"]))
+    print("fleet view: 2 hosts, then 1 holding all %d rooms %.1f s after kill -9; screenshot: %s"
+          % (len(FLEET_ROOMS), seconds, os.path.relpath(path, ROOT)))
+    return seconds
 
 
 def main():
@@ -267,11 +347,13 @@ def main():
             f.write(base64.b64decode(shot["data"]))
         print("screenshot: " + os.path.relpath(path, ROOT))
 
+        fleet_seconds = fleet_view(cdp, bin_dir, work, roomd_port, processes)
+
         # 1 (end). Nothing went wrong in the console over the whole run.
         if cdp.errors:
             fail("console errors:\n  " + "\n  ".join(cdp.errors))
-        print("PASS: dashboard in headless Chromium (%d rooms, kick on screen in %.0f ms, no console errors)"
-              % (len(ROOMS), on_screen * 1000))
+        print("PASS: dashboard in headless Chromium (%d rooms, kick on screen in %.0f ms, fleet hand-over shown "
+              "after %.1f s, no console errors)" % (len(ROOMS), on_screen * 1000, fleet_seconds))
     finally:
         for process in reversed(processes):
             if process.poll() is None:
