@@ -2,9 +2,10 @@
 //
 // RoomKit: a framework for programs that sit in many real-time rooms at once.
 // The module graph is a strict stack (see docs/ARCHITECTURE.md):
-//   C system libraries + shims -> RoomKitLoop (I/O) and RoomKitProtocol (pure
-//   values; it does not depend on the loop) -> RoomKitServer (roomd) / client
-//   engine (RoomKit) -> plugin host -> executables.
+//   C system libraries + shims -> RoomKitLoop (I/O), RoomKitProtocol (pure
+//   values; it does not depend on the loop) and RoomKitSQLite (storage) ->
+//   RoomKitServer (roomd) / client engine (RoomKit) -> plugin host -> bot ->
+//   executables.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -84,6 +85,13 @@ let package = Package(
             dependencies: ["COpenSSLCrypto"],
             swiftSettings: swiftSettings),
 
+        // MARK: Storage: the one SQLite wrapper (connection, cached statements,
+        // transactions, the WAL checkpoint thread) every store uses. No loop.
+        .target(
+            name: "RoomKitSQLite",
+            dependencies: ["CSQLite3"],
+            swiftSettings: swiftSettings),
+
         // MARK: What every executable shares: --version, log formats, secrets, sd_notify
         .plugin(name: "BuildRevision", capability: .buildTool(), path: "BuildTools/BuildRevision"),
         .target(
@@ -147,7 +155,7 @@ let package = Package(
         .target(
             name: "RoomKitPluginHost",
             dependencies: [
-                "CRoomKitPluginABI", "CRoomKitPluginWire", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "CSQLite3",
+                "CRoomKitPluginABI", "CRoomKitPluginWire", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -177,7 +185,7 @@ let package = Package(
         .target(
             name: "RoomKitBot",
             dependencies: [
-                "RoomKit", "RoomKitPluginHost", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics", "RoomKitRedis", "CSQLite3",
+                "RoomKit", "RoomKitPluginHost", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics", "RoomKitRedis", "RoomKitSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -1,4 +1,5 @@
 import Foundation
+import RoomKitSQLite
 import Logging
 import RoomKit
 import RoomKitLoop
@@ -14,7 +15,7 @@ import Synchronization
 /// Durability: every change is one transaction (`synchronous=NORMAL` in WAL
 /// mode), so `kill -9` at any moment leaves the last committed state; power
 /// loss may lose the last transactions, never the file. Checkpoints run on a
-/// thread of their own (`BotStoreCheckpointer`), never inside a commit. Safe to copy while
+/// thread of their own (`WALCheckpointer`), never inside a commit. Safe to copy while
 /// the bot is stopped; delete it (and its `-wal`/`-shm`) to reset the bot.
 ///
 /// Thread safety: every call takes the store's lock; the engine calls
@@ -24,7 +25,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     // @unchecked Sendable: `database` and `cursors` are only touched under `lock`.
     public let path: String
     private let lock = NSLock()
-    private let database: BotSQLite
+    private let database: SQLiteDatabase
     private var cursors: [String: SessionCursor] = [:]
     private let logger: Logger
     /// Reports the event log's size after the lines written so far (nil: no file log).
@@ -33,13 +34,13 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     private var committedLogSize: Int64?
     /// Whether an end-of-turn commit of the event log's size is queued.
     private let logCommitPending = LockedValue(false)
-    private let checkpointer: BotStoreCheckpointer
+    private let checkpointer: WALCheckpointer
 
     /// Opens (creating if needed) the store at `path`.
     public init(path: String, logger: Logger) throws(BotStoreError) {
         self.path = path
         self.logger = logger
-        database = try BotSQLite(path: path)
+        database = try SQLiteDatabase(path: path, busyTimeoutMilliseconds: 2000)
         try database.execute("""
             PRAGMA journal_mode=WAL;
             PRAGMA synchronous=NORMAL;
@@ -54,20 +55,20 @@ public final class BotStore: SessionStore, @unchecked Sendable {
             """)
         var loaded: [String: SessionCursor] = [:]
         try database.run("SELECT room, session, member_id, seq, user, writable, snapshot FROM cursors") { row in
-            let room = row.text(0)
-            guard let user = try? JSON.parse(Array(row.text(4).utf8)), let id = user["id"]?.stringValue,
-                  let fields = try? JSON.parse(Array(row.text(6).utf8)).objectValue,
+            let room = row.text(0) ?? ""
+            guard let user = try? JSON.parse(row.bytes(4) ?? []), let id = user["id"]?.stringValue,
+                  let fields = try? JSON.parse(row.bytes(6) ?? []).objectValue,
                   let snapshot = try? RoomSnapshot(replyFields: fields) else {
                 logger.warning("unreadable stored session ignored", metadata: ["store": "\(path)", "room": "\(room)"])
                 return
             }
             loaded[room] = SessionCursor(
-                room: room, session: row.text(1), memberId: row.int(2), seq: row.int(3),
+                room: room, session: row.text(1) ?? "", memberId: row.int64(2), seq: row.int64(3),
                 user: LoginUser(id: id, name: user["name"]?.stringValue, payload: user["payload"]),
-                writable: row.int(5) != 0, snapshot: snapshot)
+                writable: row.int64(5) != 0, snapshot: snapshot)
         }
         cursors = loaded
-        checkpointer = try BotStoreCheckpointer(path: path, interval: 1)
+        checkpointer = try WALCheckpointer(path: path, interval: .seconds(1), threadName: "roombot-checkpoint")
         checkpointer.start()
     }
 
@@ -134,7 +135,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
             var stored: Int64?
             var storedPath: String?
             try? database.run("SELECT key, value FROM meta WHERE key IN ('eventLogSize', 'eventLogPath')") { row in
-                if row.text(0) == "eventLogSize" { stored = Int64(row.text(1)) } else { storedPath = row.text(1) }
+                if row.text(0) == "eventLogSize" { stored = row.text(1).flatMap { Int64($0) } } else { storedPath = row.text(1) ?? "" }
             }
             let actual = (try? FileManager.default.attributesOfItem(atPath: eventLog)[.size] as? NSNumber)?.int64Value
             if let stored, storedPath == eventLog, let actual, actual > stored, let file = FileHandle(forWritingAtPath: eventLog) {
@@ -193,7 +194,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
                         try database.run("INSERT OR IGNORE INTO rooms(room, origin) VALUES (?, 'config')", [.text(room)])
                     }
                 }
-                try database.run("SELECT room FROM rooms WHERE origin = 'joined' ORDER BY room") { joined.append($0.text(0)) }
+                try database.run("SELECT room FROM rooms WHERE origin = 'joined' ORDER BY room") { joined.append($0.text(0) ?? "") }
             } catch {
                 logger.error("room set not read", metadata: ["store": "\(path)", "error": "\(error)"])
             }
@@ -205,7 +206,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     public var joinedRooms: [String] {
         lock.withLock {
             var joined: [String] = []
-            try? database.run("SELECT room FROM rooms WHERE origin = 'joined' ORDER BY room") { joined.append($0.text(0)) }
+            try? database.run("SELECT room FROM rooms WHERE origin = 'joined' ORDER BY room") { joined.append($0.text(0) ?? "") }
             return joined
         }
     }
@@ -249,7 +250,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     public func integrityCheck() -> String {
         lock.withLock {
             var lines: [String] = []
-            try? database.run("PRAGMA integrity_check") { lines.append($0.text(0)) }
+            try? database.run("PRAGMA integrity_check") { lines.append($0.text(0) ?? "") }
             return lines.joined(separator: "\n")
         }
     }

@@ -1,4 +1,4 @@
-import CSQLite3
+import RoomKitSQLite
 import Foundation
 import RoomKitProtocol
 
@@ -82,40 +82,31 @@ public final class MemoryPluginStore: PluginStore, @unchecked Sendable {
     public func setLiveConfig(plugin: String, _ config: JSON) throws(PluginStoreError) { lock.withLock { configs[plugin] = config } }
 }
 
-/// The transient-destructor marker: SQLite copies bound text at once.
-private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-
-/// A `PluginStore` in one SQLite file (WAL), e.g. beside the bot's state
-/// file. One connection, serialised by a lock: plugin calls are small.
+/// A `PluginStore` in one SQLite file (WAL): roombot's own store, beside
+/// its sessions (tables `plugin_kv` and `plugin_config`). One connection,
+/// serialised by a lock: plugin calls are small and come from plugin threads.
 public final class SQLitePluginStore: PluginStore, @unchecked Sendable {
     // @unchecked Sendable: the connection is used only under `lock`.
     private let lock = NSLock()
-    private let db: OpaquePointer
+    private let db: SQLiteDatabase
     /// The file, for messages.
-    public let path: String
+    public var path: String { db.path }
 
     /// Opens (creating) `path` and its tables. Throws naming the file.
     public init(path: String) throws(PluginStoreError) {
-        self.path = path
-        var handle: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
-        guard rc == SQLITE_OK, let handle else {
-            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
-            sqlite3_close(handle)
-            throw .storage("open \(path): \(message)")
+        do {
+            db = try SQLiteDatabase(path: path)
+            try db.execute("""
+                PRAGMA journal_mode=WAL;
+                PRAGMA synchronous=NORMAL;
+                CREATE TABLE IF NOT EXISTS plugin_kv (plugin TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+                                                      PRIMARY KEY (plugin, key)) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS plugin_config (plugin TEXT PRIMARY KEY, json TEXT NOT NULL);
+                """)
+        } catch {
+            throw .storage("\(error)")
         }
-        db = handle
-        sqlite3_busy_timeout(db, 5000)
-        try exec("""
-            PRAGMA journal_mode=WAL;
-            PRAGMA synchronous=NORMAL;
-            CREATE TABLE IF NOT EXISTS plugin_kv (plugin TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
-                                                  PRIMARY KEY (plugin, key)) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS plugin_config (plugin TEXT PRIMARY KEY, json TEXT NOT NULL);
-            """)
     }
-
-    deinit { sqlite3_close_v2(db) }
 
     /// `body` under `lock`, keeping its typed error.
     private func locked<T>(_ body: () throws(PluginStoreError) -> T) throws(PluginStoreError) -> T {
@@ -124,33 +115,29 @@ public final class SQLitePluginStore: PluginStore, @unchecked Sendable {
         return try body()
     }
 
-    private func exec(_ sql: String) throws(PluginStoreError) {
-        var error: UnsafeMutablePointer<CChar>?
-        if sqlite3_exec(db, sql, nil, nil, &error) != SQLITE_OK {
-            let message = error.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(db))
-            sqlite3_free(error)
-            throw .storage("\(path): \(sql.prefix(40)): \(message)")
+    /// Runs `sql` with text bindings; returns the rows' text columns. A
+    /// failure names the file and the statement.
+    private func query(_ sql: String, _ bindings: [String]) throws(PluginStoreError) -> [[String]] {
+        var rows: [[String]] = []
+        do {
+            try db.run(sql, bindings.map(SQLiteValue.text)) { row in
+                rows.append((0..<row.columnCount).map { row.text($0) ?? "" })
+            }
+        } catch {
+            throw .storage("\(error)")
         }
+        return rows
     }
 
-    /// Runs `sql` with text bindings; returns the rows' text columns.
-    private func query(_ sql: String, _ bindings: [String]) throws(PluginStoreError) -> [[String]] {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            throw .storage("\(path): \(sql.prefix(40)): \(String(cString: sqlite3_errmsg(db)))")
-        }
-        defer { sqlite3_finalize(statement) }
-        for (index, value) in bindings.enumerated() {
-            sqlite3_bind_text(statement, Int32(index + 1), value, -1, SQLITE_TRANSIENT)
-        }
-        var rows: [[String]] = []
-        while true {
-            let rc = sqlite3_step(statement)
-            if rc == SQLITE_DONE { return rows }
-            guard rc == SQLITE_ROW else { throw .storage("\(path): \(sql.prefix(40)): \(String(cString: sqlite3_errmsg(db)))") }
-            rows.append((0..<sqlite3_column_count(statement)).map { column in
-                sqlite3_column_text(statement, column).map { String(cString: $0) } ?? ""
-            })
+    /// `body` in one transaction; rolled back when it throws.
+    private func transaction(_ body: () throws(PluginStoreError) -> Void) throws(PluginStoreError) {
+        do { try db.execute("BEGIN IMMEDIATE") } catch { throw .storage("\(error)") }
+        do throws(PluginStoreError) {
+            try body()
+            do { try db.execute("COMMIT") } catch { throw PluginStoreError.storage("\(error)") }
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
         }
     }
 
@@ -162,8 +149,7 @@ public final class SQLitePluginStore: PluginStore, @unchecked Sendable {
 
     public func set(plugin: String, key: String, value: String, limit: Int) throws(PluginStoreError) {
         try locked { () throws(PluginStoreError) in
-            try exec("BEGIN IMMEDIATE")
-            do throws(PluginStoreError) {
+            try transaction { () throws(PluginStoreError) in
                 let used = Int(try query("SELECT COALESCE(SUM(LENGTH(CAST(key AS BLOB)) + LENGTH(CAST(value AS BLOB))), 0) FROM plugin_kv WHERE plugin = ?1",
                                          [plugin]).first?.first ?? "0") ?? 0
                 let old = try query("SELECT value FROM plugin_kv WHERE plugin = ?1 AND key = ?2", [plugin, key]).first?.first
@@ -171,10 +157,6 @@ public final class SQLitePluginStore: PluginStore, @unchecked Sendable {
                 if adding > 0, used + adding > limit { throw PluginStoreError.full(plugin: plugin, used: used, adding: adding, limit: limit) }
                 _ = try query("INSERT INTO plugin_kv (plugin, key, value) VALUES (?1, ?2, ?3) ON CONFLICT (plugin, key) DO UPDATE SET value = excluded.value",
                               [plugin, key, value])
-                try exec("COMMIT")
-            } catch {
-                try? exec("ROLLBACK")
-                throw error
             }
         }
     }
