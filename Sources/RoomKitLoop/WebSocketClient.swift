@@ -125,7 +125,7 @@ public final class WebSocketClient: LWSCallbackTarget, @unchecked Sendable {
         let wsi: OpaquePointer? = url.host.withCString { address in
             serverName.withCString { host in
                 url.path.withCString { path in
-                    withOptionalCString(subprotocol) { proto in
+                    func connect(offering proto: UnsafePointer<CChar>?) -> OpaquePointer? {
                         var info = clientConnectInfo(context: lwsContext, address: address, port: url.port, path: path,
                                                      host: host, ssl: flags, peer: connection)
                         info.origin = host
@@ -134,6 +134,8 @@ public final class WebSocketClient: LWSCallbackTarget, @unchecked Sendable {
                         defer { connecting = nil }
                         return lws_client_connect_via_info(&info)
                     }
+                    guard let subprotocol else { return connect(offering: nil) }
+                    return subprotocol.withCString { connect(offering: $0) }
                 }
             }
         }
@@ -221,8 +223,3 @@ public final class WebSocketClient: LWSCallbackTarget, @unchecked Sendable {
     }
 }
 
-/// Calls `body` with a C string for `string`, or with NULL.
-func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
-    guard let string else { return body(nil) }
-    return string.withCString { body($0) }
-}

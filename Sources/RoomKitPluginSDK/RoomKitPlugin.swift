@@ -188,7 +188,8 @@ final class PluginBox: @unchecked Sendable {
     }
 }
 
-
+/// Calls `body` with a C string for `string`, or with NULL (the ABI's
+/// optional strings).
 func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
     guard let string else { return body(nil) }
     return string.withCString { body($0) }
