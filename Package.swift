@@ -216,7 +216,8 @@ let package = Package(
         // MARK: Tests
         // Helpers every test target shares: polling, loopback sockets and raw
         // HTTP probes, spawning built binaries and roomd, compiling C plugins.
-        .target(name: "RoomKitTestSupport", path: "Tests/RoomKitTestSupport", swiftSettings: swiftSettings),
+        .target(name: "RoomKitTestSupport", dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
+                path: "Tests/RoomKitTestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitLoopTests",
             dependencies: ["RoomKitLoop", "RoomKitTestSupport"],

@@ -7,34 +7,25 @@ import RoomKitServer
 import RoomKitTestSupport
 import XCTest
 
-/// An in-process roomd plus a scratch directory for bot configs.
+/// The shared in-process roomd (`RoomdFixture`) plus bot configs in its
+/// scratch directory.
 final class BotHarness {
-    let serverLoop: EventLoop
-    let server: RoomServer
-    let secret = "bot-secret"
-    let directory: String
+    let fixture: RoomdFixture
+    var serverLoop: EventLoop { fixture.serverLoop }
+    var server: RoomServer { fixture.server }
+    var secret: String { fixture.secret }
+    var directory: String { fixture.directory }
 
     init(heartbeatTimeout: Duration = .seconds(30), configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("roombot-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var logger = Logger(label: "test.roomd")
-        logger.logLevel = .error
-        serverLoop = try EventLoop(name: "bot-server", logger: logger)
-        var configuration = ServerConfiguration(secret: secret, dataDirectory: directory + "/data")
-        configuration.port = 0
-        configuration.heartbeatTimeout = heartbeatTimeout
-        configure(&configuration)
-        let config = configuration
-        let loop = serverLoop
-        server = try serverLoop.runAndWait { try RoomServer(loop: loop, configuration: config, logger: logger) }
+        fixture = try RoomdFixture(name: "roombot", secret: "bot-secret", logLevel: .error) {
+            $0.heartbeatTimeout = heartbeatTimeout
+            configure(&$0)
+        }
     }
 
-    var serverURL: String { "ws://127.0.0.1:\(server.port)/v1/rooms" }
+    var serverURL: String { fixture.serverURL }
 
-    func token(_ user: String) -> String {
-        let now = Int64(Date().timeIntervalSince1970)
-        return TokenSigner(secret: secret).sign(TokenClaims(sub: user, room: "*", role: .writer, exp: now + 3600, iat: now))
-    }
+    func token(_ user: String) -> String { fixture.token(user) }
 
     /// Writes `bot.json` (and returns its path).
     func writeConfig(_ json: JSON, name: String = "bot.json") throws -> String {
@@ -53,10 +44,7 @@ final class BotHarness {
     }
 
     func close() throws {
-        let server = self.server
-        try serverLoop.runAndWait { server.stop() }
-        try serverLoop.shutdown()
-        try? FileManager.default.removeItem(atPath: directory)
+        try fixture.closeServer()
     }
 }
 

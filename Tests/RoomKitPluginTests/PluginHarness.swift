@@ -8,16 +8,16 @@ import RoomKitServer
 import RoomKitTestSupport
 import XCTest
 
-/// An in-process roomd, a bot host with a PluginManager, and a second
-/// (plain) host to act as another member. Timeouts are short.
+/// The shared in-process roomd and client loop (`RoomdFixture`), a bot host
+/// with a PluginManager, and plain hosts to act as other members.
 final class PluginHarness {
-    let serverLoop: EventLoop
+    let fixture: RoomdFixture
+    var serverLoop: EventLoop { fixture.serverLoop }
     let clientLoop: EventLoop
-    let server: RoomServer
-    let secret = "plugin-secret"
-    let directory: String
+    var server: RoomServer { fixture.server }
+    var secret: String { fixture.secret }
+    var directory: String { fixture.directory }
     let statuses = StatusLog()
-    private var hosts: [RoomHost] = []
     private(set) var manager: PluginManager!
 
     final class StatusLog: @unchecked Sendable {
@@ -29,34 +29,17 @@ final class PluginHarness {
     }
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("roomkit-plugins-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var logger = Logger(label: "test.plugins")
-        logger.logLevel = .error
-        serverLoop = try EventLoop(name: "plugins-server", logger: logger)
-        clientLoop = try EventLoop(name: "plugins-client", logger: logger)
-        var configuration = ServerConfiguration(secret: secret, dataDirectory: directory + "/data")
-        configuration.port = 0
-        configuration.tokenExpiryNotice = .seconds(1)
-        let config = configuration
-        let loop = serverLoop
-        server = try serverLoop.runAndWait { try RoomServer(loop: loop, configuration: config, logger: logger) }
+        fixture = try RoomdFixture(name: "plugins", secret: "plugin-secret", logLevel: .error) { $0.tokenExpiryNotice = .seconds(1) }
+        clientLoop = try fixture.clientLoop
     }
 
-    func token(_ user: String, ttl: Int64 = 3600) -> String {
-        let now = Int64(Date().timeIntervalSince1970)
-        return TokenSigner(secret: secret).sign(TokenClaims(sub: user, room: "*", role: .writer, exp: now + ttl, iat: now))
-    }
+    func token(_ user: String, ttl: Int64 = 3600) -> String { fixture.token(user, ttl: ttl) }
 
     func host(tokenProvider: (any TokenProvider)? = nil, configure: (inout RoomHostConfiguration) -> Void = { _ in }) throws -> RoomHost {
-        var configuration = RoomHostConfiguration(serverURL: "ws://127.0.0.1:\(server.port)/v1/rooms")
-        configuration.backoffFirst = .milliseconds(100)
-        configure(&configuration)
-        var logger = Logger(label: "test.host")
-        logger.logLevel = .error
-        let host = try RoomHost(loop: clientLoop, configuration: configuration, logger: logger, tokenProvider: tokenProvider)
-        hosts.append(host)
-        return host
+        try fixture.host(logLevel: .error, tokenProvider: tokenProvider) {
+            $0.backoffFirst = .milliseconds(100)
+            configure(&$0)
+        }
     }
 
     /// The bot host with plugins loaded from a manifest written to disk.
@@ -80,12 +63,7 @@ final class PluginHarness {
 
     func close() async throws {
         manager?.unloadAll()
-        for host in hosts { await host.shutdown() }
-        let server = self.server
-        try serverLoop.runAndWait { server.stop() }
-        try clientLoop.shutdown()
-        try serverLoop.shutdown()
-        try? FileManager.default.removeItem(atPath: directory)
+        try await fixture.close()
     }
 }
 

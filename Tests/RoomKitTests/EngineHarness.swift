@@ -40,17 +40,15 @@ final class EventRecorder: @unchecked Sendable {
     func count(where predicate: (RoomEvent) -> Bool) -> Int { all.filter(predicate).count }
 }
 
-/// An in-process roomd (own loop), an optional fault proxy in front of it,
-/// and hosts on a separate client loop. Timeouts are shortened.
+/// The shared in-process roomd and client loop (`RoomdFixture`), plus a
+/// fault proxy in front of the server. Timeouts are shortened.
 final class EngineHarness {
-    let serverLoop: EventLoop
-    let clientLoop: EventLoop
-    let server: RoomServer
+    let fixture: RoomdFixture
     let proxy: FaultProxy
-    let secret = "test-secret"
-    let dataDirectory: String
-    private var hosts: [RoomHost] = []
-    private(set) var closed = false
+    var serverLoop: EventLoop { fixture.serverLoop }
+    let clientLoop: EventLoop
+    var server: RoomServer { fixture.server }
+    var secret: String { fixture.secret }
 
     struct Timing {
         var heartbeatInterval: Duration = .milliseconds(200)
@@ -60,44 +58,32 @@ final class EngineHarness {
 
     /// `configure` may change the server's configuration last (limits, for example).
     init(timing: Timing = Timing(), configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
-        dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("roomkit-engine-\(UUID().uuidString)").path
-        var logger = Logger(label: "test.roomd")
-        logger.logLevel = .warning
-        serverLoop = try EventLoop(name: "test-server", logger: logger)
-        clientLoop = try EventLoop(name: "test-client", logger: logger)
-        var configuration = ServerConfiguration(secret: secret, dataDirectory: dataDirectory)
-        configuration.port = 0
-        configuration.heartbeatInterval = timing.heartbeatInterval
-        configuration.heartbeatTimeout = timing.heartbeatTimeout
-        configuration.sessionRetention = timing.retention
-        configuration.tokenExpiryNotice = .seconds(1)
-        configure(&configuration)
-        let config = configuration
-        let loop = serverLoop
-        server = try serverLoop.runAndWait { try RoomServer(loop: loop, configuration: config, logger: logger) }
-        proxy = FaultProxy(targetPort: server.port)
+        fixture = try RoomdFixture(name: "engine", secret: "test-secret") {
+            $0.heartbeatInterval = timing.heartbeatInterval
+            $0.heartbeatTimeout = timing.heartbeatTimeout
+            $0.sessionRetention = timing.retention
+            $0.tokenExpiryNotice = .seconds(1)
+            configure(&$0)
+        }
+        clientLoop = try fixture.clientLoop
+        proxy = FaultProxy(targetPort: fixture.server.port)
     }
 
     func token(_ user: String, room: String = "*", role: TokenRole = .writer, ttl: Int64 = 3600) -> String {
-        let now = Int64(Date().timeIntervalSince1970)
-        return TokenSigner(secret: secret).sign(TokenClaims(sub: user, room: room, role: role, exp: now + ttl, iat: now))
+        fixture.token(user, room: room, role: role, ttl: ttl)
     }
 
     /// A host through the proxy (`viaProxy`) or straight to the server.
     func host(viaProxy: Bool = true, recorder: EventRecorder? = nil, tokenProvider: (any TokenProvider)? = nil,
               configure: (inout RoomHostConfiguration) -> Void = { _ in }) throws -> RoomHost {
-        let port = viaProxy ? proxy.port : server.port
-        var configuration = RoomHostConfiguration(serverURL: "ws://127.0.0.1:\(port)/v1/rooms")
-        configuration.loginTimeout = .seconds(3)
-        configuration.reconnectWindow = .seconds(10)
-        configuration.backoffFirst = .milliseconds(100)
-        configuration.backoffCap = .milliseconds(300)
-        configure(&configuration)
-        var logger = Logger(label: "test.host")
-        logger.logLevel = .warning
-        let host = try RoomHost(loop: clientLoop, configuration: configuration, logger: logger, tokenProvider: tokenProvider)
+        let host = try fixture.host(port: viaProxy ? proxy.port : server.port, tokenProvider: tokenProvider) {
+            $0.loginTimeout = .seconds(3)
+            $0.reconnectWindow = .seconds(10)
+            $0.backoffFirst = .milliseconds(100)
+            $0.backoffCap = .milliseconds(300)
+            configure(&$0)
+        }
         if let recorder { host.addObserver { recorder.record($0) } }
-        hosts.append(host)
         return host
     }
 
@@ -105,16 +91,7 @@ final class EngineHarness {
 
     /// Shuts everything down; the loops must close cleanly.
     func close() async throws {
-        guard !closed else { return }
-        closed = true
-        for host in hosts { await host.shutdown() }
         proxy.stop()
-        let server = self.server
-        try serverLoop.runAndWait { server.stop() }
-        try clientLoop.shutdown()
-        try serverLoop.shutdown()
-        try? FileManager.default.removeItem(atPath: dataDirectory)
+        try await fixture.close()
     }
 }
-
-
