@@ -4,33 +4,24 @@ import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
 import RoomKitServer
+import RoomKitTestSupport
 import XCTest
 
-/// An in-process roomd (own loop, configurable) and a client loop for players,
-/// raw protocol clients and hosts.
+/// The shared in-process roomd and client loop (`RoomdFixture`), plus raw
+/// protocol clients and players.
 final class PlayerHarness {
-    let serverLoop: EventLoop
+    let fixture: RoomdFixture
+    var serverLoop: EventLoop { fixture.serverLoop }
     let clientLoop: EventLoop
-    let server: RoomServer
-    let secret = "player-secret"
-    let dataDirectory: String
-    private var hosts: [RoomHost] = []
+    var server: RoomServer { fixture.server }
+    var secret: String { fixture.secret }
     private var clients: [WireClient] = []
     private var wsClient: WebSocketClient?
     private var closed = false
 
     init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
-        dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("roomkit-player-\(UUID().uuidString)").path
-        var logger = Logger(label: "test.player")
-        logger.logLevel = .warning
-        serverLoop = try EventLoop(name: "player-server", logger: logger)
-        clientLoop = try EventLoop(name: "player-client", logger: logger)
-        var configuration = ServerConfiguration(secret: secret, dataDirectory: dataDirectory)
-        configuration.port = 0
-        configure(&configuration)
-        let config = configuration
-        let loop = serverLoop
-        server = try serverLoop.runAndWait { try RoomServer(loop: loop, configuration: config, logger: logger) }
+        fixture = try RoomdFixture(name: "player", secret: "player-secret", configure: configure)
+        clientLoop = try fixture.clientLoop
     }
 
     var port: Int { server.port }
@@ -74,37 +65,25 @@ final class PlayerHarness {
     }
 
     func host(configure: (inout RoomHostConfiguration) -> Void = { _ in }) throws -> RoomHost {
-        var configuration = RoomHostConfiguration(serverURL: serverURL)
-        configuration.loginTimeout = .seconds(3)
-        configure(&configuration)
-        var logger = Logger(label: "test.player.host")
-        logger.logLevel = .warning
-        let host = try RoomHost(loop: clientLoop, configuration: configuration, logger: logger)
-        hosts.append(host)
-        return host
+        try fixture.host {
+            $0.loginTimeout = .seconds(3)
+            configure(&$0)
+        }
     }
 
     /// Shuts everything down; both loops must close cleanly.
     func close() async throws {
         guard !closed else { return }
         closed = true
-        for host in hosts { await host.shutdown() }
         let clients = self.clients
         let wsClient = self.wsClient
         try clientLoop.runAndWait {
             clients.forEach { $0.close() }
             wsClient?.shutdown()
         }
-        let server = self.server
-        try serverLoop.runAndWait { server.stop() }
-        try clientLoop.shutdown()
-        try serverLoop.shutdown()
-        try? FileManager.default.removeItem(atPath: dataDirectory)
+        try await fixture.close()
     }
 }
-
-/// Milliseconds since the epoch (the server's recording clock).
-func wallMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
 /// A bare `room.v1` client: sends exactly the requests a test scripts and
 /// awaits their replies. Loop-thread state, reached through the loop.
