@@ -19,31 +19,58 @@ public struct ConnectionMachine: Sendable, Hashable {
         case backingOff(until: Int64)
     }
 
-    public enum Input: Sendable, Hashable {
-        /// Some room needs the connection.
-        case wanted
-        /// No room needs it any more.
-        case unwanted
-        case opened
-        /// The hello reply: ping interval and the server's heartbeat timeout (ms).
-        case helloAnswered(interval: Int64, timeout: Int64)
-        /// Any message from the server (liveness).
-        case messageReceived
-        /// The connection failed or closed.
-        case closed(String)
-        /// Periodic check.
-        case tick
+    // Each input has its own method and its own small result, in the shape
+    // of Hummingbird's connection state machines: a caller switches over
+    // exactly what that input can lead to, with no catch-all.
+
+    /// What `wanted()` asks for.
+    public enum WantedAction: Sendable, Hashable {
+        case connect
+        case none
     }
 
-    public enum Action: Sendable, Hashable {
-        case connect
+    /// What ends a connection: `abort` drops the transport without ceremony
+    /// (silent or unwanted); `lost` tells the rooms a ready connection is gone.
+    public struct Drop: Sendable, Hashable {
+        public var abort: Bool
+        /// Why, for logs and `fireDisconnectWithError`.
+        public var why: String
+        /// Whether the connection was ready, so the rooms must react.
+        public var lost: Bool
+
+        public init(abort: Bool, why: String, lost: Bool) {
+            self.abort = abort
+            self.why = why
+            self.lost = lost
+        }
+    }
+
+    /// What `unwanted()` and `closed(_:)` ask for.
+    public enum DropAction: Sendable, Hashable {
+        case drop(Drop)
+        case none
+    }
+
+    /// What `opened(now:)` asks for.
+    public enum OpenedAction: Sendable, Hashable {
         case sendHello
-        case sendPing
-        /// Drop the connection without ceremony (it is silent or unwanted).
-        case abort(String)
-        /// The connection became ready / was lost (rooms react).
+        case none
+    }
+
+    /// What `helloAnswered(...)` asks for.
+    public enum HelloAction: Sendable, Hashable {
+        /// The connection became ready: flush, and tell the rooms.
         case becameReady
-        case lost(String)
+        case none
+    }
+
+    /// What `tick(now:random:)` asks for.
+    public enum TickAction: Sendable, Hashable {
+        case connect
+        case sendPing
+        /// Silent too long (or no hello reply): drop it.
+        case drop(Drop)
+        case none
     }
 
     /// Backoff: the first retry within `first`, each later ceiling doubling up to `cap`.
@@ -65,7 +92,8 @@ public struct ConnectionMachine: Sendable, Hashable {
     }
 
     public private(set) var state: State = .idle
-    public private(set) var wanted = false
+    /// Whether some room needs the connection.
+    public private(set) var isWanted = false
     private(set) var attempt = 0
     /// Ping interval and silence limit in force (from hello, possibly tightened).
     public private(set) var pingInterval: Int64 = 10_000
@@ -84,57 +112,46 @@ public struct ConnectionMachine: Sendable, Hashable {
         return false
     }
 
-    /// Takes `input` at `now`; `random` is a fresh uniform value in [0, 1)
-    /// for the backoff jitter. One method per input below, each deciding per
-    /// state with no catch-all, so an unhandled pair is a compile error.
-    public mutating func handle(_ input: Input, now: Int64, random: Double) -> [Action] {
-        switch input {
-        case .wanted: return becameWanted()
-        case .unwanted: return becameUnwanted()
-        case .opened: return opened(now: now)
-        case .helloAnswered(let interval, let timeout): return helloAnswered(interval: interval, timeout: timeout, now: now)
-        case .messageReceived: return messageReceived(now: now)
-        case .closed(let why): return closed(why, now: now, random: random)
-        case .tick: return tick(now: now, random: random)
-        }
-    }
-
-    private mutating func becameWanted() -> [Action] {
-        wanted = true
+    /// Some room needs the connection.
+    public mutating func wanted() -> WantedAction {
+        isWanted = true
         switch state {
         case .idle:
             state = .connecting
-            return [.connect]
+            return .connect
         case .connecting, .greeting, .ready, .backingOff:
-            return []
+            return .none
         }
     }
 
-    private mutating func becameUnwanted() -> [Action] {
-        wanted = false
+    /// No room needs the connection any more.
+    public mutating func unwanted() -> DropAction {
+        isWanted = false
         switch state {
         case .idle:
-            return []
+            return .none
         case .ready:
             state = .idle
-            return [.abort("no room needs the connection"), .lost("closed")]
+            return .drop(Drop(abort: true, why: "no room needs the connection", lost: true))
         case .connecting, .greeting, .backingOff:
             state = .idle
-            return [.abort("no room needs the connection")]
+            return .drop(Drop(abort: true, why: "no room needs the connection", lost: false))
         }
     }
 
-    private mutating func opened(now: Int64) -> [Action] {
+    /// The transport connected (upgrade done).
+    public mutating func opened(now: Int64) -> OpenedAction {
         switch state {
         case .connecting:
             state = .greeting(since: now)
-            return [.sendHello]
+            return .sendHello
         case .idle, .greeting, .ready, .backingOff:
-            return []
+            return .none
         }
     }
 
-    private mutating func helloAnswered(interval: Int64, timeout: Int64, now: Int64) -> [Action] {
+    /// The hello reply: ping interval and the server's heartbeat timeout (ms).
+    public mutating func helloAnswered(interval: Int64, timeout: Int64, now: Int64) -> HelloAction {
         switch state {
         case .greeting:
             state = .ready(lastMessageAt: now, lastPingAt: now)
@@ -145,13 +162,15 @@ public struct ConnectionMachine: Sendable, Hashable {
             // ping intervals of silence (one lost pong tolerated) mean dead;
             // never more than the server's own timeout.
             deadAfter = livenessOverride ?? min(timeout, pingInterval * 2)
-            return [.becameReady]
+            return .becameReady
         case .idle, .connecting, .ready, .backingOff:
-            return []
+            return .none
         }
     }
 
-    private mutating func messageReceived(now: Int64) -> [Action] {
+    /// Any message from the server (liveness). Never asks for anything: the
+    /// receive path stays free of actions to perform.
+    public mutating func messageReceived(now: Int64) {
         switch state {
         case .ready(_, let lastPingAt):
             state = .ready(lastMessageAt: now, lastPingAt: lastPingAt)
@@ -160,56 +179,55 @@ public struct ConnectionMachine: Sendable, Hashable {
         case .idle, .connecting, .backingOff:
             break
         }
-        return []
     }
 
-    private mutating func closed(_ why: String, now: Int64, random: Double) -> [Action] {
+    /// The connection failed or closed; `random` in [0, 1) is the backoff's jitter.
+    public mutating func closed(_ why: String, now: Int64, random: Double) -> DropAction {
         switch state {
         case .connecting, .greeting, .ready:
-            return lose(why, now: now, random: random, abort: false)
+            return .drop(lose(why, now: now, random: random, abort: false))
         case .idle, .backingOff:
-            return []
+            return .none
         }
     }
 
-    private mutating func tick(now: Int64, random: Double) -> [Action] {
+    /// The periodic check; `random` in [0, 1) is the backoff's jitter.
+    public mutating func tick(now: Int64, random: Double) -> TickAction {
         switch state {
         case .ready(let lastMessageAt, let lastPingAt):
             if now - lastMessageAt >= deadAfter {
-                return lose("no message from the server for \(now - lastMessageAt) ms", now: now, random: random, abort: true)
+                return .drop(lose("no message from the server for \(now - lastMessageAt) ms", now: now, random: random, abort: true))
             }
             if now - lastPingAt >= pingInterval {
                 state = .ready(lastMessageAt: lastMessageAt, lastPingAt: now)
-                return [.sendPing]
+                return .sendPing
             }
-            return []
+            return .none
         case .greeting(let since):
             if now - since >= deadAfter {
-                return lose("no hello reply", now: now, random: random, abort: true)
+                return .drop(lose("no hello reply", now: now, random: random, abort: true))
             }
-            return []
+            return .none
         case .backingOff(let until):
             if now >= until {
                 state = .connecting
-                return [.connect]
+                return .connect
             }
-            return []
+            return .none
         case .idle, .connecting:
-            return []
+            return .none
         }
     }
 
-    private mutating func lose(_ why: String, now: Int64, random: Double, abort: Bool) -> [Action] {
-        let wasReady = isReady
-        var actions: [Action] = abort ? [.abort(why)] : []
-        if wasReady { actions.append(.lost(why)) }
-        if wanted {
+    private mutating func lose(_ why: String, now: Int64, random: Double, abort: Bool) -> Drop {
+        let drop = Drop(abort: abort, why: why, lost: isReady)
+        if isWanted {
             let delay = backoff.delay(attempt: attempt, random: random)
             attempt += 1
             state = .backingOff(until: now + delay)
         } else {
             state = .idle
         }
-        return actions
+        return drop
     }
 }

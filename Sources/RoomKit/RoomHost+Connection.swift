@@ -12,7 +12,7 @@ final class HostConnectionDelegate: WebSocketDelegate {
 
     func webSocketDidOpen(_ connection: WebSocketConnection) {
         guard let host, connection === host.connection else { return connection.abort() }
-        host.drive(.opened)
+        host.linkOpened()
     }
 
     func webSocket(_ connection: WebSocketConnection, didReceive message: WebSocketMessage) {
@@ -23,7 +23,7 @@ final class HostConnectionDelegate: WebSocketDelegate {
     func webSocket(_ connection: WebSocketConnection, didCloseWith event: WebSocketCloseEvent) {
         guard let host, connection === host.connection else { return }
         host.connection = nil
-        host.drive(.closed("\(event)"))
+        host.linkClosed("\(event)")
     }
 }
 
@@ -32,41 +32,72 @@ extension RoomHost {
 
     func updateConnectionWanted() {
         let wanted = sessions.values.contains { $0.machine.isLoggedIn }
-        if wanted != link.wanted { drive(wanted ? .wanted : .unwanted) }
+        guard wanted != link.isWanted else { return }
+        if wanted {
+            switch link.wanted() {
+            case .connect: connect()
+            case .none: break
+            }
+        } else {
+            perform(link.unwanted())
+        }
     }
 
-    func drive(_ input: ConnectionMachine.Input) {
-        // Only a tick or a close can start a backoff that needs the jitter; a
-        // draw from the system generator (a getrandom syscall) for every
-        // received message was about 5% of the engine's CPU under load.
-        let jitter: Double
-        switch input {
-        case .tick, .closed: jitter = Double.random(in: 0..<1, using: &random)
-        default: jitter = 0
+    func linkOpened() {
+        switch link.opened(now: nowMonotonic) {
+        case .sendHello: sendHello()
+        case .none: break
         }
-        let actions = link.handle(input, now: nowMonotonic, random: jitter)
-        for action in actions {
-            switch action {
-            case .connect:
-                connect()
-            case .sendHello:
-                sendHello()
-            case .sendPing:
-                connection?.send(WebSocketFrame(bytes: JSON.object(["op": "ping", "t": .int(wallMilliseconds())]).serialized()))
-            case .abort(let why):
-                logger.info("dropping connection", metadata: ["why": "\(why)"])
+    }
+
+    /// The connection closed or failed. Only a close or a tick can start a
+    /// backoff that needs the jitter; a draw from the system generator (a
+    /// getrandom syscall) for every received message was about 5% of the
+    /// engine's CPU under load.
+    func linkClosed(_ why: String) {
+        perform(link.closed(why, now: nowMonotonic, random: Double.random(in: 0..<1, using: &random)))
+    }
+
+    func linkHelloAnswered(interval: Int64, timeout: Int64) {
+        switch link.helloAnswered(interval: interval, timeout: timeout, now: nowMonotonic) {
+        case .becameReady:
+            logger.debug("connection ready", metadata: ["server": "\(url)"])
+            flushOutbox()
+            for record in Array(sessions.values) { run(.connectionReady, on: record) }
+        case .none:
+            break
+        }
+    }
+
+    private func linkTick() {
+        switch link.tick(now: nowMonotonic, random: Double.random(in: 0..<1, using: &random)) {
+        case .connect:
+            connect()
+        case .sendPing:
+            connection?.send(WebSocketFrame(bytes: JSON.object(["op": "ping", "t": .int(wallMilliseconds())]).serialized()))
+        case .drop(let drop):
+            perform(.drop(drop))
+        case .none:
+            break
+        }
+    }
+
+    private func perform(_ action: ConnectionMachine.DropAction) {
+        switch action {
+        case .drop(let drop):
+            if drop.abort {
+                logger.info("dropping connection", metadata: ["why": "\(drop.why)"])
                 let dropped = connection
                 connection = nil
                 dropped?.abort()
-            case .becameReady:
-                logger.debug("connection ready", metadata: ["server": "\(url)"])
-                flushOutbox()
-                for record in Array(sessions.values) { run(.connectionReady, on: record) }
-            case .lost(let why):
-                logger.info("connection lost", metadata: ["why": "\(why)"])
-                failPending(RoomError.interrupted("a request"))
-                for record in Array(sessions.values) { run(.connectionLost(why), on: record) }
             }
+            if drop.lost {
+                logger.info("connection lost", metadata: ["why": "\(drop.why)"])
+                failPending(RoomError.interrupted("a request"))
+                for record in Array(sessions.values) { run(.connectionLost(drop.why), on: record) }
+            }
+        case .none:
+            break
         }
     }
 
@@ -79,7 +110,7 @@ extension RoomHost {
             }
         } catch {
             logger.error("cannot create the WebSocket client", metadata: ["error": "\(error)"])
-            return drive(.closed("\(error)"))
+            return linkClosed("\(error)")
         }
         connection = client!.connect(to: url, subprotocol: "room.v1", delegate: HostConnectionDelegate(host: self))
     }
@@ -94,10 +125,10 @@ extension RoomHost {
                 let interval = fields["heartbeatInterval"]?.int64Value ?? 10_000
                 let timeout = fields["heartbeatTimeout"]?.int64Value ?? 90_000
                 adoptPacing(burst: fields["requestBurst"]?.doubleValue, perSecond: fields["requestsPerSecond"]?.doubleValue)
-                drive(.helloAnswered(interval: interval, timeout: timeout))
+                linkHelloAnswered(interval: interval, timeout: timeout)
             case .failure(let error):
                 if error.code != .connectionInterrupted {
-                    drive(.closed("hello refused: \(error)"))
+                    linkClosed("hello refused: \(error)")
                     connection?.abort()
                 }
             }
@@ -128,7 +159,7 @@ extension RoomHost {
 
     private func tick() {
         let now = nowMonotonic
-        drive(.tick)
+        linkTick()
         for (roomID, generation) in deadlines.popDue(now) {
             guard let record = sessions[roomID], record.generation == generation else { continue }
             run(.deadlinePassed, on: record)

@@ -94,7 +94,7 @@ extension RoomHost {
 extension RoomHost {
 
     func received(_ message: WebSocketMessage) {
-        drive(.messageReceived)
+        link.messageReceived(now: nowMonotonic)
         let push: ServerPush
         do {
             push = try ServerPush.decode(JSON.parse(message.bytes)).get()

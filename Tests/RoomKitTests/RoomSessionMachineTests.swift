@@ -46,13 +46,13 @@ final class RoomSessionMachineTests: XCTestCase {
     /// The connection's liveness clock lives in its `ready` state.
     func testConnection_readyStateCarriesItsLivenessClock() {
         var m = ConnectionMachine()
-        _ = m.handle(.wanted, now: 0, random: 0)
-        _ = m.handle(.opened, now: 10, random: 0)
+        _ = m.wanted()
+        _ = m.opened(now: 10)
         XCTAssertEqual(m.state, .greeting(since: 10))
-        _ = m.handle(.helloAnswered(interval: 1000, timeout: 5000), now: 20, random: 0)
+        _ = m.helloAnswered(interval: 1000, timeout: 5000, now: 20)
         XCTAssertEqual(m.state, .ready(lastMessageAt: 20, lastPingAt: 20))
-        _ = m.handle(.messageReceived, now: 500, random: 0)
-        XCTAssertEqual(m.handle(.tick, now: 1020, random: 0), [.sendPing])
+        m.messageReceived(now: 500)
+        XCTAssertEqual(m.tick(now: 1020, random: 0), .sendPing)
         XCTAssertEqual(m.state, .ready(lastMessageAt: 500, lastPingAt: 1020))
     }
 
@@ -196,27 +196,62 @@ final class ConnectionMachineTests: XCTestCase {
 
     func testReadyConnection_pingsEveryIntervalAndDropsWhenSilent() {
         var m = ConnectionMachine()
-        XCTAssertEqual(m.handle(.wanted, now: 0, random: 0), [.connect])
-        XCTAssertEqual(m.handle(.opened, now: 10, random: 0), [.sendHello])
-        XCTAssertEqual(m.handle(.helloAnswered(interval: 10_000, timeout: 90_000), now: 20, random: 0), [.becameReady])
+        XCTAssertEqual(m.wanted(), .connect)
+        XCTAssertEqual(m.opened(now: 10), .sendHello)
+        XCTAssertEqual(m.helloAnswered(interval: 10_000, timeout: 90_000, now: 20), .becameReady)
         XCTAssertEqual(m.deadAfter, 20_000, "two ping intervals, under the server's 90 s")
-        XCTAssertEqual(m.handle(.tick, now: 10_020, random: 0), [.sendPing])
-        _ = m.handle(.messageReceived, now: 10_030, random: 0)
-        XCTAssertEqual(m.handle(.tick, now: 20_020, random: 0), [.sendPing])
-        let dead = m.handle(.tick, now: 30_030, random: 0.5)
-        XCTAssertEqual(dead.count, 2)
-        XCTAssertEqual(dead.last, .lost("no message from the server for 20000 ms"))
+        XCTAssertEqual(m.tick(now: 10_020, random: 0), .sendPing)
+        m.messageReceived(now: 10_030)
+        XCTAssertEqual(m.tick(now: 20_020, random: 0), .sendPing)
+        XCTAssertEqual(m.tick(now: 30_030, random: 0.5),
+                       .drop(.init(abort: true, why: "no message from the server for 20000 ms", lost: true)))
         XCTAssertEqual(m.state, .backingOff(until: 30_530), "full jitter: half of the first 1 s ceiling")
-        XCTAssertEqual(m.handle(.tick, now: 30_530, random: 0), [.connect])
+        XCTAssertEqual(m.tick(now: 30_529, random: 0), .none)
+        XCTAssertEqual(m.tick(now: 30_530, random: 0), .connect)
     }
 
     func testUnwantedConnection_isClosedAndNotRetried() {
         var m = ConnectionMachine()
-        _ = m.handle(.wanted, now: 0, random: 0)
-        _ = m.handle(.opened, now: 1, random: 0)
-        _ = m.handle(.helloAnswered(interval: 1000, timeout: 5000), now: 2, random: 0)
-        XCTAssertEqual(m.handle(.unwanted, now: 3, random: 0).first, .abort("no room needs the connection"))
-        XCTAssertEqual(m.handle(.closed("bye"), now: 4, random: 0), [])
+        _ = m.wanted()
+        _ = m.opened(now: 1)
+        _ = m.helloAnswered(interval: 1000, timeout: 5000, now: 2)
+        XCTAssertEqual(m.unwanted(), .drop(.init(abort: true, why: "no room needs the connection", lost: true)))
+        XCTAssertEqual(m.closed("bye", now: 4, random: 0), .none)
         XCTAssertEqual(m.state, .idle)
+        XCTAssertFalse(m.isWanted)
+    }
+
+    /// Each input's result in the states it can meet: what a caller must handle.
+    func testEachInput_inEachState_asksOnlyForItsOwnActions() {
+        // wanted: connects once, from idle only.
+        var m = ConnectionMachine()
+        XCTAssertEqual(m.wanted(), .connect)
+        XCTAssertEqual(m.wanted(), .none, "already connecting")
+        // opened: only while connecting.
+        XCTAssertEqual(m.opened(now: 1), .sendHello)
+        XCTAssertEqual(m.opened(now: 2), .none, "a second open while greeting")
+        // A hello nobody asked for (idle) is ignored; so is a second one.
+        var idle = ConnectionMachine()
+        XCTAssertEqual(idle.helloAnswered(interval: 1000, timeout: 5000, now: 0), .none)
+        XCTAssertEqual(m.helloAnswered(interval: 1000, timeout: 5000, now: 3), .becameReady)
+        XCTAssertEqual(m.helloAnswered(interval: 1000, timeout: 5000, now: 4), .none)
+        // closed while greeting (not ready): no `lost`, no abort, but a backoff.
+        var greeting = ConnectionMachine(backoff: .init(first: 1000, cap: 1000))
+        _ = greeting.wanted()
+        _ = greeting.opened(now: 0)
+        XCTAssertEqual(greeting.closed("refused", now: 5, random: 0.25), .drop(.init(abort: false, why: "refused", lost: false)))
+        XCTAssertEqual(greeting.state, .backingOff(until: 255))
+        XCTAssertEqual(greeting.closed("again", now: 6, random: 0), .none, "already backing off")
+        // No hello reply within the silence limit (25 s before any hello): dropped with an abort.
+        var silent = ConnectionMachine()
+        _ = silent.wanted()
+        _ = silent.opened(now: 0)
+        XCTAssertEqual(silent.tick(now: 24_999, random: 0), .none)
+        XCTAssertEqual(silent.tick(now: 25_000, random: 0), .drop(.init(abort: true, why: "no hello reply", lost: false)))
+        // Unwanted before it was ready: an abort but no `lost`.
+        var early = ConnectionMachine()
+        _ = early.wanted()
+        XCTAssertEqual(early.unwanted(), .drop(.init(abort: true, why: "no room needs the connection", lost: false)))
+        XCTAssertEqual(early.unwanted(), .none)
     }
 }
