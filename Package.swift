@@ -113,7 +113,7 @@ let package = Package(
         .target(
             name: "RoomKitServer",
             dependencies: [
-                "RoomKitLoop", "RoomKitProtocol", "CSQLite3", "RoomKitMetrics",
+                "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite", "RoomKitMetrics",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -243,7 +243,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitBotTests",
-            dependencies: ["RoomKitBot", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
+            dependencies: ["RoomKitBot", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ExampleTests",
@@ -251,7 +251,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitServerTests",
-            dependencies: ["RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
+            dependencies: ["RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "OperationsTests",

@@ -1,4 +1,5 @@
 import Foundation
+import RoomKitSQLite
 import RoomKitProtocol
 
 /// One room event as stored: the push exactly as members saw it, the
@@ -90,12 +91,12 @@ final class RoomStore {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
-            throw StorageError(code: -1, context: "create \(directory)", message: "\(error.localizedDescription)")
+            throw StorageError(code: -1, path: directory, context: "create", message: "\(error.localizedDescription)")
         }
         db = try SQLiteDatabase(path: (directory as NSString).appendingPathComponent("rooms.sqlite"))
         let mode = try db.scalarText("PRAGMA journal_mode=WAL")
         guard mode?.lowercased() == "wal" else {
-            throw StorageError(code: -1, context: "PRAGMA journal_mode=WAL", message: "database refused WAL (got \(mode ?? "nil"))")
+            throw StorageError(code: -1, path: db.path, context: "PRAGMA journal_mode=WAL", message: "database refused WAL (got \(mode ?? "nil"))")
         }
         try db.execute("PRAGMA synchronous=\(synchronous.rawValue)")
         // Checkpoints run on their own thread (WALCheckpointer), never inside
@@ -127,7 +128,7 @@ final class RoomStore {
                 room TEXT NOT NULL, user TEXT NOT NULL, fence INTEGER NOT NULL,
                 PRIMARY KEY(room, user)) WITHOUT ROWID;
             """)
-        checkpointer = try WALCheckpointer(path: db.path, interval: checkpointInterval)
+        checkpointer = try WALCheckpointer(path: db.path, interval: checkpointInterval, threadName: "roomd-checkpoint")
         checkpointer.start()
     }
 
@@ -217,12 +218,12 @@ final class RoomStore {
         return try decodeSnapshot(statement)
     }
 
-    private func decodeSnapshot(_ statement: Statement) throws(StorageError) -> (seq: Int64, ts: Int64, body: JSON) {
+    private func decodeSnapshot(_ statement: SQLiteStatement) throws(StorageError) -> (seq: Int64, ts: Int64, body: JSON) {
         let body: JSON
         do {
             body = try JSON.parse(statement.bytes(2) ?? [])
         } catch {
-            throw StorageError(code: -1, context: "snapshot body", message: "\(error)")
+            throw StorageError(code: -1, path: db.path, context: "snapshot body", message: "\(error)")
         }
         return (statement.int64(0), statement.int64(1), body)
     }
@@ -263,7 +264,7 @@ final class RoomStore {
         return result.reversed()
     }
 
-    private func decodeEvent(room: String, _ statement: Statement) throws(StorageError) -> StoredEvent {
+    private func decodeEvent(room: String, _ statement: SQLiteStatement) throws(StorageError) -> StoredEvent {
         var mutation: JSON?
         var recipients: [String]?
         do {
@@ -272,7 +273,7 @@ final class RoomStore {
                 recipients = try JSON.parse(bytes).arrayValue?.compactMap(\.stringValue)
             }
         } catch {
-            throw StorageError(code: -1, context: "event \(room)#\(statement.int64(0))", message: "\(error)")
+            throw StorageError(code: -1, path: db.path, context: "event \(room)#\(statement.int64(0))", message: "\(error)")
         }
         return StoredEvent(room: room, seq: statement.int64(0), ts: statement.int64(1),
                            push: statement.bytes(2) ?? [], mutation: mutation, recipients: recipients)

@@ -2,6 +2,7 @@ import Foundation
 import RoomKit
 import RoomKitProtocol
 @testable import RoomKitServer
+import RoomKitSQLite
 import RoomKitTestSupport
 import XCTest
 

@@ -11,7 +11,7 @@ final class GroupCommitTests: ServerTestCase {
     /// Makes the server's next commit fail, as a full disk would.
     private func failNextCommit(_ server: ServerHarness) throws {
         try server.loop.runAndWait {
-            server.server.store.failNextCommit = StorageError(code: 13, context: "COMMIT", message: "database or disk is full")
+            server.server.store.failNextCommit = StorageError(code: 13, path: "rooms.sqlite", context: "COMMIT", message: "database or disk is full")
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import RoomKitProtocol
 @testable import RoomKitServer
+import RoomKitSQLite
 import XCTest
 
 /// PROTOCOL.md §3 code 1009500 and §10 "stored durably before any member
