@@ -11,19 +11,16 @@ final class HostConnectionDelegate: WebSocketDelegate {
     init(host: RoomHost) { self.host = host }
 
     func webSocketDidOpen(_ connection: WebSocketConnection) {
-        guard let host, connection === host.connection else { return connection.abort() }
-        host.linkOpened()
+        guard let host else { return connection.abort() }
+        host.transportDidOpen(connection)
     }
 
     func webSocket(_ connection: WebSocketConnection, didReceive message: WebSocketMessage) {
-        guard let host, connection === host.connection else { return }
-        host.received(message)
+        host?.transportDidReceive(connection, message)
     }
 
     func webSocket(_ connection: WebSocketConnection, didCloseWith event: WebSocketCloseEvent) {
-        guard let host, connection === host.connection else { return }
-        host.connection = nil
-        host.linkClosed("\(event)")
+        host?.transportDidClose(connection, why: "\(event)")
     }
 }
 
@@ -74,7 +71,7 @@ extension RoomHost {
         case .connect:
             connect()
         case .sendPing:
-            connection?.send(WebSocketFrame(bytes: JSON.object(["op": "ping", "t": .int(wallMilliseconds())]).serialized()))
+            connection?.send(WebSocketFrame(bytes: JSON.object(["op": "ping", "t": .int(environment.wallMilliseconds)]).serialized()))
         case .drop(let drop):
             perform(.drop(drop))
         case .none:
@@ -103,16 +100,11 @@ extension RoomHost {
 
     private func connect() {
         do {
-            if client == nil {
-                // One long-lived client per loop (see WebSocketClient.shared): hosts
-                // come and go without destroying lws contexts.
-                client = try WebSocketClient.shared(on: loop, configuration: configuration.transport)
-            }
+            connection = try environment.connect(to: url, for: self)
         } catch {
             logger.error("cannot create the WebSocket client", metadata: ["error": "\(error)"])
             return linkClosed("\(error)")
         }
-        connection = client!.connect(to: url, subprotocol: "room.v1", delegate: HostConnectionDelegate(host: self))
     }
 
     private func sendHello() {
@@ -138,7 +130,7 @@ extension RoomHost {
         // A new connection gets a fresh server-side bucket; the hello uses one token of it.
         pacing = (configuration.requestBurst, configuration.requestsPerSecond)
         bucket = pacing.burst - 1
-        lastRefill = loop.nowMilliseconds
+        lastRefill = environment.nowMilliseconds
         connection?.send(WebSocketFrame(bytes: JSON.object(hello).serialized()))
     }
 
@@ -147,9 +139,9 @@ extension RoomHost {
     func ensureTicker() {
         guard ticker == nil, !isShutDown else { return }
         do {
-            ticker = try loop.scheduleTimer(after: configuration.tick, repeating: configuration.tick) { [weak self] timer in
+            ticker = try environment.scheduleRepeating(every: configuration.tick) { [weak self] in
                 // A host dropped without shutdown() stops its timer here.
-                guard let self else { return timer.cancel() }
+                guard let self else { return }
                 tick()
             }
         } catch {

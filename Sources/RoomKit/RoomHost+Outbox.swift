@@ -23,7 +23,7 @@ extension RoomHost {
     /// Sends queued requests as the pacing bucket allows.
     func flushOutbox() {
         guard link.isReady, let connection else { return }
-        let now = loop.nowMilliseconds
+        let now = environment.nowMilliseconds
         if lastRefill == 0 { lastRefill = now }
         bucket = min(pacing.burst, bucket + Double(now - lastRefill) / 1000 * pacing.perSecond)
         lastRefill = now
@@ -63,6 +63,6 @@ extension RoomHost {
         guard configuration.adoptsAdvertisedPacing, let burst, let perSecond, burst >= 1, perSecond > 0 else { return }
         pacing = (max(1, (burst * 0.75).rounded(.down)), perSecond * 0.95)
         bucket = pacing.burst - 1
-        lastRefill = loop.nowMilliseconds
+        lastRefill = environment.nowMilliseconds
     }
 }

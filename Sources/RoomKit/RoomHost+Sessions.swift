@@ -50,7 +50,7 @@ final class SessionRecord {
 }
 
 extension RoomHost {
-    var nowMonotonic: Int64 { Int64(loop.nowMilliseconds) }
+    var nowMonotonic: Int64 { Int64(environment.nowMilliseconds) }
 
     func startLogin(_ roomID: String, user: LoginUser, token: String, writable: Bool, fence: Int64? = nil,
                     continuation: CheckedContinuation<Void, any Error>) {
@@ -195,7 +195,7 @@ extension RoomHost {
     private func sendLogin(_ record: SessionRecord, resume: Bool) {
         let roomID = record.room.id
         // A resume after a long outage may need a fresh token.
-        if resume, let provider = tokenProvider, record.tokenExpiresAt - wallMilliseconds() < 5_000 {
+        if resume, let provider = tokenProvider, record.tokenExpiresAt - environment.wallMilliseconds < 5_000 {
             let user = record.user.id
             Task { [self] in
                 let token = try? await provider.token(room: roomID, user: user)

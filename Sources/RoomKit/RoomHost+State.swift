@@ -7,8 +7,7 @@ import RoomKitProtocol
 /// saying so; the properties below forward to it, so the engine's code
 /// reads as before.
 struct EngineState {
-    var client: WebSocketClient? = nil
-    var connection: WebSocketConnection? = nil
+    var connection: (any EngineConnection)? = nil
     var link: ConnectionMachine
     /// Each room's session record, by room ID.
     var sessions: [String: SessionRecord] = [:]
@@ -24,27 +23,24 @@ struct EngineState {
     /// Pacing in force: the configuration's until a hello reply advertises the bucket.
     var pacing: (burst: Double, perSecond: Double)
     var deadlines: DeadlineQueue<String> = DeadlineQueue<String>()
-    var ticker: LoopTimer? = nil
+    var ticker: (any EngineTimer)? = nil
     /// Sessions whose cursor changed this loop turn (see `flushCursors`).
     var dirtyCursors: [SessionRecord] = []
     /// Whether the push being applied belongs to a resume's replay.
     var applyingReplay: Bool = false
     var isShutDown: Bool = false
-    var random: SystemRandomNumberGenerator = SystemRandomNumberGenerator()
+    var random: JitterGenerator
 
-    init(link: ConnectionMachine, pacing: (burst: Double, perSecond: Double)) {
+    init(link: ConnectionMachine, pacing: (burst: Double, perSecond: Double), jitterSeed: UInt64?) {
         self.link = link
+        random = JitterGenerator(seed: jitterSeed)
         self.pacing = pacing
         bucket = pacing.burst
     }
 }
 
 extension RoomHost {
-    var client: WebSocketClient? {
-        get { engine.value.client }
-        _modify { yield &engine.value.client }
-    }
-    var connection: WebSocketConnection? {
+    var connection: (any EngineConnection)? {
         get { engine.value.connection }
         _modify { yield &engine.value.connection }
     }
@@ -88,7 +84,7 @@ extension RoomHost {
         get { engine.value.deadlines }
         _modify { yield &engine.value.deadlines }
     }
-    var ticker: LoopTimer? {
+    var ticker: (any EngineTimer)? {
         get { engine.value.ticker }
         _modify { yield &engine.value.ticker }
     }
@@ -104,7 +100,7 @@ extension RoomHost {
         get { engine.value.isShutDown }
         _modify { yield &engine.value.isShutDown }
     }
-    var random: SystemRandomNumberGenerator {
+    var random: JitterGenerator {
         get { engine.value.random }
         _modify { yield &engine.value.random }
     }

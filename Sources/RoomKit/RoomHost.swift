@@ -87,14 +87,26 @@ public final class RoomHost: @unchecked Sendable {
     /// Checks that a globalState decodes as the registered type (name, check).
     private let customGlobalState = LockedValue<(name: String, check: @Sendable (JSON) throws -> Void)?>(nil)
 
+    /// Time, timers and connections (EngineEnvironment.swift).
+    let environment: any EngineEnvironment
     /// Everything the engine mutates while it runs (RoomHost+State.swift),
     /// checked on every access to be on the loop thread.
     let engine: LoopBound<EngineState>
 
     /// Creates a host. Nothing connects until the first `loginRoom`.
-    public init(loop: EventLoop, configuration: RoomHostConfiguration, logger: Logger = Logger(label: "roomkit.host"),
-                tokenProvider: (any TokenProvider)? = nil, callbackQueue: DispatchQueue? = nil) throws {
+    public convenience init(loop: EventLoop, configuration: RoomHostConfiguration, logger: Logger = Logger(label: "roomkit.host"),
+                            tokenProvider: (any TokenProvider)? = nil, callbackQueue: DispatchQueue? = nil) throws {
+        try self.init(loop: loop, configuration: configuration, logger: logger, tokenProvider: tokenProvider,
+                      callbackQueue: callbackQueue, environment: LiveEnvironment(loop: loop, transport: configuration.transport))
+    }
+
+    /// A host on `environment`'s clock, timers and connections (the
+    /// simulator's virtual ones; see RoomKitTesting).
+    package init(loop: EventLoop, configuration: RoomHostConfiguration, logger: Logger = Logger(label: "roomkit.host"),
+                 tokenProvider: (any TokenProvider)? = nil, callbackQueue: DispatchQueue? = nil,
+                 environment: any EngineEnvironment) throws {
         self.loop = loop
+        self.environment = environment
         self.configuration = configuration
         self.logger = logger
         self.tokenProvider = tokenProvider
@@ -103,7 +115,8 @@ public final class RoomHost: @unchecked Sendable {
         let link = ConnectionMachine(
             backoff: .init(first: configuration.backoffFirst.milliseconds, cap: configuration.backoffCap.milliseconds),
             livenessOverride: configuration.livenessTimeout?.milliseconds)
-        engine = LoopBound(EngineState(link: link, pacing: (configuration.requestBurst, configuration.requestsPerSecond)), loop: loop)
+        engine = LoopBound(EngineState(link: link, pacing: (configuration.requestBurst, configuration.requestsPerSecond),
+                                        jitterSeed: environment.jitterSeed), loop: loop)
         metrics = RoomHostMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
     }
 
@@ -257,9 +270,8 @@ public final class RoomHost: @unchecked Sendable {
             isShutDown = true
             ticker?.cancel()
             ticker = nil
-            connection?.close(code: 1000, reason: "host shutting down")
-            client?.shutdown()
-            client = nil
+            connection?.close(code: 1000, reason: "host shutting down", discardQueued: false)
+            environment.shutdown()
         }
         broadcaster.finish()
     }
