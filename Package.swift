@@ -24,6 +24,8 @@ let package = Package(
         .library(name: "RoomKitPluginSDK", targets: ["RoomKitPluginSDK"]),
         .library(name: "RoomKitRedis", targets: ["RoomKitRedis"]),
         .library(name: "RoomKitBot", targets: ["RoomKitBot"]),
+        // The simulator: a real RoomHost on a virtual clock against an in-memory server.
+        .library(name: "RoomKitTesting", targets: ["RoomKitTesting"]),
         .executable(name: "roomd", targets: ["roomd"]),
         .executable(name: "roombot", targets: ["roombot"]),
         // Runs one "isolation": "process" plugin; shipped next to roombot.
@@ -182,6 +184,14 @@ let package = Package(
             swiftSettings: swiftSettings),
 
         // MARK: The bot host (roombot) and the example
+        // MARK: The simulator (docs/PLUGINS.md): the engine on a virtual clock, no sockets.
+        .target(
+            name: "RoomKitTesting",
+            dependencies: [
+                "RoomKit", "RoomKitLoop", "RoomKitProtocol",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
         .target(
             name: "RoomKitBot",
             dependencies: [
@@ -224,7 +234,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitTests",
-            dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
+            dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTesting", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitPluginTests",

@@ -62,3 +62,30 @@ extension RoomEvent {
         }
     }
 }
+
+/// The event log's line format (CLI.md, "Event log"): one JSON object per
+/// line, `ts` and `event` first, then the other fields with sorted keys.
+public enum EventLogFormat {
+    /// `{"ts":…,"event":name,…fields}` and a newline. CLI.md lists `event`
+    /// both as every line's type and as a field of magix lines (the custom
+    /// event's name); a JSON object cannot hold both, so a field named
+    /// `event` is written as `magixEvent` (docs/PROTOCOL.md).
+    public static func line(ts: Int64, name: String, fields: [String: JSON]) -> [UInt8] {
+        var fields = fields
+        if let custom = fields.removeValue(forKey: "event") { fields["magixEvent"] = custom }
+        var line: [UInt8] = []
+        line.reserveCapacity(128)
+        line.append(contentsOf: #"{"ts":"#.utf8)
+        line.append(contentsOf: String(ts).utf8)
+        line.append(contentsOf: #","event":"#.utf8)
+        JSON.string(name).serialize(into: &line)
+        for key in fields.keys.sorted() {
+            line.append(44)  // ,
+            JSON.string(key).serialize(into: &line)
+            line.append(58)  // :
+            fields[key]!.serialize(into: &line)
+        }
+        line.append(contentsOf: "}\n".utf8)
+        return line
+    }
+}

@@ -33,28 +33,10 @@ public final class EventLog: Sendable {
         }
     }
 
-    /// Writes `{"ts":…,"event":name,…fields}` as one line.
-    ///
-    /// CLI.md lists `event` both as every line's type and as a field of magix
-    /// lines (the custom event's name); a JSON object cannot hold both, so a
-    /// field named `event` is written as `magixEvent` (docs/PROTOCOL.md).
+    /// Writes `{"ts":…,"event":name,…fields}` as one line (`EventLogFormat`).
     public func write(_ name: String, _ fields: [String: JSON]) {
-        var fields = fields
-        if let custom = fields.removeValue(forKey: "event") { fields["magixEvent"] = custom }
-        var line: [UInt8] = []
-        line.reserveCapacity(128)
-        line.append(contentsOf: #"{"ts":"#.utf8)
         let ts = Int64(Date().timeIntervalSince1970 * 1000)
-        line.append(contentsOf: String(ts).utf8)
-        line.append(contentsOf: #","event":"#.utf8)
-        JSON.string(name).serialize(into: &line)
-        for key in fields.keys.sorted() {
-            line.append(44)  // ,
-            JSON.string(key).serialize(into: &line)
-            line.append(58)  // :
-            fields[key]!.serialize(into: &line)
-        }
-        line.append(contentsOf: "}\n".utf8)
+        let line = EventLogFormat.line(ts: ts, name: name, fields: fields)
         handle.withLock { $0?.write(Data(line)) }
         let taps = self.taps.withLock { $0 }
         if !taps.isEmpty {
