@@ -19,23 +19,26 @@ enum JSONValue: Codable, Sendable {
         init?(intValue: Int) { nil }
     }
 
+    /// Objects first (a payload's root), then the scalars, numbers first
+    /// (its leaves), arrays last: each miss costs Codable a thrown error.
     init(from decoder: any Decoder) throws {
         if let keyed = try? decoder.container(keyedBy: Key.self) {
             var object = [String: JSONValue](minimumCapacity: keyed.allKeys.count)
             for key in keyed.allKeys { object[key.stringValue] = try keyed.decode(JSONValue.self, forKey: key) }
             self = .object(object)
-        } else if var unkeyed = try? decoder.unkeyedContainer() {
-            var array: [JSONValue] = []
-            while !unkeyed.isAtEnd { array.append(try unkeyed.decode(JSONValue.self)) }
-            self = .array(array)
-        } else {
-            let single = try decoder.singleValueContainer()
-            if single.decodeNil() { self = .null }
-            else if let value = try? single.decode(String.self) { self = .string(value) }
-            else if let value = try? single.decode(Int64.self) { self = .int(value) }
-            else if let value = try? single.decode(Double.self) { self = .double(value) }
-            else { self = .bool(try single.decode(Bool.self)) }
+            return
         }
+        if let single = try? decoder.singleValueContainer() {
+            if single.decodeNil() { self = .null; return }
+            if let value = try? single.decode(Int64.self) { self = .int(value); return }
+            if let value = try? single.decode(String.self) { self = .string(value); return }
+            if let value = try? single.decode(Double.self) { self = .double(value); return }
+            if let value = try? single.decode(Bool.self) { self = .bool(value); return }
+        }
+        var unkeyed = try decoder.unkeyedContainer()
+        var array: [JSONValue] = []
+        while !unkeyed.isAtEnd { array.append(try unkeyed.decode(JSONValue.self)) }
+        self = .array(array)
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -74,33 +77,74 @@ struct Member: Decodable, Sendable {
     var memberState: [String: JSONValue]?
 }
 
-/// Every message the server sends (replies and pushes), one struct with the
-/// fields of all of them optional: the usual Codable shape for a tagged
-/// union whose tag is `op`.
+/// Every message the server sends (replies and pushes): one struct with
+/// the fields of all of them optional, decoded by `op` so that a push reads
+/// only its own keys (the hot path: magix pushes).
 struct Incoming: Decodable, Sendable {
-    let op: String
-    let id: Int?
-    let ok: Bool?
-    let code: Int?
-    let room: String?
-    let seq: Int?
-    let from: Int?
+    var op = ""
+    var id: Int?
+    var ok: Bool?
+    var code: Int?
+    var room: String?
+    var seq: Int?
+    var from: Int?
     // hello reply
-    let heartbeatInterval: Int?
+    var heartbeatInterval: Int?
     // login reply
-    let session: String?
-    let memberId: Int?
-    let state: [String: JSONValue]?
-    let members: [Member]?
-    let streams: [JSONValue]?
-    let extraInfo: [String: JSONValue]?
+    var session: String?
+    var memberId: Int?
+    var state: [String: JSONValue]?
+    var members: [Member]?
+    var streams: [JSONValue]?
+    var extraInfo: [String: JSONValue]?
     // pushes
-    let patch: [String: JSONValue]?
-    let type: String?
-    let users: [Member]?
-    let memberState: [String: JSONValue]?
-    let event: String?
-    let payload: JSONValue?
+    var patch: [String: JSONValue]?
+    var type: String?
+    var users: [Member]?
+    var memberState: [String: JSONValue]?
+    var event: String?
+    var payload: JSONValue?
+
+    enum CodingKeys: String, CodingKey {
+        case op, id, ok, code, room, seq, from, heartbeatInterval, session, memberId, state, members, streams
+        case extraInfo, patch, type, users, memberState, event, payload
+    }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        op = try c.decode(String.self, forKey: .op)
+        switch op {
+        case "magix":
+            room = try c.decode(String.self, forKey: .room)
+            seq = try c.decodeIfPresent(Int.self, forKey: .seq)
+            from = try c.decodeIfPresent(Int.self, forKey: .from)
+            event = try c.decodeIfPresent(String.self, forKey: .event)
+            payload = try c.decodeIfPresent(JSONValue.self, forKey: .payload)
+        case "reply":
+            id = try c.decodeIfPresent(Int.self, forKey: .id)
+            ok = try c.decodeIfPresent(Bool.self, forKey: .ok)
+            code = try c.decodeIfPresent(Int.self, forKey: .code)
+            seq = try c.decodeIfPresent(Int.self, forKey: .seq)
+            heartbeatInterval = try c.decodeIfPresent(Int.self, forKey: .heartbeatInterval)
+            session = try c.decodeIfPresent(String.self, forKey: .session)
+            memberId = try c.decodeIfPresent(Int.self, forKey: .memberId)
+            state = try c.decodeIfPresent([String: JSONValue].self, forKey: .state)
+            members = try c.decodeIfPresent([Member].self, forKey: .members)
+            streams = try c.decodeIfPresent([JSONValue].self, forKey: .streams)
+            extraInfo = try c.decodeIfPresent([String: JSONValue].self, forKey: .extraInfo)
+        case "pong":
+            break
+        default:
+            room = try c.decodeIfPresent(String.self, forKey: .room)
+            seq = try c.decodeIfPresent(Int.self, forKey: .seq)
+            from = try c.decodeIfPresent(Int.self, forKey: .from)
+            patch = try c.decodeIfPresent([String: JSONValue].self, forKey: .patch)
+            type = try c.decodeIfPresent(String.self, forKey: .type)
+            users = try c.decodeIfPresent([Member].self, forKey: .users)
+            memberId = try c.decodeIfPresent(Int.self, forKey: .memberId)
+            memberState = try c.decodeIfPresent([String: JSONValue].self, forKey: .memberState)
+        }
+    }
 }
 
 struct Hello: Encodable {
