@@ -49,5 +49,5 @@ func runRedisSink(_ options: Options) async throws {
     report(["phase": "ready", "sessions": .int(Int64(count)), "failed": 0, "connections": .int(Int64(count)),
             "login_s": .double(elapsed), "logins_per_s": .double(Double(count) / elapsed)])
     try await serveSinkCommands(loop: loop, tally: tally)
-    _ = clients
+    withExtendedLifetime(clients) {}  // hiredis holds them unretained: alive until the sink ends
 }
