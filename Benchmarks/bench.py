@@ -48,8 +48,8 @@ SERVER_CPU, CLIENT_CPU = 0, 1
 
 
 def pinned(command, cpu):
-    """`command` under `taskset -c cpu` when pinning is on."""
-    return ["taskset", "-c", str(cpu), *command] if PIN else list(command)
+    """`command` under `taskset -c cpu` when pinning is on (cpu None: never)."""
+    return ["taskset", "-c", str(cpu), *command] if PIN and cpu is not None else list(command)
 
 
 def log(message):
@@ -70,11 +70,12 @@ class Roomd:
     """The release roomd as a child process, with raised per-connection limits
     (or, with `defaults`, exactly as shipped)."""
 
-    def __init__(self, name, extra=(), defaults=False):
+    def __init__(self, name, extra=(), defaults=False, pin=True):
         self.data = tempfile.mkdtemp(prefix=f"roomd-{name}-")
         self.name = name
         self.extra = list(extra)
         self.defaults = defaults
+        self.pin = pin
         self.port = 0
         self.process = None
         RUNNING.append(self)
@@ -87,7 +88,7 @@ class Roomd:
             "--max-outbound-bytes", str(1 << 30), "--max-connections-per-ip", "100000"]
         self.process = subprocess.Popen(pinned(
             [os.path.join(BIN, "roomd"), "serve", "--listen", f"127.0.0.1:{self.port}", "--secret", SECRET,
-             "--data", self.data, *limits, "--log-level", "warning"] + self.extra, SERVER_CPU),
+             "--data", self.data, *limits, "--log-level", "warning"] + self.extra, SERVER_CPU if self.pin else None),
             stdout=subprocess.PIPE, stderr=stderr, text=True)
         line = self.process.stdout.readline()
         if not line.startswith("listening on"):

@@ -29,15 +29,18 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   compares with those), each as median, min, max and the runs' values, the
   ratios, the target and the verdict.
 - **Pinning.** With `taskset` and 2 or more CPUs (`BENCH_PIN=0` turns it
-  off), the client under test (RoomKit, either peer, the raw or Redis sink,
-  and workload 0's senders) runs on CPU 1 and what it talks to (roomd, the
+  off), the client under test (RoomKit, either peer, the raw or Redis sink)
+  runs on CPU 1 and what it talks to (roomd, the
   sender of workloads 2 and 4, the firehose, redis-server and
   redis-benchmark) on CPU 0. Every client engine so gets one core of its
   own whatever its thread count (RoomKit: the loop thread and a queue per
   plugin; the NIO peer: one event-loop thread; the Python peer: one), and
   the server does not steal the client's core or the other way round. The
   machine is still shared with other builds (the "Shared" row), which the
-  pinning cannot keep off either core.
+  pinning cannot keep off either core. Workload 0's durable appends compare
+  no sides, so roomd (loop thread and checkpointer) and its two senders
+  run unpinned there; workloads 5 and 7 (in-process microbenchmarks) and 8
+  (roombot and roomd) are not pinned either.
 - **The peers.** *Python* (`Benchmarks/peers/roomkit_peer.py`): asyncio and
   the `websockets` library, stdlib `json`, handlers called inline. *NIO*
   (`Benchmarks/peers/nio-peer`, its own SwiftPM package so that it is never
