@@ -350,7 +350,8 @@ def bot_restart(results):
 def bot_restart_run(rooms, heartbeat):
     # roomd exactly as shipped but for the heartbeat timeout; the bot on one
     # service connection (bot.json's serviceToken), as a bot in many rooms runs.
-    roomd = Roomd(f"bot-restart-{heartbeat}", ["--heartbeat-timeout", str(heartbeat)], defaults=True)
+    roomd = Roomd(f"bot-restart-{heartbeat}", ["--heartbeat-timeout", str(heartbeat)], defaults=True,
+                  pin=False)
     work = tempfile.mkdtemp(prefix="bot-restart-")
     events = os.path.join(work, "events.ndjson")
     config = os.path.join(work, "bot.json")
