@@ -335,6 +335,11 @@ def plugin_overhead(results):
         return
     results["plugins"] = {"roomkit": json.loads(lines[-1]),
                           "peer": json.loads(peer.stdout.strip().splitlines()[-1])}
+    if "nio" in SIDES:
+        nio = subprocess.run([NIO_PEER, "plugins", "--iterations", str(iterations // 10)], capture_output=True,
+                             text=True, timeout=600)
+        if nio.stdout.strip():
+            results["plugins"]["nio"] = json.loads(nio.stdout.strip().splitlines()[-1])
     log(f"plugins: {results['plugins']}")
 
 

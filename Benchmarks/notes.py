@@ -54,9 +54,11 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   with resume, and 3 handler closures called inline (the third the probe).
   Its tokens are signed by the harness and handed over in a file (signing
   is in no figure; it keeps swift-crypto's second BoringSSL out of its
-  build). It takes part in workloads 0 (service logins), 1, 2, 3, 4 and 6;
-  not in 5 (the plugin-call microbenchmark has no NIO counterpart: its
-  handlers are plain closure calls, like the Python peer's) nor 7 and 8.
+  build). It takes part in workloads 0 (service logins), 1 to 6; not in 7
+  and 8. In 5, `nio-peer plugins` times its handler closures as
+  `peer_plugins.py` times the Python peer's functions (a call, a
+  JSONDecoder decode of the 75-byte message into `JSONValue` plus a call,
+  a loop over 3 handlers).
 
 - **0. roomd alone** (`Benchmarks/roomd_workloads.py`). *Durable appends*
   (roomd and the sender only, so no peer value): two
@@ -260,15 +262,17 @@ under Foundation's `JSONDecoder` (`Incoming.init(from:)`: the
 `try?` attempts, generic-metadata lookups and retain/release in
 FoundationEssentials' unspecialised decoding); SwiftNIO's read path and
 websocket-kit's frame handling (a `String` per text frame) are a few
-percent. Decoding by `op`, so a magix push reads only its own five keys,
+percent. A `JSONValue` costs a thrown `DecodingError` per miss of its
+type guess, which is why workload 5's decode + call is microseconds for a
+75-byte message. Decoding by `op`, so a magix push reads only its own five keys,
 took it from ~8.5 to ~6.5 us per event on this machine; what would take it
 further is what a user leaves Codable for: a streaming or lazy JSON reader
 over the ByteBuffer. It is the peer that shows what the usual Swift server
 stack costs, where the Python peer shows the usual scripting stack.
 
-**Not done (issue 17).** The NIO peer does not take part in workload 5 (no
-plugin ABI: its handlers are closures, measured inside workloads 2 and 6),
-7 or 8, and workload 8 runs once, not `BENCH_RUNS` times. The client
+**Not done (issue 17).** The NIO peer does not take part in workloads 7
+and 8 (RoomKit's plugin isolation and roombot), and workload 8 runs once,
+not `BENCH_RUNS` times. The client
 hot-path targets are another engineer's (the engine is being reshaped).
 
 **Where the client is measured on its own: CPU per operation.** The rows

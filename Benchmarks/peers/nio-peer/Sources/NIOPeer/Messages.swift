@@ -105,6 +105,8 @@ struct Incoming: Decodable, Sendable {
     var event: String?
     var payload: JSONValue?
 
+    init() {}
+
     enum CodingKeys: String, CodingKey {
         case op, id, ok, code, room, seq, from, heartbeatInterval, session, memberId, state, members, streams
         case extraInfo, patch, type, users, memberState, event, payload

@@ -22,8 +22,8 @@ import NIOPosix
 struct NIOPeer {
     static func main() throws {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        guard arguments.first == "client" else {
-            note("usage: nio-peer client [--option value ...]")
+        guard arguments.first == "client" || arguments.first == "plugins" else {
+            note("usage: nio-peer client|plugins [--option value ...]")
             exit(2)
         }
         var options: [String: String] = [:]
@@ -32,7 +32,11 @@ struct NIOPeer {
             if arguments[index].hasPrefix("--") { options[String(arguments[index].dropFirst(2))] = arguments[index + 1] }
             index += 2
         }
-        try client(options)
+        if arguments.first == "plugins" {
+            try HandlerCalls.run(iterations: Int(options["iterations"] ?? "2000000") ?? 2_000_000)
+        } else {
+            try client(options)
+        }
     }
 
     static func client(_ options: [String: String]) throws {
