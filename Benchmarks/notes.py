@@ -253,7 +253,11 @@ after: at half load (now ~60,000-75,000 events/s at the client, 2-3x the
 previous page's, because roomd is no longer the limit) roomd, the sender
 and the client's 4 threads (loop + 3 plugin queues) want more than the 2
 shared cores, and the tail is scheduling delay. The p99 <= 2 ms target
-needs that load on cores of its own.
+needs that load on cores of its own. (Those figures are from before the
+pinning: now the client's threads share CPU 1 and roomd with the sender
+CPU 0, so RoomKit's loop thread and its 3 plugin queues take turns on one
+core, as the single-threaded peers do; and the spread over the runs is in
+the table.)
 
 **The NIO peer.** Where its CPU goes, from `perf record -g` against the
 firehose (3 handlers, 100 rooms, one connection): ~80% of its samples are
