@@ -128,7 +128,10 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   messages exactly as the raw members count roomd's frames, in one process
   on the same CPU: the same receiving side for both servers, so
   deliveries/s (messages received / (last - first)) compare, and the anchor
-  row is roomd / Redis. Each server's CPU per delivery is shown too. roomd
+  row is roomd / Redis. Each server's CPU per delivery is shown too, and
+  each sink's: when 1e6 / a sink's CPU per delivery is near its rate, the
+  sink's core was full and that server's figure is a lower bound (in the
+  smoke runs the redis-sink was, at ~1.8M/s; roomd's sink was not). roomd
   also stores every event durably and checks every member's rights; Redis
   does neither.
 - **5. Plugin overhead.** `plugin-bench`: a tight loop calling `on_room_event`

@@ -315,7 +315,7 @@ def fanout_rows(table, results):
                        target="<= 1 us (1,000,000/s)", met=lambda a, _: verdict(a <= 1), ratios=False)
             redis = sides.get("redis")
             if redis:
-                anchor_rows(table, label, rate, per, redis)
+                anchor_rows(table, label, rate, per, redis, raw)
         figure(table, label, "receiving client CPU per delivery (us)", sides,
                lambda e: e["delivered"]["cpu_ns"] / max(1, e["delivered"]["events"]) / 1000, digits=1)
         figure(table, label, "roomd events/s (appends)", sides, lambda e: e["sender"]["events_per_s"], ratios=False)
@@ -323,7 +323,7 @@ def fanout_rows(table, results):
                note=lambda e: f" ({e['ready']['sessions']:,})", ratios=False)
 
 
-def anchor_rows(table, label, rate, per, redis):
+def anchor_rows(table, label, rate, per, redis, raw):
     """roomd's fan-out to raw members next to redis-server's PUBLISH to the
     same number of subscribers; the receivers are the same program
     (`roomkit-bench sink` / `redis-sink`) when the anchor has `receiver`."""
@@ -337,6 +337,12 @@ def anchor_rows(table, label, rate, per, redis):
         anchor = redis["cpu_us_per_delivery"]
         table.add(label, "anchor: server CPU per delivery (us), roomd / Redis; ratio = Redis / roomd (rate per core)",
                   number(per, 2), number(anchor, 2), Fig(f"{anchor / per:.2f}x", anchor / per, 2), "", "",
+                  peer_name="redis")
+    sink = redis.get("sink_cpu_us_per_delivery")
+    if sink and raw["delivered"].get("cpu_ns") and raw["delivered"].get("events"):
+        ours = raw["delivered"]["cpu_ns"] / raw["delivered"]["events"] / 1000
+        table.add(label, "anchor: receiving sink CPU per delivery (us), roomd's raw sink / redis-sink (1e6 / this = "
+                  "the most one sink core can take)", number(ours, 2), number(sink, 2), ratio(ours, sink), "", "",
                   peer_name="redis")
 
 
