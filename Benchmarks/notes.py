@@ -271,7 +271,11 @@ FoundationEssentials' unspecialised decoding); SwiftNIO's read path and
 websocket-kit's frame handling (a `String` per text frame) are a few
 percent. A `JSONValue` costs a thrown `DecodingError` per miss of its
 type guess, which is why workload 5's decode + call is microseconds for a
-75-byte message. Decoding by `op`, so a magix push reads only its own five keys,
+75-byte message: decoding that message took ~7.9 us into `JSONValue`,
+~3.3 us into typed `Codable` structs and ~2.1 us with `JSONSerialization`
+on this machine (Swift 6.3.1's Foundation on Linux, release build), against
+~1.3 us for Python's `json.loads`. The peer keeps the typed-envelope,
+generic-payload shape a Swift user writes first. Decoding by `op`, so a magix push reads only its own five keys,
 took it from ~8.5 to ~6.5 us per event on this machine; what would take it
 further is what a user leaves Codable for: a streaming or lazy JSON reader
 over the ByteBuffer. It is the peer that shows what the usual Swift server
