@@ -519,8 +519,6 @@ def main():
                                ("botrestart", bot_restart)):
             if only and name not in only:
                 continue
-            if name == "botrestart" and run > 0:
-                continue  # RoomKit only and ~4 minutes a run: once (the page says so)
             log(f"run {run + 1} of {RUNS}, workload: {name}")
             workload(current)
     results["elapsed_s"] = time.monotonic() - started

@@ -22,8 +22,7 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   other, so a burst of load from elsewhere hits one run, not one side. Each
   figure is the median of its runs, with (min-max) when they differ; each
   ratio is taken within a run (RoomKit / peer, side by side) and then
-  summarised the same way. Workload 8 (RoomKit only, ~4 minutes) runs in
-  the first run only. `Benchmarks/.build/results.json` holds every run and
+  summarised the same way. `Benchmarks/.build/results.json` holds every run and
   `figures`: for each figure its workload, metric, unit, RoomKit's value
   and each peer's (`python`, `nio`; `redis` and `inline` where a row
   compares with those), each as median, min, max and the runs' values, the
@@ -282,8 +281,7 @@ over the ByteBuffer. It is the peer that shows what the usual Swift server
 stack costs, where the Python peer shows the usual scripting stack.
 
 **Not done (issue 17).** The NIO peer does not take part in workloads 7
-and 8 (RoomKit's plugin isolation and roombot), and workload 8 runs once,
-not `BENCH_RUNS` times. The client
+and 8 (RoomKit's plugin isolation and roombot: nothing to compare there). The client
 hot-path targets are another engineer's (the engine is being reshaped).
 
 **Where the client is measured on its own: CPU per operation.** The rows
