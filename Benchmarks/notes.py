@@ -129,8 +129,10 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   deliveries/s (messages received / (last - first)) compare, and the anchor
   row is roomd / Redis. Each server's CPU per delivery is shown too, and
   each sink's: when 1e6 / a sink's CPU per delivery is near its rate, the
-  sink's core was full and that server's figure is a lower bound (in the
-  smoke runs the redis-sink was, at ~1.8M/s; roomd's sink was not). roomd
+  sink's core was full and that server's figure is a lower bound (the
+  redis-sink needs ~0.5 us per delivery, so ~2M/s fills its core: Redis's
+  1.6-2.0M/s here is close to that; roomd's sink, at ~1M/s and ~0.6 us, was
+  not full). roomd
   also stores every event durably and checks every member's rights; Redis
   does neither.
 - **5. Plugin overhead.** `plugin-bench`: a tight loop calling `on_room_event`
