@@ -52,9 +52,11 @@ soak: bootstrap
 	SOAK_REPORT=$${SOAK_REPORT:-$(CURDIR)/.build/soak-report.txt} \
 	$(SWIFT) test --skip-build --disable-swift-testing --filter SoakTests
 
-# Benchmarks side by side with a Python peer (not part of `make test`; a
-# separate package in Benchmarks/). Rewrites docs/BENCHMARKS.md.
-# BENCH_QUICK=1 make bench: a ~2 minute smoke run.
+# Benchmarks side by side with two peers, Python and SwiftNIO (not part of
+# `make test`; separate packages in Benchmarks/). Rewrites docs/BENCHMARKS.md
+# and Benchmarks/.build/results.json. BENCH_RUNS (default 3) runs, each
+# figure their median and min-max; BENCH_QUICK=1 make bench: a smoke run of
+# a few minutes (one run, small sizes); BENCH_PIN=0: no taskset pinning.
 bench: bootstrap
 	@SWIFT=$(SWIFT) Benchmarks/run.sh
 

@@ -40,6 +40,7 @@ let package = Package(
                 .product(name: "RoomKitPluginHost", package: "RoomKit"),
                 .product(name: "RoomKitLoop", package: "RoomKit"),
                 .product(name: "RoomKitProtocol", package: "RoomKit"),
+                .product(name: "RoomKitRedis", package: "RoomKit"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: swiftSettings),

@@ -1,12 +1,19 @@
-"""Runs the RoomKit benchmarks side by side with the Python peer and writes
+"""Runs the RoomKit benchmarks side by side with the peers and writes
 docs/BENCHMARKS.md. Started by `make bench` (Benchmarks/run.sh) after the
-release build; BENCH_QUICK=1 makes a smoke run of about two minutes.
+release build; BENCH_QUICK=1 makes a smoke run of a few minutes.
 
-Every workload runs twice against the same release-built roomd, started
-fresh for each run: once with RoomKit (`roomkit-bench client`), once with the
-peer (`peers/roomkit_peer.py client`). Both take the same options, read the
-same commands on stdin and print the same JSON lines; the event source is
-the same `roomkit-bench send` process for both.
+Every workload runs once per side against the same release-built roomd,
+started fresh for each: RoomKit (`roomkit-bench client`), the Python peer
+(`peers/roomkit_peer.py client`) and the NIO peer (`peers/nio-peer`, when
+built). All take the same options, read the same commands on stdin and
+print the same JSON lines; the event source is the same `roomkit-bench
+send` process for all. The whole set runs BENCH_RUNS times (default 3, one
+in BENCH_QUICK); the report shows each figure's median and min-max.
+
+With BENCH_PIN (default: on when `taskset` exists and there are 2 or more
+CPUs) the client under test runs on CPU 1 and what it talks to (roomd, the
+sender, the firehose, redis) on CPU 0, so every client engine gets one core
+of its own whatever its thread count.
 """
 
 import atexit
@@ -33,7 +40,16 @@ PLUGINS = os.path.join(HERE, ".build", "bench-plugins")
 LOGS = os.path.join(HERE, ".build", "logs")
 SECRET = "bench-secret"
 QUICK = os.environ.get("BENCH_QUICK") == "1"
+RUNS = int(os.environ.get("BENCH_RUNS", "1" if QUICK else "3"))
 RATE = "1000000"
+NIO_PEER = os.path.join(HERE, "peers", "nio-peer", ".build", "release", "NIOPeer")
+PIN = os.environ.get("BENCH_PIN", "1" if shutil.which("taskset") and (os.cpu_count() or 1) >= 2 else "0") == "1"
+SERVER_CPU, CLIENT_CPU = 0, 1
+
+
+def pinned(command, cpu):
+    """`command` under `taskset -c cpu` when pinning is on (cpu None: never)."""
+    return ["taskset", "-c", str(cpu), *command] if PIN and cpu is not None else list(command)
 
 
 def log(message):
@@ -54,11 +70,12 @@ class Roomd:
     """The release roomd as a child process, with raised per-connection limits
     (or, with `defaults`, exactly as shipped)."""
 
-    def __init__(self, name, extra=(), defaults=False):
+    def __init__(self, name, extra=(), defaults=False, pin=True):
         self.data = tempfile.mkdtemp(prefix=f"roomd-{name}-")
         self.name = name
         self.extra = list(extra)
         self.defaults = defaults
+        self.pin = pin
         self.port = 0
         self.process = None
         RUNNING.append(self)
@@ -69,9 +86,9 @@ class Roomd:
         limits = [] if self.defaults else [
             "--rate-limit", RATE, "--rate-limit-burst", RATE,
             "--max-outbound-bytes", str(1 << 30), "--max-connections-per-ip", "100000"]
-        self.process = subprocess.Popen(
+        self.process = subprocess.Popen(pinned(
             [os.path.join(BIN, "roomd"), "serve", "--listen", f"127.0.0.1:{self.port}", "--secret", SECRET,
-             "--data", self.data, *limits, "--log-level", "warning"] + self.extra,
+             "--data", self.data, *limits, "--log-level", "warning"] + self.extra, SERVER_CPU if self.pin else None),
             stdout=subprocess.PIPE, stderr=stderr, text=True)
         line = self.process.stdout.readline()
         if not line.startswith("listening on"):
@@ -123,12 +140,16 @@ class Client:
             if plugins:
                 options["manifest"] = manifest(plugins)
                 options["probe"] = os.path.join(PLUGINS, "libbench-probe-c.so")
+        elif side == "nio":
+            command = [NIO_PEER, "client"]
+            options["tokens-file"] = tokens_file(options.pop("secret"), int(options.get("connections", 1)),
+                                                 options.get("shared") == 1, options.get("service") == 1)
         else:
             command = [sys.executable, os.path.join(HERE, "peers", "roomkit_peer.py"), "client"]
         for key, value in options.items():
             command += [f"--{key}", str(value)]
         self.stderr = open(os.path.join(LOGS, f"{name}-{side}.log"), "a")
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.process = subprocess.Popen(pinned(command, CLIENT_CPU), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=self.stderr, text=True)
 
     def read(self):
@@ -152,6 +173,19 @@ class Client:
             self.process.wait()
 
 
+def tokens_file(secret, connections, shared, service):
+    """The NIO peer's tokens, one line per connection (user bot-<index> when
+    the rooms are shared, else one for user bot): the harness signs them, as
+    signing is in no figure (the Python peer signs its own before it starts
+    timing)."""
+    role = "service" if service else "writer"
+    users = [f"bot-{index}" for index in range(connections)] if shared else ["bot"]
+    path = os.path.join(HERE, ".build", f"tokens-{connections}-{int(shared)}-{role}.txt")
+    with open(path, "w") as file:
+        file.write("\n".join(jwt(secret, user, role) for user in users) + "\n")
+    return path
+
+
 def manifest(count):
     """`count` C plugins on the room hook: no-ops, the last one the probe."""
     entries = []
@@ -166,16 +200,16 @@ def manifest(count):
     return path
 
 
-def send(roomd, rooms, duration, rate=None, window=1000, prefix="room"):
+def send(roomd, rooms, duration, rate=None, window=1000, prefix="room", cpu=SERVER_CPU):
     command = [os.path.join(BIN, "roomkit-bench"), "send", "--url", roomd.url, "--secret", SECRET,
                "--rooms", str(rooms), "--duration", str(duration), "--window", str(window), "--prefix", prefix]
     if rate:
         command += ["--rate", str(int(rate))]
-    output = subprocess.run(command, capture_output=True, text=True, timeout=duration + 120)
+    output = subprocess.run(pinned(command, cpu), capture_output=True, text=True, timeout=duration + 120)
     return json.loads(output.stdout.strip().splitlines()[-1])
 
 
-SIDES = ("roomkit", "peer")
+SIDES = ("roomkit", "peer", "nio") if os.access(NIO_PEER, os.X_OK) else ("roomkit", "peer")
 
 
 def idle_sessions(results):
@@ -280,7 +314,7 @@ def fanout(results):
             log(f"fan-out {members} {side}: {delivered['events_per_s']:.0f} deliveries/s, "
                 f"roomd {sender['events_per_s']:.0f} events/s")
         if members == 100:
-            anchor = redis_fanout(members, 50_000 if QUICK else 200_000, log)
+            anchor = redis_fanout(sys.modules[__name__], members, 50_000 if QUICK else 200_000)
             if anchor:
                 results["fanout"][str(members)]["redis"] = anchor
                 log(f"redis anchor {members}: {anchor['deliveries_per_s']:.0f} deliveries/s, "
@@ -301,6 +335,11 @@ def plugin_overhead(results):
         return
     results["plugins"] = {"roomkit": json.loads(lines[-1]),
                           "peer": json.loads(peer.stdout.strip().splitlines()[-1])}
+    if "nio" in SIDES:
+        nio = subprocess.run([NIO_PEER, "plugins", "--iterations", str(iterations // 10)], capture_output=True,
+                             text=True, timeout=600)
+        if nio.stdout.strip():
+            results["plugins"]["nio"] = json.loads(nio.stdout.strip().splitlines()[-1])
     log(f"plugins: {results['plugins']}")
 
 
@@ -314,12 +353,16 @@ def bot_restart(results):
 
 
 def bot_restart_run(rooms, heartbeat):
-    roomd = Roomd(f"bot-restart-{heartbeat}", ["--heartbeat-timeout", str(heartbeat)])
+    # roomd exactly as shipped but for the heartbeat timeout; the bot on one
+    # service connection (bot.json's serviceToken), as a bot in many rooms runs.
+    roomd = Roomd(f"bot-restart-{heartbeat}", ["--heartbeat-timeout", str(heartbeat)], defaults=True,
+                  pin=False)
     work = tempfile.mkdtemp(prefix="bot-restart-")
     events = os.path.join(work, "events.ndjson")
     config = os.path.join(work, "bot.json")
     with open(config, "w") as file:
         json.dump({"server": roomd.url, "user": {"id": "bot"}, "auth": {"secret": SECRET},
+                   "serviceToken": jwt(SECRET, "bot", "service"),
                    "rooms": [f"r{index}" for index in range(rooms)], "events": events,
                    "loginTimeout": 300, "reconnectWindow": 600}, file)
     stderr = open(os.path.join(LOGS, "bot-restart-roombot.log"), "a")
@@ -363,7 +406,9 @@ def bot_restart_run(rooms, heartbeat):
     restarted = time.time()
     logined, resync = wait_logined(offset, restarted, 600)
     last = max(line["ts"] for line in logined)
-    recovered = sum(1 for line in logined if line.get("extendedData", {}).get("recovered") is True)
+    # `recovered` is a field of the line (docs/CLI.md "Event log"); older logs had it in extendedData.
+    recovered = sum(1 for line in logined
+                    if line.get("recovered", line.get("extendedData", {}).get("recovered")) is True)
     second.send_signal(signal.SIGKILL)
     second.wait()
     # What the other members saw: the room's own log (every member sees the
@@ -390,8 +435,8 @@ def bot_restart_run(rooms, heartbeat):
     return entry
 
 
-def jwt(secret, user):
-    """An HS256 token for any room (the recording API needs one)."""
+def jwt(secret, user, role="reader"):
+    """An HS256 token for any room (the recording API, the NIO peer)."""
     import base64
     import hashlib
     import hmac
@@ -400,7 +445,7 @@ def jwt(secret, user):
         return base64.urlsafe_b64encode(data).rstrip(b"=")
     now = int(time.time())
     header = encode(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-    claims = encode(json.dumps({"sub": user, "room": "*", "role": "reader", "exp": now + 3600, "iat": now}).encode())
+    claims = encode(json.dumps({"sub": user, "room": "*", "role": role, "exp": now + 3600, "iat": now}).encode())
     signature = encode(hmac.new(secret.encode(), header + b"." + claims, hashlib.sha256).digest())
     return (header + b"." + claims + b"." + signature).decode()
 def plugin_isolation(results):
@@ -426,10 +471,24 @@ def machine():
     revision = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True).stdout.strip()
     swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()
-    return {"nproc": os.cpu_count(), "cpu": model, "ram_gib": total / (1 << 30), "kernel": platform.release(),
+    return {"nproc": os.cpu_count(), "cpu": model, "nio": nio_peer_versions(), "ram_gib": total / (1 << 30), "kernel": platform.release(),
             "python": platform.python_version(), "websockets": websockets.__version__,
             "swift": swift[0] if swift else "?", "revision": revision,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def nio_peer_versions():
+    """What the NIO peer was built with, from its Package.resolved."""
+    if not os.access(NIO_PEER, os.X_OK):
+        return None
+    try:
+        with open(os.path.join(HERE, "peers", "nio-peer", "Package.resolved")) as file:
+            pins = {pin["identity"]: pin["state"].get("version") for pin in json.load(file)["pins"]}
+    except (OSError, ValueError, KeyError):
+        pins = {}
+    return (f"SwiftNIO {pins.get('swift-nio', '?')}, websocket-kit {pins.get('websocket-kit', '?')}, one "
+            "single-threaded EventLoopGroup for every connection, Foundation JSONDecoder/JSONEncoder (Codable), "
+            "handlers called inline; release build")
 
 
 def main():
@@ -444,19 +503,24 @@ def main():
             file.write(render(results, "BENCH_QUICK=1 make bench" if results["quick"] else "make bench"))
         return
     started = time.monotonic()
-    results = {"quick": QUICK, "machine": machine(), "roomd": {}, "firehose": {}, "sessions": {}, "throughput": {},
-               "recovery": {}, "fanout": {}, "plugins": {}, "isolation": {}, "botrestart": {}}
+    results = {"quick": QUICK, "machine": machine(), "runs": [], "sides": list(SIDES),
+               "pinning": (f"client under test on CPU {CLIENT_CPU}; roomd, sender, firehose and redis on CPU "
+                           f"{SERVER_CPU} (`taskset -c`)") if PIN else "none"}
     only = set(sys.argv[1:])
     this = sys.modules[__name__]
-    for name, workload in (("roomd", lambda results: roomd_alone(results, this)),
-                           ("firehose", lambda results: firehose(results, this)),
-                           ("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
-                           ("fanout", fanout), ("plugins", plugin_overhead), ("isolation", plugin_isolation),
-                           ("botrestart", bot_restart)):
-        if only and name not in only:
-            continue
-        log(f"workload: {name}")
-        workload(results)
+    for run in range(RUNS):
+        current = {"roomd": {}, "firehose": {}, "sessions": {}, "throughput": {}, "recovery": {}, "fanout": {},
+                   "plugins": {}, "isolation": {}, "botrestart": {}}
+        results["runs"].append(current)
+        for name, workload in (("roomd", lambda results: roomd_alone(results, this)),
+                               ("firehose", lambda results: firehose(results, this)),
+                               ("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
+                               ("fanout", fanout), ("plugins", plugin_overhead), ("isolation", plugin_isolation),
+                               ("botrestart", bot_restart)):
+            if only and name not in only:
+                continue
+            log(f"run {run + 1} of {RUNS}, workload: {name}")
+            workload(current)
     results["elapsed_s"] = time.monotonic() - started
     results["figures"] = figures(results)
     name = "results-partial.json" if only else "results.json"

@@ -4,17 +4,60 @@ limits us. Kept beside the code that measures, and re-rendered every run."""
 METHOD = """\
 ## How each figure is taken
 
-Every workload runs twice, RoomKit first, then the peer, each against a
-fresh `roomd` (release build of this repository's `roomd`, same binary and
-flags for both) started by `Benchmarks/bench.py` with raised per-connection
+Every workload runs once per side, RoomKit first, then the Python peer,
+then the NIO peer, each against a fresh `roomd` (release build of this
+repository's `roomd`, same binary and flags for all) started by
+`Benchmarks/bench.py` with raised per-connection
 limits: `--rate-limit 1000000 --rate-limit-burst 1000000` (the default 200/s
 token bucket would otherwise be the measurement) and `--max-outbound-bytes
 1073741824` (a receiver that falls behind is buffered, not closed 1013),
 and `--max-connections-per-ip 100000` (fan-out opens 1,001 connections from
 one address).
 RoomKit's client pacing is raised to match (`requestsPerSecond` and
-`requestBurst` 1,000,000). Both clients take the same options and print the
+`requestBurst` 1,000,000). All clients take the same options and print the
 same JSON lines (`Benchmarks/.build/results.json` keeps them all).
+
+- **Runs and spread.** The whole set of workloads runs `BENCH_RUNS` times
+  (default 3; `BENCH_QUICK=1`: one, at smaller sizes), one run after the
+  other, so a burst of load from elsewhere hits one run, not one side. Each
+  figure is the median of its runs, with (min-max) when they differ; each
+  ratio is taken within a run (RoomKit / peer, side by side) and then
+  summarised the same way. `Benchmarks/.build/results.json` holds every run and
+  `figures`: for each figure its workload, metric, unit, RoomKit's value
+  and each peer's (`python`, `nio`; `redis` and `inline` where a row
+  compares with those), each as median, min, max and the runs' values, the
+  ratios, the target and the verdict.
+- **Pinning.** With `taskset` and 2 or more CPUs (`BENCH_PIN=0` turns it
+  off), the client under test (RoomKit, either peer, the raw or Redis sink)
+  runs on CPU 1 and what it talks to (roomd, the
+  sender of workloads 2 and 4, the firehose, redis-server and
+  redis-benchmark) on CPU 0. Every client engine so gets one core of its
+  own whatever its thread count (RoomKit: the loop thread and a queue per
+  plugin; the NIO peer: one event-loop thread; the Python peer: one), and
+  the server does not steal the client's core or the other way round. The
+  machine is still shared with other builds (the "Shared" row), which the
+  pinning cannot keep off either core. Workload 0's durable appends compare
+  no sides, so roomd (loop thread and checkpointer) and its two senders
+  run unpinned there; workloads 5 and 7 (in-process microbenchmarks) and 8
+  (roombot and roomd) are not pinned either.
+- **The peers.** *Python* (`Benchmarks/peers/roomkit_peer.py`): asyncio and
+  the `websockets` library, stdlib `json`, handlers called inline. *NIO*
+  (`Benchmarks/peers/nio-peer`, its own SwiftPM package so that it is never
+  part of RoomKit's products): Swift 6 on SwiftNIO with Vapor's
+  websocket-kit, one single-threaded `MultiThreadedEventLoopGroup` for all
+  its connections, `Codable` messages through Foundation's `JSONDecoder`
+  (decoded by `op`, so a magix push reads only its own keys; payloads and
+  state into a `JSONValue` enum), requests with `JSONEncoder`, the same
+  cache per room (state, members, streams, extra info, seq), the same
+  pipelined logins (1,000 in flight per connection), full-jitter reconnects
+  with resume, and 3 handler closures called inline (the third the probe).
+  Its tokens are signed by the harness and handed over in a file (signing
+  is in no figure; it keeps swift-crypto's second BoringSSL out of its
+  build). It takes part in workloads 0 (service logins), 1 to 6; not in 7
+  and 8. In 5, `nio-peer plugins` times its handler closures as
+  `peer_plugins.py` times the Python peer's functions (a call, a
+  JSONDecoder decode of the 75-byte message into `JSONValue` plus a call,
+  a loop over 3 handlers).
 
 - **0. roomd alone** (`Benchmarks/roomd_workloads.py`). *Durable appends*
   (roomd and the sender only, so no peer value): two
@@ -24,7 +67,7 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   senders' acknowledged requests per second, summed (each acknowledged event
   was committed before its reply); pushes are ~100 bytes (`{"event":"bench",
   "from":1,"op":"magix","payload":{"t":<ns>},"room":"a0-room-7","seq":…}`).
-  Three runs: median and min-max. roomd CPU per append = its utime+stime
+  roomd CPU per append = its utime+stime
   (all threads, checkpointer included) / appends. *Service logins*: one
   `RoomHost`, one connection with a `service` token (docs/PROTOCOL.md
   "Service connections"), N rooms, 1,000 logins in flight, against a roomd
@@ -34,8 +77,9 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   `--service 1` (the token in its hello, 1,000 requests in flight, under
   the advertised bucket).
 - **Connections.** `RoomHost` keeps one connection per server, so RoomKit
-  runs several `RoomHost` instances, all on one `EventLoop` thread; the peer
-  opens the same number of `websockets` connections in one asyncio loop.
+  runs several `RoomHost` instances, all on one `EventLoop` thread; the
+  Python peer opens the same number of `websockets` connections in one
+  asyncio loop, the NIO peer in one event loop.
   Each connection multiplexes its rooms. Sessions: 8 connections. Event
   throughput: 4 connections in the same 100 rooms (so each room event
   reaches the process 4 times). Fan-out: one connection per member.
@@ -76,13 +120,21 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   delivery is taken from /proc (utime+stime / deliveries), which is what
   roomd would need per delivery on a core of its own. *Redis anchor*
   (`Benchmarks/redis_anchor.py`, rooms of 100 only): redis-server 7 with
-  persistence off, 100 `redis-cli subscribe` processes on one channel,
-  `redis-benchmark` publishing the text of a roomd magix push (96 bytes), 64
-  pipelined, on one connection; deliveries = publishes x subscribers still
-  subscribed at the end. The subscribers are not roomd's raw members, so
-  the comparable figure is each server's CPU per delivery (a rate per core);
-  deliveries/s is shown beside it. roomd also stores every event durably
-  and checks every member's rights; Redis does neither.
+  persistence off, `redis-benchmark` publishing the text of a roomd magix
+  push (96 bytes), 64 pipelined, on one connection, to 100 subscribers on
+  one channel. The subscribers are `roomkit-bench redis-sink`: 100 hiredis
+  connections (RoomKitRedis) on one RoomKitLoop event loop that count
+  messages exactly as the raw members count roomd's frames, in one process
+  on the same CPU: the same receiving side for both servers, so
+  deliveries/s (messages received / (last - first)) compare, and the anchor
+  row is roomd / Redis. Each server's CPU per delivery is shown too, and
+  each sink's: when 1e6 / a sink's CPU per delivery is near its rate, the
+  sink's core was full and that server's figure is a lower bound (the
+  redis-sink needs ~0.5 us per delivery, so ~2M/s fills its core: Redis's
+  1.6-2.0M/s here is close to that; roomd's sink, at ~1M/s and ~0.6 us, was
+  not full). roomd
+  also stores every event durably and checks every member's rights; Redis
+  does neither.
 - **5. Plugin overhead.** `plugin-bench`: a tight loop calling `on_room_event`
   through the descriptor's function pointer (C no-op plugin), and through the
   descriptor the Swift SDK exports (its trampoline decodes the payload JSON
@@ -99,23 +151,21 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   room's push is encoded once; only its seq digits are appended per push).
   One connection, 100 rooms, the same plugins as workload 2. Events/s =
   events seen by the third plugin / (last - first); CPU per event = the
-  client process's CPU (all threads) / events. Three runs each (one in
-  BENCH_QUICK), median and min-max. Nothing stores or fans out here, so the
-  ratio is the client engines' own.
-- **8. Bot restart.** RoomKit only (the peer keeps no state across a
+  client process's CPU (all threads) / events. Nothing stores or fans out
+  here, so the ratio is the client engines' own.
+- **8. Bot restart.** RoomKit only (the peers keep no state across a
   restart). The release `roombot` joins N rooms from its `bot.json` against
-  a roomd with the default heartbeat timeout (90 s; a second run: 30 s,
-  shorter than the resume), idles 1 s, is killed
-  with `kill -9`, and is started again at once with the same config and
-  store (`bot.state.sqlite`). Time = from the second process's start until
-  its event log holds N `LOGINED` lines (each resumed from the store;
-  `extendedData.recovered` counts those that recovered every missed event).
-  Invisible = rooms whose own log (`GET /v1/rooms/{room}/recording?from=<kill
-  time>`, the seq'd events every member receives) holds no `userUpdate`
-  after the kill. roombot keeps one connection and paces its requests under
-  roomd's default limit (190/s), so N logins or resumes take about N / 190 s
-  whatever roomd allows; the resumes are invisible while that stays under the
-  heartbeat timeout."""
+  a roomd with its **default** settings but the heartbeat timeout (90 s,
+  the default; a second run: 30 s), on one service connection (`bot.json`'s
+  `serviceToken`, docs/CLI.md), idles 1 s, is killed with `kill -9`, and is
+  started again at once with the same config and store
+  (`bot.state.sqlite`). Time = from the second process's start until its
+  event log holds N `LOGINED` lines (each resumed from the store;
+  `recovered` counts those that recovered every missed event). Invisible =
+  rooms whose own log (`GET /v1/rooms/{room}/recording?from=<kill time>`,
+  the seq'd events every member receives) holds no `userUpdate` after the
+  kill: the resumes are invisible while they finish inside the heartbeat
+  timeout."""
 
 NOTES = """\
 Profiled during development with `perf record -g` on this machine (the
@@ -207,15 +257,34 @@ after: at half load (now ~60,000-75,000 events/s at the client, 2-3x the
 previous page's, because roomd is no longer the limit) roomd, the sender
 and the client's 4 threads (loop + 3 plugin queues) want more than the 2
 shared cores, and the tail is scheduling delay. The p99 <= 2 ms target
-needs that load on cores of its own.
+needs that load on cores of its own. (Those figures are from before the
+pinning: now the client's threads share CPU 1 and roomd with the sender
+CPU 0, so RoomKit's loop thread and its 3 plugin queues take turns on one
+core, as the single-threaded peers do; and the spread over the runs is in
+the table.)
 
-**Not done (issue 17).** A receiving client shared by roomd and Redis (the
-anchor uses redis-cli for Redis and RoomKitLoop sinks for roomd: a SwiftNIO
-client with a RESP codec would be needed, and swift-nio-ssl's BoringSSL
-build alone is minutes on these 2 cores), the second peer (Swift on SwiftNIO
-/ websocket-kit, same reason), the 3-run spread for workloads 1 to 5
-(workloads 0 and 6 have it), and the client hot-path targets (another
-engineer is reshaping the engine).
+**The NIO peer.** Where its CPU goes, from `perf record -g` against the
+firehose (3 handlers, 100 rooms, one connection): ~80% of its samples are
+under Foundation's `JSONDecoder` (`Incoming.init(from:)`: the
+`decodeIfPresent` per optional key, the `JSONValue` payload with its
+`try?` attempts, generic-metadata lookups and retain/release in
+FoundationEssentials' unspecialised decoding); SwiftNIO's read path and
+websocket-kit's frame handling (a `String` per text frame) are a few
+percent. A `JSONValue` costs a thrown `DecodingError` per miss of its
+type guess, which is why workload 5's decode + call is microseconds for a
+75-byte message: decoding that message took ~7.9 us into `JSONValue`,
+~3.3 us into typed `Codable` structs and ~2.1 us with `JSONSerialization`
+on this machine (Swift 6.3.1's Foundation on Linux, release build), against
+~1.3 us for Python's `json.loads`. The peer keeps the typed-envelope,
+generic-payload shape a Swift user writes first. Decoding by `op`, so a magix push reads only its own five keys,
+took it from ~8.5 to ~6.5 us per event on this machine; what would take it
+further is what a user leaves Codable for: a streaming or lazy JSON reader
+over the ByteBuffer. It is the peer that shows what the usual Swift server
+stack costs, where the Python peer shows the usual scripting stack.
+
+**Not done (issue 17).** The NIO peer does not take part in workloads 7
+and 8 (RoomKit's plugin isolation and roombot: nothing to compare there). The client
+hot-path targets are another engineer's (the engine is being reshaped).
 
 **Where the client is measured on its own: CPU per operation.** The rows
 "client CPU" divide the client process's CPU time (all threads) by the
@@ -272,16 +341,12 @@ SDK's public protocol. `PluginManager`'s per-call path in the table is
 measured through `dispatchPlayerEvent`, which is not batched (player events
 are rare); room events are batched as above.
 
-**Bot restart: the client's pacing.** roombot resumes 10,000 rooms in
-about as long as it takes to log in to them (53 s vs 52 s): both are
-10,000 requests over roombot's one connection, paced at 190/s under
-roomd's default per-connection limit (200/s). Resuming costs no more than
-a login, and every resume recovered; all 10,000 were invisible because 53 s
-is inside the 90 s heartbeat timeout. With roomd's timeout shorter than
-the resume (30 s), only the rooms resumed before it were invisible; the
-rest were re-added with their memberId, and all still recovered every
-missed event (retention is 20 minutes). A bot in more rooms than
-`190 x (heartbeat timeout - restart time)` (about 17,000 at the defaults)
-would show the last ones leaving and coming back: more connections per
-bot, or a roomd and bot configured for a higher request rate, would move
-that line."""
+**Bot restart: the client's pacing.** Without a service token roombot
+paces its one connection at 190 requests/s under roomd's default
+per-connection limit (200/s): 10,000 resumes took 53 s on the previous page
+(52 s for the first logins), and a bot in more rooms than `190 x (heartbeat
+timeout - restart time)` (about 17,000 at the defaults) would show its last
+rooms leaving and coming back. With `serviceToken` in `bot.json` (or
+`--service-token-file`), the connection gets roomd's service bucket and
+the bot paces to what the hello reply advertises, which is how workload 8
+runs now: the rows above show the resume time against a default roomd."""

@@ -17,18 +17,30 @@ resumed well inside the 90 s heartbeat timeout after kill -9; roomd fan-out
 firehose <= 1 us and <= 0.1x the peer."""
 
 
+class Fig(str):
+    """A table cell: its text, and the number it shows (`value`, None when
+    it shows none) with the digits it was printed with, so the runs of a
+    figure can be merged into a median and min-max."""
+
+    def __new__(cls, text, value=None, digits=0):
+        cell = super().__new__(cls, text)
+        cell.value = value
+        cell.digits = digits
+        return cell
+
+
 def number(value, digits=0):
     if value is None:
-        return "n/a"
+        return Fig("n/a")
     if abs(value) >= 100 or digits == 0:
-        return f"{value:,.0f}"
-    return f"{value:,.{digits}f}"
+        return Fig(f"{value:,.0f}", value, 0)
+    return Fig(f"{value:,.{digits}f}", value, digits)
 
 
 def ratio(ours, theirs):
     if not ours or not theirs:
-        return "n/a"
-    return f"{ours / theirs:.2f}x"
+        return Fig("n/a")
+    return Fig(f"{ours / theirs:.2f}x", ours / theirs, 2)
 
 
 def verdict(ok):
@@ -40,19 +52,127 @@ def both(absolute, relative):
     return f"{verdict(absolute)}, {verdict(relative)}"
 
 
+PEERS = ("python", "nio")
+PEER_NAMES = {"python": "Python peer", "nio": "NIO peer"}
+
+
 class Table:
+    """The rows of one run. A row: workload, metric, RoomKit's cell, each
+    peer's cell and ratio (RoomKit / peer), target, verdict."""
+
     def __init__(self):
         self.rows = []
 
-    def add(self, workload, metric, ours, peer, ratio_text, target, met):
-        self.rows.append((workload, metric, ours, peer, ratio_text, target, met))
+    def add(self, workload, metric, ours, peer, ratio_text, target, met, nio=None, nio_ratio=None, peer_name="python"):
+        peers = {peer_name: peer}
+        ratios = {peer_name: ratio_text}
+        if nio is not None:
+            peers["nio"] = nio
+            ratios["nio"] = nio_ratio if nio_ratio is not None else ""
+        self.rows.append({"workload": workload, "metric": metric, "roomkit": ours, "peers": peers, "ratios": ratios,
+                          "target": target, "met": met})
 
-    def render(self):
-        lines = ["| Workload | Metric | RoomKit | Python peer | Ratio (RoomKit / peer) | Target | Target met? |",
-                 "|---|---|---:|---:|---:|---|---|"]
-        for row in self.rows:
-            lines.append("| " + " | ".join(row) + " |")
-        return "\n".join(lines)
+
+def merge(tables):
+    """One row per figure over the runs: the median run's text with min-max
+    when the runs differ. The verdict is the one of the run whose RoomKit
+    value is the median."""
+    order, cells = [], {}
+    for table in tables:
+        for row in table.rows:
+            key = (row["workload"], row["metric"])
+            if key not in cells:
+                order.append(key)
+                cells[key] = []
+            cells[key].append(row)
+    merged = []
+    for key in order:
+        rows = cells[key]
+        pick = median_row(rows)
+        row = {"workload": key[0], "metric": key[1], "runs": len(rows), "target": pick["target"], "met": pick["met"],
+               "roomkit": spread([r["roomkit"] for r in rows]), "peers": {}, "ratios": {}}
+        for name in {name for r in rows for name in r["peers"]}:
+            row["peers"][name] = spread([r["peers"].get(name, "") for r in rows])
+            row["ratios"][name] = spread([r["ratios"].get(name, "") for r in rows])
+        merged.append(row)
+    return merged
+
+
+def median_row(rows):
+    valued = [r for r in rows if getattr(r["roomkit"], "value", None) is not None]
+    if not valued:
+        return rows[0]
+    valued.sort(key=lambda r: r["roomkit"].value)
+    return valued[(len(valued) - 1) // 2]
+
+
+def spread(cells):
+    """{"text", "median", "min", "max", "values"} of one cell over the runs."""
+    values = [getattr(cell, "value", None) for cell in cells]
+    numbers = sorted(v for v in values if v is not None)
+    if not numbers:
+        return {"text": str(cells[0]) if cells else "", "median": None, "min": None, "max": None, "values": values}
+    median = numbers[(len(numbers) - 1) // 2]
+    text = next(str(cell) for cell, value in zip(cells, values) if value == median)
+    digits = max(getattr(cell, "digits", 0) for cell in cells)
+    if len(numbers) > 1 and numbers[0] != numbers[-1]:
+        low, high = number(numbers[0], digits), number(numbers[-1], digits)
+        if str(low) != str(high):
+            text += f" ({low}-{high})"
+    return {"text": text, "median": median, "min": numbers[0], "max": numbers[-1], "values": values}
+
+
+def render_table(merged):
+    lines = ["| Workload | Metric | RoomKit | Python peer | NIO peer | RoomKit / Python | RoomKit / NIO | Target | Target met? |",
+             "|---|---|---:|---:|---:|---:|---:|---|---|"]
+    for row in merged:
+        peers = dict(row["peers"])
+        others = [name for name in peers if name not in PEERS]
+        python = peers.get("python", {}).get("text", "")
+        python_ratio = row["ratios"].get("python", {}).get("text", "")
+        for name in others:  # an anchor (Redis) shares the first peer column, named
+            python = f"{name.capitalize()} {peers[name]['text']}"
+            python_ratio = row["ratios"][name]["text"]
+        cells = [row["workload"], row["metric"], row["roomkit"]["text"], python,
+                 peers.get("nio", {}).get("text", ""), python_ratio, row["ratios"].get("nio", {}).get("text", ""),
+                 row["target"], row["met"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+SIDES = (("roomkit", "roomkit"), ("python", "peer"), ("nio", "nio"))
+
+
+def figure(table, label, metric, sides, get, digits=0, suffix="", note=None, target="", met=None, ratios=True):
+    """Adds one figure measured on every side of `sides` (results keyed
+    roomkit / peer / nio). `get(entry)` gives the number, or a dict side ->
+    getter when the sides report it differently; `note(entry)` text after
+    it; `met(value, entry)` the verdict from RoomKit's value."""
+    values, cells = {}, {}
+    for name, key in SIDES:
+        entry = sides.get(key)
+        getter = get.get(name) if isinstance(get, dict) else get
+        value = None
+        if entry and getter:
+            try:
+                value = getter(entry)
+            except (KeyError, TypeError, ZeroDivisionError, IndexError):
+                value = None
+        values[name] = value
+        if value is None:
+            cells[name] = Fig("n/a")
+        else:
+            cells[name] = Fig(f"{number(value, digits)}{suffix}{note(entry) if note else ''}", value, digits)
+    ours = values["roomkit"]
+    verdict_text = met(ours, sides.get("roomkit")) if met and ours is not None else ""
+    table.add(label, metric, cells["roomkit"], cells["python"],
+              ratio(ours, values["python"]) if ratios else "", target, verdict_text,
+              nio=cells["nio"], nio_ratio=ratio(ours, values["nio"]) if ratios else "")
+
+
+def median(values):
+    values = sorted(values)
+    return values[(len(values) - 1) // 2] if values else None
 
 
 def roomd_rows(table, results):
@@ -60,209 +180,193 @@ def roomd_rows(table, results):
     runs = roomd.get("appends")
     if runs:
         label = "0. roomd alone: durable appends"
-        rates = sorted(run["appends_per_s"] for run in runs)
-        median = rates[len(rates) // 2]
-        table.add(label, f"appends/s, ~100-byte magix, 2 senders x 5,000 in flight (median of {len(rates)}; min-max)",
-                  f"{number(median)} ({number(rates[0])}-{number(rates[-1])})", "n/a", "", ">= 100,000",
-                  verdict(median >= 100_000))
-        cpus = sorted(run["roomd_cpu_us_per_append"] for run in runs)
-        table.add(label, "roomd CPU per append (us, all threads; median, min-max)",
-                  f"{number(cpus[len(cpus) // 2], 1)} ({number(cpus[0], 1)}-{number(cpus[-1], 1)})", "n/a", "", "", "")
-    both_sides = roomd.get("service_logins") or {}
-    if "ready" in both_sides:  # a results.json from before the peer was measured here
-        both_sides = {"roomkit": both_sides}
-    logins, other = both_sides.get("roomkit"), both_sides.get("peer") or {}
-    if logins:
-        ready, size = logins["ready"], logins["ready"]["sessions"] + logins["ready"]["failed"]
-        peer_ready = other.get("ready") or {}
-        label = f"0. roomd alone: one bot, {size:,} rooms, one service connection, default roomd"
-        a, b = ready["logins_per_s"], peer_ready.get("logins_per_s")
-        table.add(label, "room logins per second (end to end)", number(a), number(b), ratio(a, b), ">= 20,000",
-                  verdict(a >= 20_000))
-        table.add(label, "s until every room is LOGINED (failed)", f"{number(ready['login_s'], 2)} ({ready['failed']})",
-                  f"{number(peer_ready.get('login_s'), 2)} ({peer_ready.get('failed', 'n/a')})",
-                  ratio(ready["login_s"], peer_ready.get("login_s")), "<= 10 s",
-                  verdict(ready["login_s"] <= 10 and ready["failed"] == 0))
-        resumed, peer_resumed = logins["all_reconnected_s"], other.get("all_reconnected_s")
-        table.add(label, "s from kill -9 until every room is RECONNECTED (heartbeat timeout 90 s)",
-                  f"{number(resumed, 2)} ({logins['recovered']['reconnected']:,} of {ready['sessions']:,})",
-                  f"{number(peer_resumed, 2)} ({other.get('recovered', {}).get('reconnected', 0):,})",
-                  ratio(resumed, peer_resumed), "<= 45 s",
-                  verdict(bool(resumed) and resumed <= 45 and logins["recovered"]["reconnected"] >= ready["sessions"]))
-        per = (logins["roomd_rss"] - logins["roomd_rss_before"]) / max(1, ready["sessions"])
-        table.add(label, "roomd RSS per session, attached (VmRSS delta / N)", f"{number(per)} B", "n/a", "", "", "")
+        figure(table, label, "appends/s, ~100-byte magix, 2 senders x 5,000 in flight", {"roomkit": runs},
+               lambda runs: median(run["appends_per_s"] for run in runs), target=">= 100,000",
+               met=lambda a, _: verdict(a >= 100_000), ratios=False)
+        figure(table, label, "roomd CPU per append (us, all threads)", {"roomkit": runs},
+               lambda runs: median(run["roomd_cpu_us_per_append"] for run in runs), digits=1, ratios=False)
+    sides = roomd.get("service_logins") or {}
+    if "ready" in sides:  # a results.json from before the peer was measured here
+        sides = {"roomkit": sides}
+    logins = sides.get("roomkit")
+    if not logins:
+        return
+    ready = logins["ready"]
+    size = ready["sessions"] + ready["failed"]
+    label = f"0. roomd alone: one bot, {size:,} rooms, one service connection, default roomd"
+    figure(table, label, "room logins per second (end to end)", sides, lambda e: e["ready"]["logins_per_s"],
+           target=">= 20,000", met=lambda a, _: verdict(a >= 20_000))
+    figure(table, label, "s until every room is LOGINED (failed)", sides, lambda e: e["ready"]["login_s"], digits=2,
+           note=lambda e: f" ({e['ready']['failed']})", target="<= 10 s",
+           met=lambda a, e: verdict(a <= 10 and e["ready"]["failed"] == 0))
+    figure(table, label, "s from kill -9 until every room is RECONNECTED (heartbeat timeout 90 s; reconnected)", sides,
+           lambda e: e["all_reconnected_s"], digits=2, note=lambda e: f" ({e['recovered']['reconnected']:,})",
+           target="<= 45 s",
+           met=lambda a, e: verdict(a <= 45 and e["recovered"]["reconnected"] >= e["ready"]["sessions"]))
+    figure(table, label, "roomd RSS per session, attached (VmRSS delta / N; same roomd binary for each)", sides,
+           lambda e: (e["roomd_rss"] - e["roomd_rss_before"]) / max(1, e["ready"]["sessions"]), suffix=" B",
+           ratios=False)
 
 
 def firehose_rows(table, results):
     fire = results.get("firehose") or {}
-    ours, peer = fire.get("roomkit"), fire.get("peer")
-    if not ours or not peer:
+    if not fire.get("roomkit"):
         return
     label = "6. Client engine alone: firehose source, 100 rooms, 3 plugins"
-
-    def spread(entries, value):
-        values = sorted(value(entry) for entry in entries)
-        return values[len(values) // 2], values[0], values[-1]
-
-    def shown(triple, digits=0):
-        median, low, high = triple
-        return number(median, digits) if low == high else \
-            f"{number(median, digits)} ({number(low, digits)}-{number(high, digits)})"
-
-    rate_a = spread(ours, lambda entry: entry["report"]["events_per_s"])
-    rate_b = spread(peer, lambda entry: entry["report"]["events_per_s"])
-    table.add(label, f"events/s through the 3rd plugin (median of {len(ours)}; min-max)", shown(rate_a),
-              shown(rate_b), ratio(rate_a[0], rate_b[0]), "", "")
-    cpu_a = spread(ours, lambda entry: entry["cpu_us_per_event"])
-    cpu_b = spread(peer, lambda entry: entry["cpu_us_per_event"])
-    table.add(label, "client CPU per event (us, all threads; median, min-max)", shown(cpu_a, 2), shown(cpu_b, 2),
-              ratio(cpu_a[0], cpu_b[0]), "<= 1 us, <= 0.1x", both(cpu_a[0] <= 1, cpu_a[0] / cpu_b[0] <= 0.1))
+    figure(table, label, "events/s through the 3rd plugin", fire,
+           lambda entries: median(e["report"]["events_per_s"] for e in entries))
+    figure(table, label, "client CPU per event (us, all threads)", fire,
+           lambda entries: median(e["cpu_us_per_event"] for e in entries), digits=2, target="<= 1 us, <= 0.1x Python",
+           met=lambda a, _: both(a <= 1, a / median(e["cpu_us_per_event"] for e in fire["peer"]) <= 0.1
+                                 if fire.get("peer") else False))
 
 
 def sessions_rows(table, results, limits):
     sizes = sorted(results["sessions"], key=int)
     for size in sizes:
-        entry = results["sessions"][size]
-        ours, peer = entry.get("roomkit", {}), entry.get("peer", {})
+        sides = results["sessions"][size]
         last = size == sizes[-1]
         label = f"1. Idle sessions, {int(size):,}"
-        held = ours.get("sessions", 0)
-        table.add(label, "sessions logged in (failed)", f"{held:,} ({ours.get('failed', 0)})",
-                  f"{peer.get('sessions', 0):,} ({peer.get('failed', 0)})", ratio(held, peer.get("sessions")),
-                  ">= 100,000" if last else "", verdict(held >= 100_000) if last else "")
-        mine, theirs = ours.get("bytes_per_session"), peer.get("bytes_per_session")
-        table.add(label, "RSS per session (VmRSS delta / N)", f"{number(mine)} B", f"{number(theirs)} B",
-                  ratio(mine, theirs), "<= 2 KiB, <= 0.2x" if last else "",
-                  both(mine is not None and mine <= 2048, bool(mine and theirs and mine / theirs <= 0.2)) if last else "")
-        mine_t, theirs_t = ours.get("bytes_per_session_trimmed"), peer.get("bytes_per_session_trimmed")
-        table.add(label, "RSS per session after malloc_trim", f"{number(mine_t)} B", f"{number(theirs_t)} B",
-                  ratio(mine_t, theirs_t), "", "")
-        mine_l, theirs_l = ours.get("logins_per_s"), peer.get("logins_per_s")
-        table.add(label, "room logins per second", number(mine_l), number(theirs_l), ratio(mine_l, theirs_l),
-                  ">= 20,000, >= 5x" if last else "",
-                  both(bool(mine_l and mine_l >= 20_000), bool(mine_l and theirs_l and mine_l / theirs_l >= 5))
-                  if last else "")
-        cpu_a = ours["cpu_ns"] / max(1, ours["sessions"]) / 1000 if ours.get("cpu_ns") else None
-        cpu_b = peer["cpu_ns"] / max(1, peer["sessions"]) / 1000 if peer.get("cpu_ns") else None
-        table.add(label, "client CPU per login (us, all threads)", number(cpu_a, 1), number(cpu_b, 1),
-                  ratio(cpu_a, cpu_b), "", "")
+        python = sides.get("peer") or {}
+        figure(table, label, "sessions logged in (failed)", sides, lambda e: e["sessions"],
+               note=lambda e: f" ({e['failed']})", target=">= 100,000" if last else "",
+               met=(lambda a, _: verdict(a >= 100_000)) if last else None)
+        figure(table, label, "RSS per session (VmRSS delta / N)", sides, lambda e: e["bytes_per_session"], suffix=" B",
+               target="<= 2 KiB, <= 0.2x Python" if last else "",
+               met=(lambda a, _: both(a <= 2048, bool(python.get("bytes_per_session"))
+                                      and a / python["bytes_per_session"] <= 0.2)) if last else None)
+        figure(table, label, "RSS per session after malloc_trim", sides, lambda e: e["bytes_per_session_trimmed"],
+               suffix=" B")
+        figure(table, label, "room logins per second", sides, lambda e: e["logins_per_s"],
+               target=">= 20,000, >= 5x Python" if last else "",
+               met=(lambda a, _: both(a >= 20_000, bool(python.get("logins_per_s"))
+                                      and a / python["logins_per_s"] >= 5)) if last else None)
+        figure(table, label, "client CPU per login (us, all threads)", sides,
+               lambda e: e["cpu_ns"] / max(1, e["sessions"]) / 1000, digits=1)
         for key, what in (("roomd_rss", "attached"), ("roomd_rss_retained", "retained idle (client gone)")):
-            if ours.get(key) and ours.get("roomd_rss_before"):
-                a = (ours[key] - ours["roomd_rss_before"]) / max(1, held)
-                b = ((peer[key] - peer["roomd_rss_before"]) / max(1, peer.get("sessions", 1))
-                     if peer.get(key) and peer.get("roomd_rss_before") else None)
-                table.add(label, f"roomd RSS per session, {what} (VmRSS delta / N; same roomd for both)",
-                          f"{number(a)} B", f"{number(b)} B", "", "", "")
-        if last and mine_l:
-            limits.append(f"Logins at {int(size):,} sessions: {number(mine_l)}/s for RoomKit, "
-                          f"{number(theirs_l)}/s for the peer, against the same roomd.")
+            figure(table, label, f"roomd RSS per session, {what} (VmRSS delta / N; same roomd binary for each)",
+                   sides, lambda e, key=key: (e[key] - e["roomd_rss_before"]) / max(1, e["sessions"]), suffix=" B",
+                   ratios=False)
+        if last and sides.get("roomkit"):
+            limits.append(f"Logins at {int(size):,} sessions: {number(sides['roomkit'].get('logins_per_s'))}/s for "
+                          f"RoomKit, {number(python.get('logins_per_s'))}/s for the Python peer, against the same roomd.")
 
 
 def throughput_rows(table, results):
-    ours, peer = results["throughput"].get("roomkit"), results["throughput"].get("peer")
-    if not ours or not peer:
+    sides = results["throughput"]
+    if not sides.get("roomkit"):
         return
     label = "2. Event throughput, 3 plugins"
-    mine, theirs = ours["saturated"]["events_per_s"], peer["saturated"]["events_per_s"]
-    table.add(label, "events/s at saturation (through the 3rd plugin)", number(mine), number(theirs),
-              ratio(mine, theirs), ">= 300,000, >= 5x", both(mine >= 300_000, mine / theirs >= 5))
-    cpu_a = ours["saturated"]["cpu_ns"] / max(1, ours["saturated"]["events"]) / 1000
-    cpu_b = peer["saturated"]["cpu_ns"] / max(1, peer["saturated"]["events"]) / 1000
-    table.add(label, "client CPU per event at saturation (us, all threads)", number(cpu_a, 1), number(cpu_b, 1),
-              ratio(cpu_a, cpu_b), "", "")
-    table.add(label, "roomd appends/s while saturated (x4 deliveries)", number(ours["sender"]["events_per_s"]),
-              number(peer["sender"]["events_per_s"]), "", "", "")
+    python = sides.get("peer") or {}
+    figure(table, label, "events/s at saturation (through the 3rd plugin)", sides,
+           lambda e: e["saturated"]["events_per_s"], target=">= 300,000, >= 5x Python",
+           met=lambda a, _: both(a >= 300_000, bool(python) and a / python["saturated"]["events_per_s"] >= 5))
+    figure(table, label, "client CPU per event at saturation (us, all threads)", sides,
+           lambda e: e["saturated"]["cpu_ns"] / max(1, e["saturated"]["events"]) / 1000, digits=1)
+    figure(table, label, "roomd appends/s while saturated (x4 deliveries)", sides,
+           lambda e: e["sender"]["events_per_s"], ratios=False)
     for key, name in (("p50_us", "p50"), ("p99_us", "p99"), ("p999_us", "p99.9")):
-        a, b = ours["latency"]["latency"][key], peer["latency"]["latency"][key]
-        target = "<= 2 ms" if key == "p99_us" else ""
-        table.add(label, f"{name} dispatch latency at half load (us)", number(a, 1), number(b, 1), ratio(a, b),
-                  target, verdict(a <= 2000) if target else "")
-    table.add(label, "half load offered (events/s at the client)", number(ours["half_load"]),
-              number(peer["half_load"]), "", "", "")
+        figure(table, label, f"{name} dispatch latency at half load (us)", sides,
+               lambda e, key=key: e["latency"]["latency"][key], digits=1,
+               target="<= 2 ms" if key == "p99_us" else "",
+               met=(lambda a, _: verdict(a <= 2000)) if key == "p99_us" else None)
+    figure(table, label, "half load offered (events/s at the client)", sides, lambda e: e["half_load"], ratios=False)
 
 
 def recovery_rows(table, results):
-    ours, peer = results["recovery"].get("roomkit"), results["recovery"].get("peer")
-    if not ours or not peer:
+    sides = results["recovery"]
+    ours = sides.get("roomkit")
+    if not ours:
         return
     size = ours["ready"]["sessions"]
     label = f"3. Recovery, kill -9, {size:,} sessions"
-    table.add(label, "sessions RECONNECTED", f"{ours['recovered']['reconnected']:,}",
-              f"{peer['recovered']['reconnected']:,}", "", "all", verdict(ours["recovered"]["reconnected"] >= size))
-    a, b = ours["all_reconnected_s"], peer["all_reconnected_s"]
-    table.add(label, "s from kill -9 until every session is RECONNECTED", number(a, 2), number(b, 2), ratio(a, b),
-              "<= 5 s", verdict(a <= 5))
-    table.add(label, "s from roomd listening again until all RECONNECTED", number(ours["after_listening_s"], 2),
-              number(peer["after_listening_s"], 2), "", "", "")
-    a, b = ours["resume_per_s"], peer["resume_per_s"]
-    table.add(label, "resumes per second (while resuming: 10 ms slices with a RECONNECTED)", number(a), number(b),
-              ratio(a, b), "", "")
-    table.add(label, "s from first to last RECONNECTED (backoff jitter spreads it)", number(ours["resume_span_s"], 2),
-              number(peer["resume_span_s"], 2), "", "", "")
-    a, b = ours["resume_vs_login"], peer["resume_vs_login"]
-    table.add(label, "resume rate / steady login rate", f"{a:.0%}", f"{b:.0%}", "", ">= 80%", verdict(a >= 0.8))
+    figure(table, label, "sessions RECONNECTED", sides, lambda e: e["recovered"]["reconnected"], target="all",
+           met=lambda a, _: verdict(a >= size), ratios=False)
+    figure(table, label, "s from kill -9 until every session is RECONNECTED", sides, lambda e: e["all_reconnected_s"],
+           digits=2, target="<= 5 s", met=lambda a, _: verdict(a <= 5))
+    figure(table, label, "s from roomd listening again until all RECONNECTED", sides,
+           lambda e: e["after_listening_s"], digits=2, ratios=False)
+    figure(table, label, "resumes per second (while resuming: 10 ms slices with a RECONNECTED)", sides,
+           lambda e: e["resume_per_s"])
+    figure(table, label, "s from first to last RECONNECTED (backoff jitter spreads it)", sides,
+           lambda e: e["resume_span_s"], digits=2, ratios=False)
+    figure(table, label, "resume rate / steady login rate (%)", sides, lambda e: e["resume_vs_login"] * 100,
+           suffix="%", target=">= 80%", met=lambda a, _: verdict(a >= 80), ratios=False)
 
 
 def fanout_rows(table, results):
-    best = 0
     for members in sorted(results["fanout"], key=int):
-        entry = results["fanout"][members]
-        ours, peer = entry.get("roomkit"), entry.get("peer")
-        if not ours or not peer:
+        sides = results["fanout"][members]
+        if not sides.get("roomkit"):
             continue
         label = f"4. roomd fan-out, rooms of {int(members):,}"
-        a, b = ours["delivered"]["events_per_s"], peer["delivered"]["events_per_s"]
-        best = max(best, a)
-        table.add(label, "deliveries/s received by the members (members = connections)", number(a),
-                  number(b), ratio(a, b), ">= 300,000", verdict(a >= 300_000))
-        raw = entry.get("raw")
+        figure(table, label, "deliveries/s received by the members (members = connections)", sides,
+               lambda e: e["delivered"]["events_per_s"], target=">= 300,000", met=lambda a, _: verdict(a >= 300_000))
+        raw = sides.get("raw")
         if raw:
-            r = raw["delivered"]["events_per_s"]
-            table.add(label, "same, raw members (frames counted, not parsed; one run, shown in both columns)",
-                      number(r), number(r), "", "", "")
-            if raw.get("roomd_cpu_s") and raw["delivered"].get("events"):
-                per = raw["roomd_cpu_s"] / raw["delivered"]["events"] * 1e6
-                table.add(label, "roomd CPU per delivery to raw members (us, all threads; its capacity on one core "
-                          "= 1e6 / this)", number(per, 2), "n/a", "", "<= 1 us (1,000,000/s)", verdict(per <= 1))
-                redis = entry.get("redis")
-                if redis:
-                    anchor = redis["cpu_us_per_delivery"]
-                    table.add(label, f"anchor: redis-server PUBLISH to {redis['subscribed_after']} redis-cli "
-                              f"subscribers, {redis['payload_bytes']}-byte payload: deliveries/s",
-                              number(raw["delivered"]["events_per_s"]), f"Redis {number(redis['deliveries_per_s'])}",
-                              ratio(raw["delivered"]["events_per_s"], redis["deliveries_per_s"]), "", "")
-                    table.add(label, "anchor: server CPU per delivery, Redis / roomd (roomd's rate per core / Redis's)",
-                              number(per, 2), f"Redis {number(anchor, 2)}", f"{anchor / per:.2f}x", ">= 0.5x",
-                              verdict(anchor / per >= 0.5))
-        cpu_a = ours["delivered"]["cpu_ns"] / max(1, ours["delivered"]["events"]) / 1000
-        cpu_b = peer["delivered"]["cpu_ns"] / max(1, peer["delivered"]["events"]) / 1000
-        table.add(label, "receiving client CPU per delivery (us)", number(cpu_a, 1), number(cpu_b, 1),
-                  ratio(cpu_a, cpu_b), "", "")
-        table.add(label, "roomd events/s (appends)", number(ours["sender"]["events_per_s"]),
-                  number(peer["sender"]["events_per_s"]), "", "", "")
-        table.add(label, "connections held by roomd (sessions)",
-                  f"{ours['connections_held']:,} ({ours['ready']['sessions']:,})",
-                  f"{peer['connections_held']:,} ({peer['ready']['sessions']:,})", "", "", "")
+            rate = raw["delivered"]["events_per_s"]
+            figure(table, label, "deliveries/s to raw members (RoomKitLoop sinks: frames counted, not parsed)", {"roomkit": raw},
+                   lambda e: e["delivered"]["events_per_s"], ratios=False)
+            per = (raw["roomd_cpu_s"] / raw["delivered"]["events"] * 1e6
+                   if raw.get("roomd_cpu_s") and raw["delivered"].get("events") else None)
+            if per:
+                figure(table, label, "roomd CPU per delivery to raw members (us, all threads; its capacity on one "
+                       "core = 1e6 / this)", {"roomkit": raw}, lambda _: per, digits=2,
+                       target="<= 1 us (1,000,000/s)", met=lambda a, _: verdict(a <= 1), ratios=False)
+            redis = sides.get("redis")
+            if redis:
+                anchor_rows(table, label, rate, per, redis, raw)
+        figure(table, label, "receiving client CPU per delivery (us)", sides,
+               lambda e: e["delivered"]["cpu_ns"] / max(1, e["delivered"]["events"]) / 1000, digits=1)
+        figure(table, label, "roomd events/s (appends)", sides, lambda e: e["sender"]["events_per_s"], ratios=False)
+        figure(table, label, "connections held by roomd (sessions)", sides, lambda e: e["connections_held"],
+               note=lambda e: f" ({e['ready']['sessions']:,})", ratios=False)
+
+
+def anchor_rows(table, label, rate, per, redis, raw):
+    """roomd's fan-out to raw members next to redis-server's PUBLISH to the
+    same number of subscribers; the receivers are the same program
+    (`roomkit-bench sink` / `redis-sink`) when the anchor has `receiver`."""
+    receiver = redis.get("receiver", "redis-cli")
+    subscribers = f"{redis['subscribed_after']} {receiver} subscribers, {redis['payload_bytes']}-byte payload"
+    deliveries = redis["deliveries_per_s"]
+    table.add(label, f"anchor: deliveries/s, roomd to raw members / redis-server PUBLISH to {subscribers}",
+              number(rate), number(deliveries), ratio(rate, deliveries), ">= 0.5x", verdict(rate / deliveries >= 0.5),
+              peer_name="redis")
+    if per:
+        anchor = redis["cpu_us_per_delivery"]
+        table.add(label, "anchor: server CPU per delivery (us), roomd / Redis; ratio = Redis / roomd (rate per core)",
+                  number(per, 2), number(anchor, 2), Fig(f"{anchor / per:.2f}x", anchor / per, 2), "", "",
+                  peer_name="redis")
+    sink = redis.get("sink_cpu_us_per_delivery")
+    if sink and raw["delivered"].get("cpu_ns") and raw["delivered"].get("events"):
+        ours = raw["delivered"]["cpu_ns"] / raw["delivered"]["events"] / 1000
+        table.add(label, "anchor: receiving sink CPU per delivery (us), roomd's raw sink / redis-sink (1e6 / this = "
+                  "the most one sink core can take)", number(ours, 2), number(sink, 2), ratio(ours, sink), "", "",
+                  peer_name="redis")
 
 
 def plugin_rows(table, results):
-    ours, peer = results["plugins"].get("roomkit"), results["plugins"].get("peer")
-    if not ours or not peer:
+    plugins = results["plugins"]
+    if not plugins.get("roomkit"):
         return
     label = "5. Plugin overhead"
-    table.add(label, "ns per hook call, C ABI (descriptor function pointer)", number(ours["c_abi_ns"], 1),
-              number(peer["call_ns"], 1), ratio(ours["c_abi_ns"], peer["call_ns"]), "<= 50 ns",
-              verdict(ours["c_abi_ns"] <= 50))
-    table.add(label, "ns per hook call, Swift SDK (75-byte payload; peer: json.loads + call)",
-              number(ours["swift_sdk_ns"], 1), number(peer["decode_call_ns"], 1),
-              ratio(ours["swift_sdk_ns"], peer["decode_call_ns"]), "<= 50 ns", verdict(ours["swift_sdk_ns"] <= 50))
-    table.add(label, "ns per hook call, Swift SDK, payload `{}`", number(ours["swift_sdk_empty_payload_ns"], 1), "",
-              "", "", "")
-    table.add(label, "ns per hook call through PluginManager, C plugin: wall / CPU (peer: loop over 3 handlers)",
-              f"{number(ours['manager_c_wall_ns'])} / {number(ours['manager_c_cpu_ns'])}",
-              number(peer["dispatch_ns"], 1), ratio(ours["manager_c_wall_ns"], peer["dispatch_ns"]), "", "")
-    table.add(label, "ns per hook call through PluginManager, Swift SDK plugin: wall / CPU",
-              f"{number(ours['manager_swift_wall_ns'])} / {number(ours['manager_swift_cpu_ns'])}", "", "", "", "")
+    figure(table, label, "ns per hook call, C ABI (descriptor function pointer; peers: a handler call)", plugins,
+           {"roomkit": lambda e: e["c_abi_ns"], "python": lambda e: e["call_ns"], "nio": lambda e: e["call_ns"]}, digits=1, target="<= 50 ns",
+           met=lambda a, _: verdict(a <= 50))
+    figure(table, label, "ns per hook call, Swift SDK (75-byte payload; peers: decode it (json.loads, JSONDecoder) + call)", plugins,
+           {"roomkit": lambda e: e["swift_sdk_ns"], "python": lambda e: e["decode_call_ns"],
+            "nio": lambda e: e["decode_call_ns"]}, digits=1,
+           target="<= 50 ns", met=lambda a, _: verdict(a <= 50))
+    figure(table, label, "ns per hook call, Swift SDK, payload `{}`", plugins,
+           {"roomkit": lambda e: e["swift_sdk_empty_payload_ns"]}, digits=1, ratios=False)
+    figure(table, label, "ns per hook call through PluginManager, C plugin: wall (/ CPU) (peers: loop over 3 handlers)",
+           plugins, {"roomkit": lambda e: e["manager_c_wall_ns"], "python": lambda e: e["dispatch_ns"],
+                     "nio": lambda e: e["dispatch_ns"]}, digits=1,
+           note=lambda e: f" / {number(e['manager_c_cpu_ns'])}" if "manager_c_cpu_ns" in e else "")
+    figure(table, label, "ns per hook call through PluginManager, Swift SDK plugin: wall (/ CPU)", plugins,
+           {"roomkit": lambda e: e["manager_swift_wall_ns"]},
+           note=lambda e: f" / {number(e['manager_swift_cpu_ns'])}", ratios=False)
 
 
 def bot_restart_rows(table, results):
@@ -270,86 +374,117 @@ def bot_restart_rows(table, results):
     if not ours:
         return
     label = f"8. Bot restart, roombot kill -9, {ours['rooms']:,} rooms"
-    table.add(label, "s from process start until every room is resumed (LOGINED)", number(ours["all_resumed_s"], 1),
-              "", "", "", "")
-    table.add(label, "s for the first start (fresh logins), for comparison", number(ours["first_start_s"], 1),
-              "", "", "", "")
-    table.add(label, "resumes answered recovered:true (resync events)",
-              f"{ours['recovered']:,} ({ours['resync']:,})", "", "", "all", verdict(ours["recovered"] >= ours["rooms"]))
-    table.add(label, f"resumes invisible to the other members (heartbeat timeout {ours['heartbeat_timeout_s']} s)",
-              f"{ours['invisible_fraction']:.1%}", "", "", ">= 99%", verdict(ours["invisible_fraction"] >= 0.99))
+    only = {"roomkit": ours}
+    figure(table, label, "s from process start until every room is resumed (LOGINED)", only,
+           lambda e: e["all_resumed_s"], digits=1, ratios=False)
+    figure(table, label, "s for the first start (fresh logins), for comparison", only, lambda e: e["first_start_s"],
+           digits=1, ratios=False)
+    figure(table, label, "resumes answered recovered:true (resync events)", only, lambda e: e["recovered"],
+           note=lambda e: f" ({e['resync']:,})", target="all", met=lambda a, e: verdict(a >= e["rooms"]), ratios=False)
+    figure(table, label, f"resumes invisible to the other members (heartbeat timeout {ours['heartbeat_timeout_s']} s; %)",
+           only, lambda e: e["invisible_fraction"] * 100, digits=1, suffix="%", target=">= 99%",
+           met=lambda a, _: verdict(a >= 99), ratios=False)
     short = results["botrestart"].get("roomkit_short")
     if short:
-        table.add(label, f"same with a heartbeat timeout shorter than the resume ({short['heartbeat_timeout_s']} s): "
-                  "invisible, recovered", f"{short['invisible_fraction']:.1%}, {short['recovered']:,}", "", "", "", "")
+        figure(table, label, f"same with a heartbeat timeout of {short['heartbeat_timeout_s']} s: "
+               "invisible (%), recovered", {"roomkit": short}, lambda e: e["invisible_fraction"] * 100, digits=1,
+               suffix="%", note=lambda e: f", {e['recovered']:,}", ratios=False)
 
 
 def isolation_rows(table, results):
     iso = results.get("isolation")
     if not iso:
         return
-    label = "7. Plugin isolation (process vs inline)"
+    label = "7. Plugin isolation (process vs inline; the inline figure in the first peer column)"
     for count in (1, 3):
         p, i = iso[f"process_{count}"], iso[f"inline_{count}"]
         target = ">= 200,000" if count == 1 else ""
         table.add(label, f"events/s to {count} plugin(s), no-op C (process / inline)", number(p["events_per_s"]),
                   number(i["events_per_s"]), ratio(p["events_per_s"], i["events_per_s"]), target,
-                  verdict(p["events_per_s"] >= 200_000) if count == 1 else "")
+                  verdict(p["events_per_s"] >= 200_000) if count == 1 else "", peer_name="inline")
         table.add(label, f"ns per hook, {count} plugin(s): wall / bot CPU / plugin CPU (process / inline)",
-                  f"{number(p['wall_ns_per_hook'])} / {number(p['bot_cpu_ns_per_hook'])} / {number(p['plugin_cpu_ns_per_hook'])}",
-                  f"{number(i['wall_ns_per_hook'])} / {number(i['bot_cpu_ns_per_hook'])}", "", "", "")
+                  Fig(f"{number(p['wall_ns_per_hook'])} / {number(p['bot_cpu_ns_per_hook'])} / "
+                      f"{number(p['plugin_cpu_ns_per_hook'])}", p["wall_ns_per_hook"]),
+                  Fig(f"{number(i['wall_ns_per_hook'])} / {number(i['bot_cpu_ns_per_hook'])}", i["wall_ns_per_hook"]),
+                  "", "", "", peer_name="inline")
     p, i = iso["process_url"], iso["inline_url"]
-    table.add(label, "urlInterrupter round trip p50 (us, process / inline)", number(p["p50_us"], 1), number(i["p50_us"], 1),
-              ratio(p["p50_us"], i["p50_us"]), "", "")
-    table.add(label, "urlInterrupter round trip p99 (us, process / inline)", number(p["p99_us"], 1), number(i["p99_us"], 1),
-              ratio(p["p99_us"], i["p99_us"]), "<= 200 us", verdict(p["p99_us"] <= 200))
+    table.add(label, "urlInterrupter round trip p50 (us, process / inline)", number(p["p50_us"], 1),
+              number(i["p50_us"], 1), ratio(p["p50_us"], i["p50_us"]), "", "", peer_name="inline")
+    table.add(label, "urlInterrupter round trip p99 (us, process / inline)", number(p["p99_us"], 1),
+              number(i["p99_us"], 1), ratio(p["p99_us"], i["p99_us"]), "<= 200 us", verdict(p["p99_us"] <= 200),
+              peer_name="inline")
 
 
-def unit(metric, value):
+def unit(metric, text):
     """The unit of a figure, read off its metric and value text."""
-    if value.endswith(" B") or "RSS" in metric:
+    if text.endswith(" B") or " B (" in text or "RSS" in metric:
         return "bytes"
-    for marker, name in (("(us", "us"), ("(ns", "ns"), ("ns per", "ns"), ("per second", "1/s"), ("/s", "1/s"),
-                         ("s from", "s"), ("s until", "s"), ("rate /", "ratio")):
+    if "%" in metric or text.endswith("%"):
+        return "percent"
+    for marker, name in (("(us", "us"), ("(ns", "ns"), ("per second", "1/s"), ("/s", "1/s"), ("ns per", "ns"),
+                         ("s from", "s"), ("s until", "s"), ("s for", "s")):
         if marker in metric:
             return name
     return "count"
 
 
-def figures(results):
-    """Every table row as data, for Benchmarks/.build/results.json."""
-    table, _ = build(results)
-    return [{"workload": row[0], "metric": row[1], "roomkit": row[2], "peers": {"python": row[3]},
-             "ratio": row[4], "target": row[5], "met": row[6], "unit": unit(row[1], row[2])}
-            for row in table.rows]
+def runs_of(results):
+    """The per-run results (a results.json from before BENCH_RUNS is one run)."""
+    return results.get("runs") or [results]
 
 
 def build(results):
-    table = Table()
-    limits = []
-    roomd_rows(table, results)
-    sessions_rows(table, results, limits)
-    throughput_rows(table, results)
-    recovery_rows(table, results)
-    fanout_rows(table, results)
-    plugin_rows(table, results)
-    firehose_rows(table, results)
-    isolation_rows(table, results)
-    bot_restart_rows(table, results)
-    return table, limits
+    """Every run's table, merged into one row per figure; and the limits
+    paragraph of the first run."""
+    tables, limits = [], []
+    for index, run in enumerate(runs_of(results)):
+        table = Table()
+        collected = []
+        roomd_rows(table, run)
+        sessions_rows(table, run, collected)
+        throughput_rows(table, run)
+        recovery_rows(table, run)
+        fanout_rows(table, run)
+        plugin_rows(table, run)
+        firehose_rows(table, run)
+        isolation_rows(table, run)
+        bot_restart_rows(table, run)
+        tables.append(table)
+        if index == 0:
+            limits = collected
+    return merge(tables), limits
+
+
+def figures(results):
+    """Every figure as data, for Benchmarks/.build/results.json: workload,
+    metric, unit, RoomKit's and each peer's value (median, min, max, each
+    run's), the ratios RoomKit / peer (per run, then their median and
+    spread), the target and its verdict."""
+    merged, _ = build(results)
+    out = []
+    for row in merged:
+        out.append({"workload": row["workload"], "metric": row["metric"],
+                    "unit": unit(row["metric"], row["roomkit"]["text"]), "runs": row["runs"],
+                    "roomkit": row["roomkit"], "peers": row["peers"], "ratios": row["ratios"],
+                    "target": row["target"], "met": row["met"].replace("**", "")})
+    return out
 
 
 def render(results, command):
     machine = results["machine"]
-    table, limits = build(results)
+    merged, limits = build(results)
+    runs = len(runs_of(results))
     quick = " (BENCH_QUICK smoke run: smaller sizes, not the real figures)" if results["quick"] else ""
+    nio = machine.get("nio") or "not built"
+    pinning = results.get("pinning") or "none"
     from notes import NOTES, METHOD
     return f"""# Benchmarks
 
-RoomKit next to what a user would pick instead: a Python asyncio bot on the
-`websockets` library (`Benchmarks/peers/roomkit_peer.py`), speaking the same
-protocol to the same release-built `roomd`, in the same run. Absolute times
-on a shared machine drift; read the ratios.
+RoomKit next to what a user would pick instead, speaking the same protocol
+to the same release-built `roomd`, in the same run: a Python asyncio bot on
+the `websockets` library (`Benchmarks/peers/roomkit_peer.py`), and a Swift
+client on SwiftNIO and Vapor's websocket-kit (`Benchmarks/peers/nio-peer`).
+Absolute times on a shared machine drift; read the ratios.
 
 Written by `{command}`{quick}; do not edit by hand.
 
@@ -359,17 +494,22 @@ Written by `{command}`{quick}; do not edit by hand.
 |---|---|
 | Date | {machine['date']} |
 | Command | `{command}` (took {results.get('elapsed_s', 0):.0f} s, builds not counted) |
+| Runs | {runs}: every workload runs once per run, the runs one after another; each figure is the median run, (min-max) when the runs differ |
+| Pinning | {pinning} |
 | Machine | {machine['nproc']} cores, {machine['cpu']}, {machine['ram_gib']:.1f} GiB RAM, Linux {machine['kernel']} |
 | Shared | yes: other engineers' builds and tests ran on the same 2 cores during the run |
 | RoomKit | revision {machine['revision']}, {machine['swift']}, release build |
-| Peer | Python {machine['python']}, websockets {machine['websockets']}, default asyncio event loop, stdlib json |
+| Python peer | Python {machine['python']}, websockets {machine['websockets']}, default asyncio event loop, stdlib json |
+| NIO peer | {nio} |
 
 ## Results
 
-Ratios are RoomKit / peer: above 1x is better for rates, below 1x is better
-for memory, CPU, latency and times.
+Ratios are RoomKit / peer, taken in each run from that run's figures
+(median of the runs' ratios, min-max): above 1x is better for rates, below
+1x is better for memory, CPU, latency and times. "n/a": the side does not
+take part in that figure.
 
-{table.render()}
+{render_table(merged)}
 
 {TARGETS}
 

@@ -2,8 +2,9 @@
 # `make bench`: release-builds roomd and the benchmark executables (the
 # separate package in Benchmarks/, so `swift test` never builds them), the
 # C bench plugins, the Python peer's virtual environment, then runs every
-# workload for RoomKit and for the peer (Benchmarks/bench.py), which
-# rewrites docs/BENCHMARKS.md. BENCH_QUICK=1: a smoke run of about 2 minutes.
+# workload for RoomKit and for the peers (Benchmarks/bench.py), which
+# rewrites docs/BENCHMARKS.md. BENCH_QUICK=1: a smoke run of a few minutes
+# (one run); BENCH_RUNS=N: N runs (default 3); BENCH_PIN=0: no taskset.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
@@ -20,6 +21,14 @@ rm -f .build/release.yaml
 for product in roomd roombot roomkit-bench plugin-bench isolation-bench roomkit-plugin-host bench-noop-swift; do
     "$SWIFT" build -c release --package-path "$here" --product "$product"
 done
+
+echo "== NIO peer (Benchmarks/peers/nio-peer, its own package: never part of RoomKit's products)"
+# SwiftNIO, swift-nio-ssl's BoringSSL and websocket-kit: minutes on 2 cores the
+# first time. A failed build leaves the NIO column "n/a" rather than no page.
+if ! "$SWIFT" build -c release --package-path "$here/peers/nio-peer"; then
+    echo "NIO peer did not build: the run goes on without it" >&2
+    rm -f "$here/peers/nio-peer/.build/release/NIOPeer"
+fi
 
 echo "== C bench plugins"
 mkdir -p .build/bench-plugins

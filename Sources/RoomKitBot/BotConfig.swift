@@ -54,6 +54,11 @@ public struct BotConfig: Sendable {
     /// Bearer secret the control API requires (`Authorization: Bearer …`).
     /// Mandatory when `control` binds to anything but loopback.
     public var controlToken: String?
+    /// A token with role `service`, sent in `hello` (docs/PROTOCOL.md
+    /// "Service connections"): roomd then gives the bot's one connection its
+    /// larger request bucket, so thousands of rooms log in and resume in
+    /// seconds. nil: an ordinary connection, paced at 190 requests/s.
+    public var serviceToken: String?
     public var events: String?
     public var loginTimeout: Duration
     public var reconnectWindow: Duration
@@ -93,7 +98,7 @@ public struct BotConfig: Sendable {
         guard let root = json.objectValue else {
             throw ConfigErrors(errors: [ConfigError(file: file, field: "", problem: "must be a JSON object")])
         }
-        let known: Set<String> = ["server", "user", "auth", "rooms", "manifest", "control", "controlToken", "events",
+        let known: Set<String> = ["server", "user", "auth", "rooms", "manifest", "control", "controlToken", "serviceToken", "events",
                                   "loginTimeout", "reconnectWindow", "state", "tls", "fleet"]
         for key in root.keys.sorted() where !known.contains(key) { fail(key, "unknown field") }
 
@@ -169,6 +174,11 @@ public struct BotConfig: Sendable {
             if let text = value.stringValue, text.utf8.count >= 16 { controlToken = text }
             else { fail("controlToken", "must be a string of at least 16 characters") }
         }
+        var serviceToken: String?
+        if let value = root["serviceToken"] {
+            if let text = value.stringValue, Self.looksLikeJWT(text) { serviceToken = text }
+            else { fail("serviceToken", "must be a JWT (header.claims.signature) with role service") }
+        }
         if let control, let (host, _) = Self.hostPort(control), !Self.isLoopback(host), controlToken == nil {
             fail("control", "binds to \(host), which is not loopback: set controlToken to require authentication")
         }
@@ -204,11 +214,19 @@ public struct BotConfig: Sendable {
         self.manifest = manifest
         self.control = control
         self.controlToken = controlToken
+        self.serviceToken = serviceToken
         self.events = events
         self.loginTimeout = loginTimeout
         self.reconnectWindow = reconnectWindow
         self.stateFile = stateFile
         self.legacyStateFile = legacyStateFile
+    }
+
+    /// Three non-empty dot-separated parts: the shape of a signed JWT (its
+    /// signature and role are roomd's to check, at `hello`).
+    public static func looksLikeJWT(_ text: String) -> Bool {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 3 && parts.allSatisfy { !$0.isEmpty } && !text.contains(where: \.isWhitespace)
     }
 
     /// The store's path for a `state` path: a `.json` path (the state file

@@ -14,6 +14,8 @@ public struct BotOverrides: Sendable {
     public var rooms: [String] = []
     public var manifest: String?
     public var stateFile: String?
+    /// `--service-token`/`--service-token-file`/`ROOMBOT_SERVICE_TOKEN`: wins over the config's `serviceToken`.
+    public var serviceToken: String?
     public init() {}
 }
 
@@ -52,6 +54,7 @@ public final class BotRunner: @unchecked Sendable {
         if let control = overrides.control { config.control = control }
         if let events = overrides.events { config.events = events }
         if let manifest = overrides.manifest { config.manifest = manifest }
+        if let serviceToken = overrides.serviceToken { config.serviceToken = serviceToken }
         if let stateFile = overrides.stateFile { (config.stateFile, config.legacyStateFile) = BotConfig.storePaths(stateFile) }
         for room in overrides.rooms where !config.rooms.contains(room) { config.rooms.append(room) }
         var problems: [ConfigError] = []
@@ -60,6 +63,9 @@ public final class BotRunner: @unchecked Sendable {
         }
         for room in overrides.rooms where !RoomID.isValid(room) {
             problems.append(ConfigError(file: "--room", field: "", problem: "invalid room ID '\(room)'"))
+        }
+        if let token = overrides.serviceToken, !BotConfig.looksLikeJWT(token) {
+            problems.append(ConfigError(file: "--service-token", field: "", problem: "must be a JWT (header.claims.signature) with role service"))
         }
         if let control = config.control {
             if let (host, port) = BotConfig.hostPort(control) {
@@ -102,6 +108,7 @@ public final class BotRunner: @unchecked Sendable {
         var hostConfiguration = RoomHostConfiguration(serverURL: config.server)
         hostConfiguration.loginTimeout = config.loginTimeout
         hostConfiguration.reconnectWindow = config.reconnectWindow
+        hostConfiguration.serviceToken = config.serviceToken
         hostConfiguration.transport.tlsCAFile = config.tls?.caFile
         hostConfiguration.transport.tlsServerName = config.tls?.serverName
         // A fleet host resumes from the cursors in Redis, not from its own file.

@@ -46,6 +46,9 @@ public final class RedisClient: @unchecked Sendable {
     private var closed = false
     private var nextID: UInt = 1
     private var pending: [UInt: (deadline: UInt64, completion: (Result<RedisValue, RedisError>) -> Void)] = [:]
+    /// SUBSCRIBE callbacks: hiredis calls each one again for every message
+    /// of its channels, so they are not in `pending` (no deadline, no removal).
+    private var subscriptions: [UInt: (RedisValue) -> Void] = [:]
     private var ticker: LoopTimer?
     private var reconnectAt: UInt64?
     private var shutdownHook: Int?
@@ -93,6 +96,27 @@ public final class RedisClient: @unchecked Sendable {
             pending.removeValue(forKey: id)
             completion(.failure(RedisError(code: .disconnected, message: "redisAsyncCommandArgv failed")))
         }
+    }
+
+    /// Subscribes this connection to `channels` (it can then send no other
+    /// command: Redis's subscriber mode). `onMessage` runs on the loop thread
+    /// for each reply hiredis hands the subscription: the `subscribe`
+    /// confirmations, then every `message`, as the array Redis sends
+    /// (`["message", channel, payload]`). A lost connection ends the
+    /// subscription (not renewed on reconnect). Returns false when not
+    /// connected. Loop thread only.
+    @discardableResult
+    public func subscribe(_ channels: [String], onMessage: @escaping (RedisValue) -> Void) -> Bool {
+        loop.preconditionInEventLoop()
+        guard !closed, let context, connected, !channels.isEmpty else { return false }
+        let id = nextID
+        nextID += 1
+        subscriptions[id] = onMessage
+        if Self.send(context, ["SUBSCRIBE"] + channels, id: id) != Int32(RK_REDIS_OK) {
+            subscriptions.removeValue(forKey: id)
+            return false
+        }
+        return true
     }
 
     /// Closes the connection; pending commands fail with `.closed`. Idempotent. Loop thread only.
@@ -180,6 +204,7 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     private func failAll(_ error: RedisError) {
+        subscriptions = [:]
         let failed = pending
         pending = [:]
         for id in failed.keys.sorted() { failed[id]?.completion(.failure(error)) }
@@ -208,6 +233,10 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     fileprivate func replied(id: UInt, reply: UnsafeMutableRawPointer?) {
+        if let subscription = subscriptions[id] {
+            guard let reply else { subscriptions.removeValue(forKey: id); return }
+            return subscription(RedisValue(reply: reply.assumingMemoryBound(to: redisReply.self)))
+        }
         guard let entry = pending.removeValue(forKey: id) else { return }
         guard let reply else {
             return entry.completion(.failure(RedisError(code: .disconnected, message: "connection to \(endpoint) lost")))

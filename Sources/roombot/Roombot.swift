@@ -39,6 +39,11 @@ struct Run: AsyncParsableCommand {
     var manifest: String?
     @Option(help: "The bot's store (SQLite: rooms joined at run time, session cursors; default <config>.state.sqlite beside the config). A .json path names the old state file: imported once, the store beside it.")
     var state: String?
+    @Option(name: .customLong("service-token"),
+            help: "A token with role service for the connection's hello (shown by ps: prefer --service-token-file or ROOMBOT_SERVICE_TOKEN); overrides the config's serviceToken.")
+    var serviceToken: String?
+    @Option(name: .customLong("service-token-file"), help: "A file holding the service token (trailing newline ignored).")
+    var serviceTokenFile: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
     @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
@@ -68,6 +73,13 @@ struct Run: AsyncParsableCommand {
         overrides.rooms = rooms
         overrides.manifest = manifest.map { ($0 as NSString).expandingTildeInPath }
         overrides.stateFile = state
+        do {
+            overrides.serviceToken = try SecretOption(flag: "--service-token", fileFlag: "--service-token-file",
+                                                      environment: "ROOMBOT_SERVICE_TOKEN")
+                .resolve(value: serviceToken, file: serviceTokenFile)
+        } catch {
+            throw UsageProblems(lines: [error.description])
+        }
         SignalWatcher.unblock([SIGINT, SIGTERM])
         let runner: BotRunner
         do {

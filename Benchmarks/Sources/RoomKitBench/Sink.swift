@@ -90,6 +90,13 @@ func runSink(_ options: Options) async throws {
     let elapsed = Double(monotonicNanos() - started) / 1e9
     report(["phase": "ready", "sessions": .int(Int64(count * rooms.count)), "failed": 0, "connections": .int(Int64(count)),
             "login_s": .double(elapsed), "logins_per_s": .double(Double(count * rooms.count) / elapsed)])
+    try await serveSinkCommands(loop: loop, tally: tally)
+    _ = sinks
+}
+
+/// The stdin commands of a sink (mark, report, quit), on `tally`; shared by
+/// `sink` and `redis-sink`, so both receivers count and report alike.
+func serveSinkCommands(loop: EventLoop, tally: SinkTally) async throws {
     var markedCPU = processCPUNanos()
     for await command in stdinLines() {
         switch command {
@@ -121,5 +128,4 @@ func runSink(_ options: Options) async throws {
             note("sink: unknown command '\(command)'")
         }
     }
-    _ = sinks
 }

@@ -3,7 +3,7 @@ import Foundation
 
 // roomkit-bench: the RoomKit side of the benchmarks (see Benchmarks/bench.py,
 // which starts roomd, this program and the Python peer, and writes
-// docs/BENCHMARKS.md). Subcommands: client, send, sink.
+// docs/BENCHMARKS.md). Subcommands: client, send, sink, redis-sink, firehose.
 let arguments = CommandLine.arguments
 let options = Options(arguments.dropFirst(2))
 do {
@@ -12,8 +12,9 @@ do {
     case "send": try runSender(options)
     case "sink": try await runSink(options)
     case "firehose": try runFirehose(options)
+    case "redis-sink": try await runRedisSink(options)
     default:
-        note("usage: roomkit-bench client|send|sink|firehose [--option value ...]")
+        note("usage: roomkit-bench client|send|sink|redis-sink|firehose [--option value ...]")
         exit(2)
     }
 } catch {
