@@ -205,6 +205,7 @@ let package = Package(
         .executableTarget(
             name: "roombot",
             dependencies: [
+                "RoomKitTesting",
                 "RoomKitBot", "RoomKit", "RoomKitPluginHost", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -39,6 +39,20 @@ extension PluginManifest {
     static let isolationFields = ["isolation", "memoryLimitMB", "cpuLimitSeconds", "maxCrashes", "crashWindowSeconds",
                                   "restartBackoffMs", "hangFactor", "queueLimit", "shutdownTimeoutMs"]
 
+    /// `manifest` (a parsed `plugins.json`) with every plugin inline: its
+    /// `isolation` and supervision fields dropped. The simulator runs plugins
+    /// this way, so their calls and actions happen in a repeatable order.
+    public static func inlined(_ manifest: JSON) -> JSON {
+        guard var object = manifest.objectValue, let plugins = object["plugins"]?.arrayValue else { return manifest }
+        object["plugins"] = .array(plugins.map { entry in
+            guard var fields = entry.objectValue else { return entry }
+            for key in isolationFields { fields.removeValue(forKey: key) }
+            fields["isolation"] = "inline"
+            return .object(fields)
+        })
+        return .object(object)
+    }
+
     /// Parses `isolation` and the supervision fields of entry `at`; every
     /// problem goes to `fail(field, problem)`.
     static func parseIsolation(_ object: [String: JSON], at: String,

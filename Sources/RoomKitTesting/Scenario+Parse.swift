@@ -53,8 +53,8 @@ extension Scenario {
         self.init(steps: steps, seed: seed, user: user, server: server)
     }
 
-    static let kinds = ["login", "logout", "join", "leave", "magix", "state", "kick", "tokenWillExpire", "disconnect",
-                        "serverRestart", "expect"]
+    static let kinds = ["login", "logout", "image", "join", "leave", "magix", "state", "kick", "tokenWillExpire", "disconnect",
+                        "serverRestart", "serverError", "expect"]
 
     private static func step(_ value: JSON, index: Int, fail: (String, String) -> ScenarioError) throws(ScenarioError) -> Step {
         let at = "steps[\(index)]"
@@ -82,6 +82,7 @@ extension Scenario {
         switch name {
         case "login": kind = .login(room: try string("room"), writable: body["writable"]?.boolValue ?? true)
         case "logout": kind = .logout(room: try string("room"))
+        case "image": kind = .image(room: try string("room"), url: try string("url"))
         case "join": kind = .join(room: try string("room"), user: try string("user"), name: body["name"]?.stringValue)
         case "leave": kind = .leave(room: try string("room"), user: try string("user"))
         case "magix":
@@ -107,6 +108,9 @@ extension Scenario {
             kind = .tokenWillExpire(room: try string("room"), remaining: try milliseconds("in", default: 30_000))
         case "disconnect": kind = .disconnect(duration: try milliseconds("for"))
         case "serverRestart": kind = .serverRestart
+        case "serverError":
+            guard let code = body["code"]?.int64Value, code > 0 else { throw fail("\(path).code", "must be a positive error code") }
+            kind = .serverError(code: ErrorCode(rawValue: Int(code)), message: body["message"]?.stringValue ?? "simulated error")
         default:
             let target: Expectation.Target
             if let event = body["event"]?.objectValue, body["action"] == nil {

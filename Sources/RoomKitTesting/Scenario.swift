@@ -25,6 +25,9 @@ public struct Scenario: Sendable {
         case login(room: String, writable: Bool)
         /// The bot logs out of a room.
         case logout(room: String)
+        /// The bot inserts an image into the room's current scene, as an app
+        /// would (its URL passes through the plugins' URL interrupters).
+        case image(room: String, url: String)
         /// Another user joins or leaves a room.
         case join(room: String, user: String, name: String?)
         case leave(room: String, user: String)
@@ -40,6 +43,9 @@ public struct Scenario: Sendable {
         case disconnect(duration: Int64)
         /// The server restarts having lost every session.
         case serverRestart
+        /// The server pushes an `error` (§8) to the bot: the host raises
+        /// `throwError`, which reaches the plugins' `throw_error`.
+        case serverError(code: ErrorCode, message: String)
         /// Something must (or must not) happen within `within` ms of `at`.
         case expect(Expectation)
     }

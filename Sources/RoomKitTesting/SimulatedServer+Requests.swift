@@ -98,7 +98,16 @@ extension SimulatedServer {
             let (sessionID, _) = try session(for: envelope, on: connection)
             sessions[sessionID]?.writable = writable
             return ServerMessage.setWritableReply(id: id, writable: writable)
-        case .putScenes, .setScenePath, .removeScenes, .insertImage, .setViewMode:
+        case .insertImage(let image):
+            let (_, session) = try writableSession(envelope, on: connection)
+            var scenes = rooms[session.room]?.content.state.sceneState ?? RoomState.initial.sceneState
+            guard scenes.scenes.indices.contains(scenes.index) else { throw .invalidArgument("no current scene") }
+            scenes.scenes[scenes.index].images.append(image)
+            let patch: [String: JSON] = ["sceneState": scenes.json]
+            note(["op": "insertImage", "room": .string(session.room), "image": image.json])
+            let seq = record(session.room, .state(from: session.memberId, patch: patch), except: session.id)
+            return ServerMessage.reply(id: id, ["seq": .int(seq), "patch": .object(patch)])
+        case .putScenes, .setScenePath, .removeScenes, .setViewMode:
             throw ProtocolError(code: .internalError, message: "\(envelope.op) is not simulated")
         }
     }

@@ -233,6 +233,13 @@ public final class SimulatedServer: @unchecked Sendable {
         }
     }
 
+    /// Pushes an `error` (§8) on every open connection.
+    public func pushError(code: ErrorCode, message: String) {
+        for connection in openConnections {
+            deliveries.append(.message(connection, ServerMessage.error(ProtocolError(code: code, message: message))))
+        }
+    }
+
     /// Drops every connection; new ones are refused for `duration` ms.
     public func disconnect(for duration: Int64) {
         refuseUntil = clock() + duration

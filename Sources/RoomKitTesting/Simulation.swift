@@ -117,6 +117,9 @@ public final class Simulation: @unchecked Sendable {
             Task { _ = try? await host.loginRoom(room, user: user, writable: writable) }
         case .logout(let room):
             Task { _ = try? await host.logoutRoom(room) }
+        case .image(let room, let url):
+            let uuid = "image-\(step.index)"
+            Task { _ = try? await host.room(room)?.insertImage(Image(uuid: uuid, url: url, x: 0, y: 0, width: 100, height: 100)) }
         case .join(let room, let name, let display):
             onLoop { $0.join(room: room, user: name, name: display) }
         case .leave(let room, let name):
@@ -133,6 +136,8 @@ public final class Simulation: @unchecked Sendable {
             onLoop { $0.disconnect(for: duration) }
         case .serverRestart:
             onLoop { $0.restart() }
+        case .serverError(let code, let message):
+            onLoop { $0.pushError(code: code, message: message) }
         case .expect:
             break
         }
@@ -207,10 +212,10 @@ public final class Simulation: @unchecked Sendable {
             switch expectation.target {
             case .event(let fields):
                 seen = lines.filter { window.contains($0.at) && Self.matches(fields, $0.fieldsWithName) }.count
-                what = "event \(JSON.object(fields).jsonString)"
+                what = "event \(Self.text(fields))"
             case .action(let fields):
                 seen = actions.filter { window.contains($0.at) && Self.matches(fields, $0.fields) }.count
-                what = "action \(JSON.object(fields).jsonString)"
+                what = "action \(Self.text(fields))"
             }
             if let count = expectation.count, seen != count {
                 failures.append(Failure(step: step.index, at: step.at,
@@ -220,6 +225,11 @@ public final class Simulation: @unchecked Sendable {
             }
         }
         return failures
+    }
+
+    /// `fields` as JSON with sorted keys, so messages repeat.
+    static func text(_ fields: [String: JSON]) -> String {
+        String(decoding: JSON.object(fields).serialized(sortedKeys: true), as: UTF8.self)
     }
 
     /// Whether `actual` has every field of `expected` (objects compared the same way, recursively).

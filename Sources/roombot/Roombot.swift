@@ -14,7 +14,7 @@ struct Roombot: AsyncParsableCommand {
         commandName: "roombot",
         abstract: "Keeps a bot in many rooms, with plugins, a control API and an event log.",
         version: "roombot \(BuildInfo.versionText)",
-        subcommands: [Run.self, Replay.self, Check.self, NewPlugin.self])
+        subcommands: [Run.self, Replay.self, Check.self, Simulate.self, NewPlugin.self])
 }
 
 /// Problems to print one per line before exiting 2.
