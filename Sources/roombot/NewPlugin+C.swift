@@ -9,6 +9,7 @@ extension Scaffold {
             "test_plugin.c": cTest,
             "Makefile": cMakefile,
             "plugins.json": manifest(library: "lib\(name).so"),
+            "scenario.json": scenario,
             "README.md": cReadme,
             ".gitignore": "*.so\ntest_plugin\n",
         ]
@@ -139,6 +140,8 @@ extension Scaffold {
         $(error pkg-config cannot find roomkit-plugin: install RoomKit (make install PREFIX=...) and set PKG_CONFIG_PATH=<prefix>/lib/pkgconfig)
         endif
         ROOMKIT_CFLAGS := $(shell pkg-config --cflags roomkit-plugin)
+        # The simulator (`make install` of RoomKit puts roombot on PATH).
+        ROOMBOT ?= roombot
 
         all: $(LIB) test
 
@@ -148,8 +151,10 @@ extension Scaffold {
         test_plugin: test_plugin.c $(LIB)
         \t$(CC) $(CFLAGS) $(ROOMKIT_CFLAGS) -o $@ test_plugin.c -ldl
 
+        # The unit test, then scenario.json in roombot's simulator (virtual time).
         test: test_plugin
         \t./test_plugin ./$(LIB)
+        \t$(ROOMBOT) simulate --manifest plugins.json --script scenario.json
 
         clean:
         \trm -f $(LIB) test_plugin

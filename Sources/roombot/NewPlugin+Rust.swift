@@ -23,6 +23,8 @@ extension Scaffold {
             "src/abi.rs": rustABI,
             "src/json.rs": rustJSON,
             "plugins.json": manifest(library: "target/release/lib\(identifier).so"),
+            "scenario.json": scenario,
+            "tests/simulate.rs": rustSimulateTest,
             "README.md": rustReadme,
             ".gitignore": "target/\nCargo.lock\n",
         ]
@@ -373,5 +375,31 @@ extension Scaffold {
         }
 
         """#
+    }
+
+    /// An integration test that runs scenario.json in `roombot simulate`
+    /// against the release library (`cargo build --release` first).
+    var rustSimulateTest: String {
+        """
+        // scenario.json in roombot's simulator: the release library, loaded as
+        // the bot loads it, against scripted rooms in virtual time.
+        use std::path::Path;
+        use std::process::Command;
+
+        #[test]
+        fn scenario_holds_in_the_simulator() {
+            let dir = env!("CARGO_MANIFEST_DIR");
+            let library = Path::new(dir).join("target/release/lib\(identifier).so");
+            assert!(library.exists(), "build the library first: cargo build --release");
+            let roombot = std::env::var("ROOMBOT").unwrap_or_else(|_| "roombot".to_string());
+            let output = Command::new(&roombot)
+                .args(["simulate", "--manifest", "plugins.json", "--script", "scenario.json"])
+                .current_dir(dir)
+                .output()
+                .expect("roombot on PATH (make install of RoomKit), or ROOMBOT=/path/to/roombot");
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        }
+
+        """
     }
 }

@@ -58,6 +58,7 @@ extension Scaffold {
 
                 """,
             "Tests/\(typeName)Tests/\(typeName)Tests.swift": """
+                import Foundation
                 import RoomKitPluginSDK
                 import RoomKitProtocol
                 import XCTest
@@ -71,10 +72,29 @@ extension Scaffold {
                         XCTAssertEqual(reply?.1, ["greeting": "hi", "to": 7])
                         XCTAssertNil(\(typeName).reply(to: MagixMessage(room: "lobby", from: 7, event: "other", payload: .null), config: .null))
                     }
+
+                    /// scenario.json in roombot's simulator: the built library, loaded as
+                    /// the bot loads it, against scripted rooms in virtual time.
+                    func testScenarioHoldsInTheSimulator() throws {
+                        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                            .deletingLastPathComponent().deletingLastPathComponent()
+                        let process = Process()
+                        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                        process.arguments = [ProcessInfo.processInfo.environment["ROOMBOT"] ?? "roombot",
+                                             "simulate", "--manifest", "plugins.json", "--script", "scenario.json"]
+                        process.currentDirectoryURL = root
+                        let errors = Pipe()
+                        process.standardError = errors
+                        try process.run()
+                        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                        process.waitUntilExit()
+                        XCTAssertEqual(process.terminationStatus, 0, text)
+                    }
                 }
 
                 """,
             "plugins.json": manifest(library: ".build/debug/lib\(name).so"),
+            "scenario.json": scenario,
             "README.md": """
                 # \(name)
 

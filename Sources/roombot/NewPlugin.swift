@@ -4,7 +4,8 @@ import RoomKitCLI
 
 /// `roombot new-plugin NAME --lang c|swift|rust [--dir DIR]`: writes a
 /// complete, buildable plugin project (source, build file, plugins.json, a
-/// README that builds and loads it in two commands, and a passing test).
+/// scenario for `roombot simulate`, a README that builds and loads it in two
+/// commands, and a passing test that runs the scenario too).
 struct NewPlugin: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "new-plugin",
@@ -81,9 +82,46 @@ struct Scaffold {
         """
     }
 
+    /// The scaffold's scenario for `roombot simulate` (docs/PLUGINS.md): a
+    /// ping answered with the manifest's greeting, and with the `vip-*`
+    /// rooms' one from `roomConfig`.
+    var scenario: String {
+        """
+        {
+          "seed": 1,
+          "steps": [
+            {"at": 0, "login": {"room": "lobby"}},
+            {"at": 100, "join": {"room": "lobby", "user": "alice"}},
+            {"at": 500, "magix": {"room": "lobby", "from": "alice", "event": "ping"}},
+            {"at": 500, "expect": {"within": 100, "count": 1,
+                                   "action": {"op": "magix", "room": "lobby", "event": "pong", "payload": {"greeting": "hello", "to": 2}}}},
+            {"at": 600, "magix": {"room": "lobby", "from": "alice", "event": "chat", "payload": "ping"}},
+            {"at": 600, "expect": {"within": 400, "count": 0, "action": {"op": "magix", "room": "lobby", "event": "pong"}}},
+            {"at": 1000, "login": {"room": "vip-lounge"}},
+            {"at": 1500, "magix": {"room": "vip-lounge", "from": "bob", "event": "ping"}},
+            {"at": 1500, "expect": {"within": 100, "count": 1,
+                                    "action": {"op": "magix", "room": "vip-lounge", "event": "pong", "payload": {"greeting": "welcome back"}}}}
+          ]
+        }
+
+        """
+    }
+
     /// What every scaffold's README says about running it for real.
     var runSection: String {
         """
+        ## Test it in the simulator
+
+        The test above also runs `scenario.json` in roombot's simulator: the
+        library loaded as the bot loads it, against scripted rooms in virtual
+        time (a ping answered in `lobby`, the `vip-*` greeting in `vip-lounge`).
+        Add steps for what your plugin must survive (kicks, token expiry, a
+        20-minute outage) and run it alone with
+
+            roombot simulate --manifest plugins.json --script scenario.json --events -
+
+        (docs/PLUGINS.md, "Test with the simulator", has the format).
+
         ## Run it in a bot
 
         `roombot check` above maps the library and checks its ABI and hooks.

@@ -94,8 +94,10 @@ final class ScaffoldTests: XCTestCase {
         let env = try environment(project)
         let commands = readmeCommands(try String(contentsOfFile: project + "/README.md", encoding: .utf8))
         XCTAssertEqual(commands.count, 2, "the README builds and loads in two commands: \(commands)")
+        var outputs = ""
         for command in commands {
             let (status, output) = try shell(command, in: project, environment: env)
+            outputs += output
             // The Swift scaffold resolves RoomKit's own dependencies (swift-log, …):
             // with neither a network nor SwiftPM's cache that cannot work here.
             if status != 0, lang == "swift", output.contains("Failed to clone") || output.contains("Couldn't fetch")
@@ -105,6 +107,10 @@ final class ScaffoldTests: XCTestCase {
             XCTAssertEqual(status, 0, "\(command):\n\(output)")
             if status != 0 { return }
         }
+        // The test the README runs includes scenario.json in roombot's simulator.
+        let simulated = ["c": "scenario.json: 3 expectation(s) held", "rust": "test scenario_holds_in_the_simulator ... ok",
+                         "swift": "testScenarioHoldsInTheSimulator' passed"][lang]!
+        XCTAssertTrue(outputs.contains(simulated), "the scaffold's test ran its scenario: \(outputs.suffix(2000))")
 
         // roombot run with the scaffold's own manifest.
         let events = harness.directory + "/events.ndjson"
