@@ -79,7 +79,7 @@ check-sanitizers: bootstrap
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan -Xlinker --export-dynamic
 	ROOMKIT_SANITIZED=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --disable-swift-testing
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan -Xlinker --export-dynamic
-	ROOMKIT_SANITIZED=1 LSAN_OPTIONS="suppressions=$(CURDIR)/scripts/lsan.supp$${LSAN_OPTIONS:+:$$LSAN_OPTIONS}" \
+	ROOMKIT_SANITIZED=1 LSAN_OPTIONS="suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0$${LSAN_OPTIONS:+:$$LSAN_OPTIONS}" \
 		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan --disable-swift-testing
 
 # Release binaries, the shipped plugins (lib/roomkit/plugins/), the plugin

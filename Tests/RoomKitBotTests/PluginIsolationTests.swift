@@ -19,7 +19,7 @@ final class PluginIsolationTests: XCTestCase {
             // A sanitizer slows the plugin process 5-15x: a hook that would
             // crash must not look hung first (make check-sanitizers).
             supervision: ["maxCrashes": 2, "crashWindowSeconds": 60, "memoryLimitMB": 96,
-                          "hangFactor": ProcessInfo.processInfo.environment["ROOMKIT_SANITIZED"] != nil ? 20 : 4])
+                          "hangFactor": .int(Int64(Self.hangFactor))])
         try await scenario.send(twenty)
         try await scenario.send([.string("hall-event")], in: "hall")
         await eventually(10, file: file, line: line, "quarantined") { scenario.statusLines("quarantined").count == 1 }
@@ -56,9 +56,14 @@ final class PluginIsolationTests: XCTestCase {
         try await assertCrashLoopIsContained(IsolationPlugins.exit3, expect: "exited with code 3")
     }
 
+    /// A sanitizer slows the plugin process 5-15x: a hook that would crash
+    /// must not look hung first (make check-sanitizers).
+    static let hangFactor = ProcessInfo.processInfo.environment["ROOMKIT_SANITIZED"] != nil ? 20 : 4
+
     func testHangForever_isKilledAfterTimeoutTimesHangFactor_restartedThenQuarantined() async throws {
-        // timeoutMs 50 × hangFactor 4: killed after 200 ms.
-        try await assertCrashLoopIsContained(IsolationPlugins.hang, expect: "hung: a call ran longer than 0.2 seconds")
+        // timeoutMs 50 × hangFactor 4: killed after 200 ms (1 s under a sanitizer: × 20).
+        let bound = Self.hangFactor == 4 ? "0.2" : "1.0"
+        try await assertCrashLoopIsContained(IsolationPlugins.hang, expect: "hung: a call ran longer than \(bound) seconds")
     }
 
     func testAllocatingPastMemoryLimit_isACrashWithItsReason() async throws {
