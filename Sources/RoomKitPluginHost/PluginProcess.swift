@@ -92,6 +92,14 @@ final class PluginProcess: @unchecked Sendable {
         descriptor.initialize(to: roomkit_plugin())
     }
 
+    /// Only a process that failed to map is ever freed (a mapped one is
+    /// retained for good with its descriptor, see `map`): its descriptor was
+    /// never handed out, so it goes with it.
+    deinit {
+        descriptor.deinitialize(count: 1)
+        descriptor.deallocate()
+    }
+
     // MARK: Mapping (the process replaces dlopen)
 
     /// Starts the plugin's process, which maps the library and checks its
