@@ -87,5 +87,29 @@ public enum EventLogFormat {
         }
         line.append(contentsOf: "}\n".utf8)
         return line
+
+extension RoomEvent {
+    /// Appends `logFields` as compact JSON text to `buffer`: the room-event
+    /// payload plugins receive. A magix event (the hot path) is written
+    /// straight from its fields, in the order room, seq, from, event,
+    /// payload, replayed, without building a dictionary; every other event
+    /// serializes `logFields`. Object key order is not part of the payload's
+    /// contract (it was the dictionary's order before).
+    package func appendLogFieldsJSON(to buffer: inout [UInt8]) {
+        guard case .magix(let magix) = self else {
+            return JSON.object(logFields).serialize(into: &buffer)
+        }
+        buffer.append(contentsOf: #"{"room":"#.utf8)
+        JSON.string(magix.room).serialize(into: &buffer)
+        buffer.append(contentsOf: #","seq":"#.utf8)
+        JSON.int(magix.seq).serialize(into: &buffer)
+        buffer.append(contentsOf: #","from":"#.utf8)
+        JSON.int(magix.from).serialize(into: &buffer)
+        buffer.append(contentsOf: #","event":"#.utf8)
+        JSON.string(magix.event).serialize(into: &buffer)
+        buffer.append(contentsOf: #","payload":"#.utf8)
+        magix.payload.serialize(into: &buffer)
+        if magix.replayed { buffer.append(contentsOf: #","replayed":true"#.utf8) }
+        buffer.append(UInt8(ascii: "}"))
     }
 }

@@ -3,23 +3,22 @@ import Logging
 import RoomKitLoop
 
 /// A room event held back from a plugin while its state moves to a new version.
-struct HeldEvent: Sendable {
-    let kind: Int32
-    let room: String
-    let payload: String
-}
+typealias HeldEvent = PluginRoomEvent
 
 extension PluginPlatformState {
     /// Buffers the event when `plugin` is being reloaded (true), so that it
     /// reaches exactly one version, in order, once the hand-off has an
     /// outcome. Called on the loop thread by dispatch.
-    func hold(_ plugin: String, kind: Int32, room: String, payload: String) -> Bool {
+    func hold(_ plugin: String, _ event: PluginRoomEvent) -> Bool {
         held.withLock { held in
             guard held[plugin] != nil else { return false }
-            held[plugin]?.append(HeldEvent(kind: kind, room: room, payload: payload))
+            held[plugin]?.append(event)
             return true
         }
     }
+
+    /// Whether any plugin's events are being held (one check per event).
+    var holding: Bool { held.withLock { !$0.isEmpty } }
 }
 
 /// Why a reload was rolled back (the old version keeps running, with its state).
@@ -71,8 +70,9 @@ extension PluginManager {
             let held = platform.held.withLock { $0.removeValue(forKey: name) } ?? []
             let target = outcome == nil ? new : old
             if outcome == nil { activate(new) }
-            let calls = held.compactMap { target.roomEventCall(kind: $0.kind, room: $0.room, payload: $0.payload) }
-            target.post(batch: calls)
+            if target.hasRoomEventHook {
+                target.post(roomEvents: held)
+            }
             return outcome == nil
         }) ?? false
         if switched {

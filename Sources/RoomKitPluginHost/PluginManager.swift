@@ -56,7 +56,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     private let listener: @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void
     /// Loop thread only: the room events raised during the current loop turn,
     /// per plugin in order, posted as one batch per plugin when the turn ends.
-    private var turnBatch: [(runtime: PluginRuntime, calls: [@Sendable () -> Void])] = []
+    private var turnBatch: [(runtime: PluginRuntime, events: [PluginRoomEvent])] = []
+    /// Loop thread only: where `dispatch` writes each event's payload text.
+    private var payloadBuffer: [UInt8] = []
 
     /// `onStatus` is called for every plugin status change (event log `plugin` lines).
     ///
@@ -242,33 +244,54 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
 
     // MARK: Dispatch
 
-    /// Room and magix events, on the loop thread, in the order raised.
+    /// Room and magix events, on the loop thread, in the order raised. The
+    /// payload text is written once per event (only when a plugin takes it)
+    /// and shared by every plugin; no closure or dictionary per call.
     private func dispatch(_ event: RoomEvent) {
         if case .throwError(let domain, let code, let message) = event {
             flushTurn()  // keep the order of what the plugins hear
             return throwError(domain: domain, code: code, message: message)
         }
         guard let room = event.room, let kind = Self.kind(of: event) else { return }
-        let payload = JSON.object(event.logFields).jsonString
         let isMagix = kind == ROOMKIT_ROOM_MAGIX
-        for runtime in active {
+        let all = runtimes.withLock { $0 }
+        var call: PluginRoomEvent?
+        var holding: Bool?
+        for runtime in all {
             let spec = runtime.spec
             guard spec.hooks.contains(.room) || (isMagix && spec.hooks.contains(.magix)) else { continue }
             guard spec.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
             // Kinds added in ABI 1.1 reach only plugins built against 1.1 or later.
             if kind == ROOMKIT_ROOM_RESYNC && runtime.descriptor.pointee.abi_minor < 1 { continue }
-            guard let call = runtime.roomEventCall(kind: Int32(kind.rawValue), room: room, payload: payload) else { continue }
-            if platform.hold(spec.name, kind: Int32(kind.rawValue), room: room, payload: payload) { continue }
+            guard runtime.hasRoomEventHook, runtime.isActive else { continue }
+            let event = call ?? Self.roomEventCall(event, kind: kind, room: room, buffer: &payloadBuffer)
+            call = event
+            if holding ?? platform.holding {
+                holding = true
+                if platform.hold(spec.name, event) { continue }
+            } else {
+                holding = false
+            }
             if turnBatch.isEmpty, !host.loop.execute({ [weak self] in self?.flushTurn() }) {
-                runtime.post(call)  // the loop is shutting down: no turn end to wait for
+                runtime.post(roomEvents: [event])  // the loop is shutting down: no turn end to wait for
                 continue
             }
             if let index = turnBatch.firstIndex(where: { $0.runtime === runtime }) {
-                turnBatch[index].calls.append(call)
+                turnBatch[index].events.append(event)
             } else {
-                turnBatch.append((runtime, [call]))
+                turnBatch.append((runtime, [event]))
             }
         }
+    }
+
+    /// The on_room_event call for `event`: its payload is `logFields` as
+    /// compact JSON (RoomEvent.appendLogFieldsJSON), NUL-terminated.
+    static func roomEventCall(_ event: RoomEvent, kind: roomkit_room_event_kind, room: String,
+                              buffer: inout [UInt8]) -> PluginRoomEvent {
+        buffer.removeAll(keepingCapacity: true)
+        event.appendLogFieldsJSON(to: &buffer)
+        buffer.append(0)
+        return PluginRoomEvent(kind: Int32(kind.rawValue), room: room, payload: Array(buffer))
     }
 
     /// Posts the current turn's room events: one queue hop per plugin per
@@ -276,7 +299,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     func flushTurn() {
         let batch = turnBatch
         turnBatch.removeAll(keepingCapacity: true)
-        for (runtime, calls) in batch { runtime.post(batch: calls) }
+        for (runtime, events) in batch { runtime.post(roomEvents: events) }
     }
 
     /// Fans a player event out to plugins declaring `player`.

@@ -354,6 +354,7 @@ extension PluginRuntime {
         let changed = state.withLock { counters -> Bool in
             guard counters.status == .loaded else { return false }
             counters.status = .quarantined
+            loaded.store(false, ordering: .releasing)
             counters.reason = reason
             return true
         }

@@ -22,11 +22,20 @@ struct OutstandingCalls {
     /// Adds a call posted at `now` (uptime ns). Returns its sequence number
     /// and whether the caller must schedule a watchdog check (none pending).
     mutating func add(now: UInt64) -> (sequence: UInt64, arm: Bool) {
-        nextSequence &+= 1
+        add(count: 1, now: now)
+    }
+
+    /// Adds `count` calls posted together at `now`; returns the first one's
+    /// sequence number (the others follow it) and whether to arm.
+    mutating func add(count: Int, now: UInt64) -> (sequence: UInt64, arm: Bool) {
         if head == posted.count { headSince = now }
-        posted.append(nextSequence)
+        let first = nextSequence &+ 1
+        for _ in 0..<count {
+            nextSequence &+= 1
+            posted.append(nextSequence)
+        }
         defer { armed = true }
-        return (nextSequence, !armed)
+        return (first, !armed)
     }
 
     /// Marks call `sequence` finished at `now`; false when the watchdog had
@@ -67,29 +76,133 @@ struct OutstandingCalls {
     }
 }
 
+/// One `on_room_event` call of a loop turn: the room and the payload text
+/// are built once per event and shared by every plugin that gets it.
+struct PluginRoomEvent: Sendable {
+    let kind: Int32
+    let room: String
+    /// The payload's UTF-8 JSON text, NUL-terminated (handed to C as is).
+    let payload: [UInt8]
+
+    init(kind: Int32, room: String, payload: [UInt8]) {
+        self.kind = kind
+        self.room = room
+        self.payload = payload
+    }
+
+    init(kind: Int32, room: String, payload: String) {
+        self.init(kind: kind, room: room, payload: Array(payload.utf8) + [0])
+    }
+
+    /// The payload text without its NUL (tests, hand-off).
+    var payloadText: String { String(decoding: payload.dropLast(), as: UTF8.self) }
+}
+
+/// Work posted to a plugin and not yet taken by its queue, in post order,
+/// each with the sequence number of its first watched call. Its own lock
+/// (not the watchdog's), so the loop posting a batch and the plugin's thread
+/// finishing calls rarely wait for each other.
+struct PendingWork {
+    var work: [(first: UInt64, work: PluginWork)] = []
+    /// Whether a drain of `work` is queued or running on the plugin's queue.
+    var draining = false
+}
+
+/// What a plugin's queue runs, in post order (`PluginRuntime.enqueue`).
+enum PluginWork: Sendable {
+    /// Watched calls, each counted on its own.
+    case calls([@Sendable () -> Void])
+    /// Watched `on_room_event` calls, each counted on its own.
+    case roomEvents([PluginRoomEvent])
+    /// Not a hook call (on_load, the URL chain, state hand-off): neither
+    /// watched nor counted here; `callAndWait` times it.
+    case unwatched(@Sendable () -> Void)
+}
+
 extension PluginRuntime {
     /// Fire-and-forget calls, run in order on the plugin's queue in one hop
     /// (one wake-up of its thread for the whole batch). Each call is watched
     /// and counted on its own, exactly as if posted alone.
     func post(batch bodies: [@Sendable () -> Void]) {
         guard isActive, !bodies.isEmpty else { return }
-        let posted = DispatchTime.now().uptimeNanoseconds
-        let (first, arm) = outstanding.withLock { calls -> (UInt64, Bool) in
-            let (first, arm) = calls.add(now: posted)
-            for _ in 1..<bodies.count { _ = calls.add(now: posted) }
-            return (first, arm)
+        enqueue(.calls(bodies), watched: bodies.count)
+    }
+
+    /// A loop turn's room events for this plugin, run in order like
+    /// `post(batch:)`, without a closure per call.
+    func post(roomEvents events: [PluginRoomEvent]) {
+        guard isActive, !events.isEmpty else { return }
+        enqueue(.roomEvents(events), watched: events.count)
+    }
+
+    /// Appends `work` to the plugin's list and wakes its queue only when no
+    /// drain is queued or running: under load the plugin's thread runs batch
+    /// after batch without a hop (and a thread wake-up) per batch. Everything
+    /// runs in post order; `callAndWait` goes through here too, so it keeps
+    /// its place among posted calls.
+    func enqueue(_ work: PluginWork, watched count: Int) {
+        var first: UInt64 = 0
+        if count > 0 {
+            let posted = DispatchTime.now().uptimeNanoseconds
+            let arm: Bool
+            (first, arm) = outstanding.withLock { $0.add(count: count, now: posted) }
+            if arm { armWatchdog(at: posted) }
         }
-        if arm { armWatchdog(at: posted) }
-        queue.async { [self] in
+        let wake = pending.withLock { pending -> Bool in
+            pending.work.append((first, work))
+            defer { pending.draining = true }
+            return !pending.draining
+        }
+        if wake { queue.async { [self] in drain() } }
+    }
+
+    /// Runs posted work until none is left (on the plugin's queue).
+    private func drain() {
+        while true {
+            let taken = pending.withLock { pending -> [(first: UInt64, work: PluginWork)] in
+                let taken = pending.work
+                pending.work = []
+                if taken.isEmpty { pending.draining = false }
+                return taken
+            }
+            if taken.isEmpty { return }
+            for (first, work) in taken { run(work, first: first) }
+        }
+    }
+
+    private func run(_ work: PluginWork, first: UInt64) {
+        var last = DispatchTime.now().uptimeNanoseconds
+        switch work {
+        case .unwatched(let body):
+            body()
+        case .calls(let bodies):
             for (offset, body) in bodies.enumerated() {
-                let started = DispatchTime.now()
                 body()
-                // Not a success if the watchdog already counted it as overrun.
-                if outstanding.withLock({ $0.finish(first &+ UInt64(offset), now: DispatchTime.now().uptimeNanoseconds) }) {
-                    record(failure: nil, started: started)
+                last = finished(first &+ UInt64(offset), started: last)
+            }
+        case .roomEvents(let events):
+            for (offset, event) in events.enumerated() {
+                event.room.withCString { room in
+                    event.payload.withUnsafeBufferPointer { payload in
+                        payload.withMemoryRebound(to: CChar.self) {
+                            descriptor.pointee.on_room_event?(descriptor.pointee.`self`, event.kind, room, $0.baseAddress)
+                        }
+                    }
                 }
+                last = finished(first &+ UInt64(offset), started: last)
             }
         }
+    }
+
+    /// Marks watched call `sequence` finished now: a success unless the
+    /// watchdog already counted it as overrun. One clock read per call: it
+    /// ends this call and starts the next. Returns now.
+    private func finished(_ sequence: UInt64, started: UInt64) -> UInt64 {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if outstanding.withLock({ $0.finish(sequence, now: now) }) {
+            record(failure: nil, nanoseconds: now &- started)
+        }
+        return now
     }
 
     private var timeoutNanoseconds: UInt64 {

@@ -49,6 +49,12 @@ final class PluginRuntime: @unchecked Sendable {
     let state = LockedValue(Counters())
     /// Posted calls not yet finished, oldest first (the watchdog's list).
     let outstanding = LockedValue(OutstandingCalls())
+    /// Work posted and not yet run (PluginRuntime+Watchdog.swift).
+    let pending = LockedValue(PendingWork())
+    /// `state.status == .loaded`, mirrored on every status change so the
+    /// loop can check it per event without taking the lock the plugin's
+    /// thread takes per call.
+    let loaded = Atomic<Bool>(true)
     private let table: UnsafeMutablePointer<roomkit_host_api>
     weak var actions: (any PluginHostActions)?
     let onQuarantine: @Sendable (PluginRuntime, String) -> Void
@@ -76,7 +82,7 @@ final class PluginRuntime: @unchecked Sendable {
         PluginLoader.keepForProcessLifetime(UnsafeRawPointer(table))
     }
 
-    var isActive: Bool { state.withLock { $0.status == .loaded } }
+    var isActive: Bool { loaded.load(ordering: .acquiring) }
 
     /// Calls on_load with the manifest's config and waits for it (bounded by a
     /// generous multiple of the timeout: loading may read files).
@@ -100,6 +106,7 @@ final class PluginRuntime: @unchecked Sendable {
             defer { if counters.status == .loaded { counters.status = .unloaded } }
             return counters.status == .loaded
         }
+        loaded.store(false, ordering: .releasing)
         let all = timerLock.withLock { () -> [any DispatchSourceTimer] in
             defer { timerTable.removeAll() }
             return Array(timerTable.values)
@@ -111,14 +118,9 @@ final class PluginRuntime: @unchecked Sendable {
 
     // MARK: Hooks (each reads the immutable descriptor on the plugin's queue)
 
-    /// The body of one on_room_event call (nil when the plugin has no such
-    /// hook); the manager posts a loop turn's calls as one batch.
-    func roomEventCall(kind: Int32, room: String, payload: String) -> (@Sendable () -> Void)? {
-        guard descriptor.pointee.on_room_event != nil else { return nil }
-        return { [self] in
-            room.withCString { r in payload.withCString { descriptor.pointee.on_room_event?(descriptor.pointee.`self`, kind, r, $0) } }
-        }
-    }
+    /// Whether the plugin has an on_room_event hook; the manager posts a
+    /// loop turn's room events to it as one batch (`post(roomEvents:)`).
+    var hasRoomEventHook: Bool { descriptor.pointee.on_room_event != nil }
 
     func playerEvent(kind: Int32, room: String, payload: String) {
         guard descriptor.pointee.on_player_event != nil else { return }
@@ -157,11 +159,11 @@ final class PluginRuntime: @unchecked Sendable {
         let result = LockedValue<T??>(nil)
         let done = DispatchSemaphore(value: 0)
         let started = DispatchTime.now()
-        queue.async {
+        enqueue(.unwatched {
             let value = body()
             result.withLock { $0 = .some(value) }
             done.signal()
-        }
+        }, watched: 0)
         let limit = timeout ?? spec.timeout
         if done.wait(timeout: .now() + .nanoseconds(Int(limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000))) == .timedOut {
             if counted { record(failure: "a call took longer than \(limit)", started: started) }
@@ -186,7 +188,11 @@ final class PluginRuntime: @unchecked Sendable {
     }
 
     func record(failure: String?, started: DispatchTime) {
-        let elapsed = DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds
+        record(failure: failure, nanoseconds: DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds)
+    }
+
+    /// Counts one call that took `elapsed` ns (a failure when `failure` is set).
+    func record(failure: String?, nanoseconds elapsed: UInt64) {
         metrics.record(nanoseconds: elapsed, failed: failure != nil)
         let quarantined = state.withLock { counters -> String? in
             counters.calls += 1
@@ -199,6 +205,7 @@ final class PluginRuntime: @unchecked Sendable {
             counters.consecutiveFailures += 1
             guard counters.status == .loaded, counters.consecutiveFailures >= Self.quarantineAfter else { return nil }
             counters.status = .quarantined
+            loaded.store(false, ordering: .releasing)
             let reason = "\(counters.consecutiveFailures) failures in a row; last: \(failure)"
             counters.reason = reason
             return reason
