@@ -87,6 +87,8 @@ public enum EventLogFormat {
         }
         line.append(contentsOf: "}\n".utf8)
         return line
+    }
+}
 
 extension RoomEvent {
     /// Appends `logFields` as compact JSON text to `buffer`: the room-event
