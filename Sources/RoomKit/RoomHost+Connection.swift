@@ -60,7 +60,7 @@ extension RoomHost {
         case .becameReady:
             logger.debug("connection ready", metadata: ["server": "\(url)"])
             flushOutbox()
-            for record in Array(sessions.values) { run(.connectionReady, on: record) }
+            for record in Array(sessions.values) { sessionConnectionReady(record) }
         case .none:
             break
         }
@@ -91,7 +91,7 @@ extension RoomHost {
             if drop.lost {
                 logger.info("connection lost", metadata: ["why": "\(drop.why)"])
                 failPending(RoomError.interrupted("a request"))
-                for record in Array(sessions.values) { run(.connectionLost(drop.why), on: record) }
+                for record in Array(sessions.values) { sessionConnectionLost(record, why: drop.why) }
             }
         case .none:
             break
@@ -154,7 +154,7 @@ extension RoomHost {
         linkTick()
         for (roomID, generation) in deadlines.popDue(now) {
             guard let record = sessions[roomID], record.generation == generation else { continue }
-            run(.deadlinePassed, on: record)
+            sessionDeadlinePassed(record)
         }
         if !pending.isEmpty {
             let expired = pending.filter { $0.value.deadline.map { $0 <= UInt64(now) } ?? false }

@@ -117,7 +117,7 @@ extension RoomHost {
             emit(.throwError(domain: "server", code: error.code, message: error.message), room: nil)
         case .kicked(let roomID, let code, let reason):
             guard let record = sessions[roomID] else { return }
-            run(.kicked(code, reason), on: record)
+            sessionKicked(record, code: code, message: reason)
         case .tokenWillExpire(let roomID, let remaining):
             guard let record = sessions[roomID] else { return }
             emit(.tokenWillExpire(room: roomID, remaining: remaining), room: record.room)

@@ -39,6 +39,8 @@ final class SessionRecord {
     var cursorDirty = false
     /// Extended data for the next LOGINED / RECONNECTED report.
     var reportExtras: [String: JSON] = [:]
+    /// The phase last reported (`firePhaseChanged` fires on a change only).
+    var phase: RoomPhase = .disconnected
 
     init(room: Room, machine: RoomSessionMachine, user: LoginUser, token: String, wantsWritable: Bool) {
         self.room = room
@@ -62,7 +64,7 @@ extension RoomHost {
         restoreCursor(record)
         record.startedFromStore = record.restored != nil
         ensureTicker()
-        run(.loginRequested, on: record)
+        beginLogin(record)
         updateConnectionWanted()
     }
 
@@ -71,7 +73,7 @@ extension RoomHost {
     func startImpossibleLogin(_ roomID: String, user: LoginUser, writable: Bool, error: RoomError,
                               continuation: CheckedContinuation<Void, any Error>) {
         guard let record = idleDriver(roomID, user: user, token: "", writable: writable, continuation: continuation) else { return }
-        run(.loginImpossible(error.code, error.message), on: record)
+        failImpossibleLogin(record, code: error.code, message: error.message)
     }
 
     /// The room's record, made or reused for a new login with `continuation`
@@ -114,82 +116,201 @@ extension RoomHost {
         if case .logining(sent: true, _, _) = record.machine.state, let id = record.loginRequestID, withdrawQueued(id) {
             // The login never left the outbox (pacing): cancel it rather
             // than wait for a reply to a request the server will never see.
-            run(.loginWithdrawn, on: record)
+            record.machine.loginWithdrawn()
         }
-        run(.logoutRequested, on: record)
+        requestLogout(record)
     }
 
-    /// Feeds the session machine and performs what it asks.
-    func run(_ input: RoomSessionMachine.Input, on record: SessionRecord) {
-        let actions = record.machine.handle(input, now: nowMonotonic, connectionReady: link.isReady)
-        for action in actions { perform(action, record) }
+    // The driver: each machine input is called here, and each result
+    // becomes its effects in the order the seed's callbacks expect. The
+    // machine decides what happened; the order of reports, timers, requests
+    // and the pending calls is decided in this one place.
+
+    func beginLogin(_ record: SessionRecord) {
+        switch record.machine.loginRequested(now: nowMonotonic, connectionReady: link.isReady) {
+        case .begin(let deadline, let send):
+            report(.logining, .success, record)
+            setDeadline(deadline, record)
+            if send { sendLogin(record, resume: false) }
+        case .none:
+            break
+        }
     }
 
-    private func perform(_ action: RoomSessionMachine.Action, _ record: SessionRecord) {
-        let room = record.room
-        switch action {
-        case .sendLogin(let resume):
-            sendLogin(record, resume: resume)
+    func failImpossibleLogin(_ record: SessionRecord, code: ErrorCode, message: String) {
+        switch record.machine.loginImpossible(code, message) {
+        case .fail(let error):
+            report(.logining, .success, record)
+            report(.loginFailed, error.code, record)
+            finishLogin(record, error)
+        case .none:
+            break
+        }
+    }
+
+    func requestLogout(_ record: SessionRecord) {
+        switch record.machine.logoutRequested(connectionReady: link.isReady) {
         case .sendLogout:
-            send(.logout, room: room.id, timeout: false) { [self] _ in
+            enterPhase(.disconnecting, record)
+            send(.logout, room: record.room.id, timeout: false) { [self] _ in
                 // Whatever the answer (even 1002002), the server no longer has us.
-                run(.logoutAnswered, on: record)
+                end(record.machine.logoutAnswered(), record)
             }
-        case .report(let reason, let code, let cause):
-            room.update { $0.reason = reason; $0.errorCode = code }
-            var extendedData: [String: JSON] = cause.map { ["cause": .int(Int64($0.rawValue))] } ?? [:]
-            if reason == .logined || reason == .reconnected {
-                extendedData.merge(record.reportExtras) { current, _ in current }
-                record.reportExtras = [:]
-            }
-            emit(.roomStateChanged(room: room.id, reason: reason, errorCode: code, extendedData: extendedData), room: room)
-            if reason == .reconnectFailed {
-                emitResync(record, .reconnectFailed, lastApplied: record.lastSeq, resumedAt: nil)
-            }
-            if reason.phase == .disconnected {
-                // The session is over (logout, failure, kick): nothing can be committed.
-                setWritable(false, record: record)
-            }
-        case .phase(let phase):
-            room.update { $0.phase = phase }
-            emit(.phaseChanged(room: room.id, phase: phase), room: room)
-        case .setDeadline(let at):
-            record.generation &+= 1
-            deadlines.insert(at, room.id, generation: record.generation)
-        case .cancelDeadline:
-            record.generation &+= 1
-        case .disconnected(let why):
-            emit(.disconnectWithError(room: room.id, error: why), room: room)
-        case .kickedWithReason(let code, let reason):
-            emit(.kickedWithReason(room: room.id, code: code, reason: reason), room: room)
-        case .finishLogin(let reported):
-            var fenced = reported
-            if fenced?.code == .staleFence { fenced?.currentFence = record.refusedFence }
-            let error = fenced
-            let waiters = record.loginWaiters
-            record.loginWaiters.removeAll()
-            // Resume on the next loop turn: the rest of this reply's events
-            // (beingAbleToCommitChange, ...) are raised first, so a caller
-            // returning from loginRoom has seen every event of its login.
-            loop.execute {
-                for waiter in waiters {
-                    if let error { waiter.resume(throwing: error) } else { waiter.resume() }
-                }
-            }
-        case .finishLogout:
-            let waiters = record.logoutWaiters
-            record.logoutWaiters.removeAll()
-            loop.execute {
-                for waiter in waiters { waiter.resume() }
-            }
-        case .forgetSession:
-            // A stored cursor whose resume never succeeded stays stored.
-            if record.session != nil { cursorChanged(record) }
-            record.session = nil
-            record.restored = nil
-            record.resuming = false
-            updateConnectionWanted()
+        case .logoutOffline:
+            enterPhase(.disconnecting, record)
+            end(.loggedOut(abandonedLogin: nil), record)
+        case .end(let ending):
+            end(ending, record)
+        case .afterLogin, .none:
+            break
         }
+    }
+
+    func sessionConnectionReady(_ record: SessionRecord) {
+        switch record.machine.connectionReady() {
+        case .sendLogin(let resume): sendLogin(record, resume: resume)
+        case .none: break
+        }
+    }
+
+    func sessionConnectionLost(_ record: SessionRecord, why: String) {
+        switch record.machine.connectionLost(now: nowMonotonic) {
+        case .reconnect(let deadline):
+            report(.reconnecting, .connectionInterrupted, record)
+            emit(.disconnectWithError(room: record.room.id, error: why), room: record.room)
+            setDeadline(deadline, record)
+        case .end(let ending):
+            end(ending, record)
+        case .none:
+            break
+        }
+    }
+
+    func sessionSucceeded(_ record: SessionRecord) {
+        switch record.machine.loginSucceeded() {
+        case .logined(let logoutNext):
+            cancelDeadline(record)
+            report(.logined, .success, record)
+            finishLogin(record, nil)
+            if logoutNext { requestLogout(record) }
+        case .reconnected:
+            cancelDeadline(record)
+            report(.reconnected, .success, record)
+        case .none:
+            break
+        }
+    }
+
+    func sessionFailed(_ record: SessionRecord, code: ErrorCode, message: String) {
+        end(record.machine.loginFailed(code, message), record)
+    }
+
+    func sessionKicked(_ record: SessionRecord, code: ErrorCode, message: String) {
+        end(record.machine.kicked(code, message), record)
+    }
+
+    func sessionDeadlinePassed(_ record: SessionRecord) {
+        end(record.machine.deadlinePassed(), record)
+    }
+
+    private func end(_ action: RoomSessionMachine.EndAction, _ record: SessionRecord) {
+        switch action {
+        case .end(let ending): end(ending, record)
+        case .none: break
+        }
+    }
+
+    /// A session is over: its timer goes, the reports and callbacks follow
+    /// in the seed's order, and its resume data is forgotten.
+    private func end(_ ending: RoomSessionMachine.Ending, _ record: SessionRecord) {
+        cancelDeadline(record)
+        switch ending {
+        case .failed(let reason, let code, let cause, let login):
+            report(reason, code, cause: cause, record)
+            if let login { finishLogin(record, login) }
+        case .kicked(let code, let message):
+            report(.kickOut, code, record)
+            emit(.kickedWithReason(room: record.room.id, code: code, reason: message), room: record.room)
+        case .loggedOut(let abandonedLogin):
+            if let abandonedLogin { finishLogin(record, abandonedLogin) }
+            report(.logout, .success, record)
+            finishLogout(record)
+        }
+        forgetSession(record)
+    }
+
+    /// `onRoomStateChanged`, after `firePhaseChanged` when the reason moves
+    /// the room to another phase.
+    private func report(_ reason: RoomReason, _ code: ErrorCode, cause: ErrorCode? = nil, _ record: SessionRecord) {
+        let room = record.room
+        if let phase = reason.phase { enterPhase(phase, record) }
+        room.update { $0.reason = reason; $0.errorCode = code }
+        var extendedData: [String: JSON] = cause.map { ["cause": .int(Int64($0.rawValue))] } ?? [:]
+        if reason == .logined || reason == .reconnected {
+            extendedData.merge(record.reportExtras) { current, _ in current }
+            record.reportExtras = [:]
+        }
+        emit(.roomStateChanged(room: room.id, reason: reason, errorCode: code, extendedData: extendedData), room: room)
+        if reason == .reconnectFailed {
+            emitResync(record, .reconnectFailed, lastApplied: record.lastSeq, resumedAt: nil)
+        }
+        if reason.phase == .disconnected {
+            // The session is over (logout, failure, kick): nothing can be committed.
+            setWritable(false, record: record)
+        }
+    }
+
+    private func enterPhase(_ phase: RoomPhase, _ record: SessionRecord) {
+        guard phase != record.phase else { return }
+        record.phase = phase
+        let room = record.room
+        room.update { $0.phase = phase }
+        emit(.phaseChanged(room: room.id, phase: phase), room: room)
+    }
+
+    private func setDeadline(_ at: Int64, _ record: SessionRecord) {
+        record.generation &+= 1
+        deadlines.insert(at, record.room.id, generation: record.generation)
+    }
+
+    /// Older heap entries carry an older generation and are ignored when they fire.
+    private func cancelDeadline(_ record: SessionRecord) {
+        record.generation &+= 1
+    }
+
+    /// The pending `loginRoom` calls end (nil: success).
+    private func finishLogin(_ record: SessionRecord, _ reported: RoomError?) {
+        var fenced = reported
+        if fenced?.code == .staleFence { fenced?.currentFence = record.refusedFence }
+        let error = fenced
+        let waiters = record.loginWaiters
+        record.loginWaiters.removeAll()
+        // Resume on the next loop turn: the rest of this reply's events
+        // (beingAbleToCommitChange, ...) are raised first, so a caller
+        // returning from loginRoom has seen every event of its login.
+        loop.execute {
+            for waiter in waiters {
+                if let error { waiter.resume(throwing: error) } else { waiter.resume() }
+            }
+        }
+    }
+
+    private func finishLogout(_ record: SessionRecord) {
+        let waiters = record.logoutWaiters
+        record.logoutWaiters.removeAll()
+        loop.execute {
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    /// Forget resume data: the session is over.
+    private func forgetSession(_ record: SessionRecord) {
+        // A stored cursor whose resume never succeeded stays stored.
+        if record.session != nil { cursorChanged(record) }
+        record.session = nil
+        record.restored = nil
+        record.resuming = false
+        updateConnectionWanted()
     }
 
     private func sendLogin(_ record: SessionRecord, resume: Bool) {
@@ -232,7 +353,7 @@ extension RoomHost {
                 reply = try LoginReply(fields: fields)
             } catch {
                 emit(.throwError(domain: "protocol", code: .malformed, message: "bad login reply: \(error)"), room: nil)
-                return run(.loginFailed(.malformed, "bad login reply"), on: record)
+                return sessionFailed(record, code: .malformed, message: "bad login reply")
             }
             let firstLogin = !record.resuming
             // The session this login asked to resume, and the last seq applied before it.
@@ -264,7 +385,7 @@ extension RoomHost {
                 }
             }
             cursorChanged(record)
-            run(.loginSucceeded, on: record)
+            sessionSucceeded(record)
             emit(.beingAbleToCommitChange(room: room.id, writable: reply.writable), room: room)
             if let gap = record.pendingResync {
                 record.pendingResync = nil
@@ -289,7 +410,7 @@ extension RoomHost {
                     guard let self, let record = sessions[roomID] else { return }
                     switch record.machine.state {
                     case .logining(true, _, _), .reconnecting(true, _): transmitLogin(record, resume: resume)
-                    default: break
+                    case .idle, .logining(false, _, _), .active, .reconnecting(false, _), .disconnecting: break
                     }
                 }
                 return
@@ -299,7 +420,7 @@ extension RoomHost {
             if error.code != .staleFence, record.restored != nil, case .logining = record.machine.state {
                 return abandonRestoredCursor(record, error)
             }
-            run(.loginFailed(error.code, error.message), on: record)
+            sessionFailed(record, code: error.code, message: error.message)
         }
     }
 

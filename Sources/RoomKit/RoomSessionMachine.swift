@@ -1,12 +1,19 @@
 import RoomKitProtocol
 
-/// The lifecycle of one room session as a value with no I/O: it takes an
-/// input and the current time (ms on a monotonic clock) and returns the
-/// actions the host must perform. The seed's rules (login timeout, the
+/// The lifecycle of one room session as a value with no I/O. Each input has
+/// its own method, which takes the current time (ms on a monotonic clock)
+/// where it matters and returns its own small result: what happened, in the
+/// seed's terms. The host's driver (`RoomHost+Sessions.swift`) turns a
+/// result into effects (reports, phases, timers, requests, the pending
+/// calls) and owns their order. The seed's rules (login timeout, the
 /// reconnect window, kicks, logout) live here and are unit-tested with an
 /// injected clock.
+///
+/// Every method decides per state with no catch-all: a state an input does
+/// not affect is listed as such, so a new state or input that nobody handled
+/// is a compile error, not a silent drop.
 public struct RoomSessionMachine: Sendable, Hashable {
-    /// Where the session is.
+    /// Where the session is. The data of a state lives in its case.
     public enum State: Sendable, Hashable {
         /// Not logged in (before any login, or after LOGOUT / a failure / a kick).
         case idle
@@ -22,55 +29,87 @@ public struct RoomSessionMachine: Sendable, Hashable {
         case disconnecting
     }
 
-    /// What happened.
-    public enum Input: Sendable, Hashable {
-        case loginRequested
-        /// A login that cannot even be sent (no token could be had): reported
-        /// as LOGINING then LOGIN_FAILED with this code, like any failed login.
-        case loginImpossible(ErrorCode, String)
-        case logoutRequested
-        /// The login request queued by `.sendLogin` was taken back before it
-        /// reached the wire (a logout came first): the server never saw it.
-        case loginWithdrawn
-        /// The shared connection is ready (hello answered).
-        case connectionReady
-        /// The shared connection was lost, with a description for `fireDisconnectWithError`.
-        case connectionLost(String)
-        case loginSucceeded
-        case loginFailed(ErrorCode, String)
-        case logoutAnswered
+    /// How a session ended. The machine is idle again; the driver cancels
+    /// the session's timer, reports, ends the pending calls and forgets the
+    /// session's resume data.
+    public enum Ending: Sendable, Hashable {
+        /// LOGIN_FAILED or RECONNECT_FAILED with `code`; `cause` is the
+        /// server's code behind it when that differs (extended data `cause`).
+        /// `login`: the pending `loginRoom` call fails with it (a resume has
+        /// no call waiting).
+        case failed(RoomReason, ErrorCode, cause: ErrorCode?, login: RoomError?)
+        /// KICK_OUT, then `fireKickedWithReason`.
         case kicked(ErrorCode, String)
-        /// A timer set by `.setDeadline` fired.
-        case deadlinePassed
+        /// LOGOUT. `abandonedLogin`: a login that had not reached the wire
+        /// was given up; the pending `loginRoom` call ends with it first.
+        case loggedOut(abandonedLogin: RoomError?)
     }
 
-    /// What the host must do, in order.
-    public enum Action: Sendable, Hashable {
+    /// What `loginRequested(now:connectionReady:)` leads to.
+    public enum LoginAction: Sendable, Hashable {
+        /// LOGINING; arm the login timeout for `deadline`; send `login` now
+        /// when `send` (otherwise `connectionReady()` asks for it).
+        case begin(deadline: Int64, send: Bool)
+        /// Already in a session: the host refuses a second login before asking.
+        case none
+    }
+
+    /// What `loginImpossible(_:_:)` leads to.
+    public enum ImpossibleAction: Sendable, Hashable {
+        /// LOGINING, then LOGIN_FAILED with the error's code; `loginRoom` throws it.
+        case fail(RoomError)
+        case none
+    }
+
+    /// What `logoutRequested(connectionReady:)` leads to.
+    public enum LogoutAction: Sendable, Hashable {
+        /// Logged in: DISCONNECTING, and send `logout`.
+        case sendLogout
+        /// Logged in with no connection: DISCONNECTING, then logged out at once.
+        case logoutOffline
+        /// A login not yet on the wire, or a resume in backoff: stopped at once.
+        case end(Ending)
+        /// The login is on the wire: the session logs out once it is answered.
+        case afterLogin
+        /// Not logged in, or a logout already under way: the host answers.
+        case none
+    }
+
+    /// What `connectionReady()` leads to.
+    public enum ReadyAction: Sendable, Hashable {
         /// Send `login`; `resume` when continuing a session.
         case sendLogin(resume: Bool)
-        case sendLogout
-        /// Report a reason and code (`onRoomStateChanged`); `cause` is the
-        /// server's code behind it, when that differs (extended data `cause`).
-        case report(RoomReason, ErrorCode, cause: ErrorCode? = nil)
-        /// Report a phase change (`firePhaseChanged`).
-        case phase(RoomPhase)
-        /// Arm the session's single timer for `at` (replacing any earlier one).
-        case setDeadline(Int64)
-        case cancelDeadline
-        /// `fireDisconnectWithError`.
-        case disconnected(String)
-        /// `fireKickedWithReason`.
-        case kickedWithReason(ErrorCode, String)
-        /// The pending `loginRoom` call ends (nil: success).
-        case finishLogin(RoomError?)
-        /// The pending `logoutRoom` call ends.
-        case finishLogout
-        /// Forget resume data: the session is over.
-        case forgetSession
+        case none
+    }
+
+    /// What `connectionLost(now:)` leads to.
+    public enum LostAction: Sendable, Hashable {
+        /// RECONNECTING (`fireDisconnectWithError`); arm the reconnect window for `deadline`.
+        case reconnect(deadline: Int64)
+        /// The logout in flight counts as done: the server no longer has us.
+        case end(Ending)
+        case none
+    }
+
+    /// What `loginSucceeded()` leads to.
+    public enum SucceededAction: Sendable, Hashable {
+        /// LOGINED; `loginRoom` returns. `logoutNext`: a logout waited for
+        /// this answer, and the driver asks `logoutRequested` at once.
+        case logined(logoutNext: Bool)
+        /// RECONNECTED.
+        case reconnected
+        /// A late answer to a login this session no longer waits for.
+        case none
+    }
+
+    /// What `loginFailed`, `logoutAnswered`, `kicked` and `deadlinePassed`
+    /// lead to: each can only end the session or do nothing.
+    public enum EndAction: Sendable, Hashable {
+        case end(Ending)
+        case none
     }
 
     public private(set) var state: State = .idle
-    public private(set) var phase: RoomPhase = .disconnected
 
     public let loginTimeout: Int64
     public let reconnectWindow: Int64
@@ -86,228 +125,182 @@ public struct RoomSessionMachine: Sendable, Hashable {
         return true
     }
 
-    /// Takes `input` at `now` and returns the actions to perform, in order.
-    /// One method per input below, each deciding per state with no
-    /// catch-all: a state an input does not affect is listed as such, so a
-    /// new state or input that nobody handled is a compile error.
-    public mutating func handle(_ input: Input, now: Int64, connectionReady: Bool) -> [Action] {
-        switch input {
-        case .loginRequested: return loginRequested(now: now, connectionReady: connectionReady)
-        case .loginImpossible(let code, let message): return loginImpossible(code, message)
-        case .logoutRequested: return logoutRequested(connectionReady: connectionReady)
-        case .loginWithdrawn: return loginWithdrawn()
-        case .connectionReady: return connectionBecameReady()
-        case .connectionLost(let why): return connectionLost(why, now: now)
-        case .loginSucceeded: return loginSucceeded(connectionReady: connectionReady)
-        case .loginFailed(let code, let message): return loginFailed(code, message)
-        case .logoutAnswered: return logoutAnswered()
-        case .kicked(let code, let message): return kicked(code, message)
-        case .deadlinePassed: return deadlinePassed()
+    /// The phase the state stands for (`firePhaseChanged`).
+    public var phase: RoomPhase {
+        switch state {
+        case .idle: return .disconnected
+        case .logining: return .connecting
+        case .active: return .connected
+        case .reconnecting: return .reconnecting
+        case .disconnecting: return .disconnecting
         }
     }
 
-    private mutating func loginRequested(now: Int64, connectionReady: Bool) -> [Action] {
+    /// `loginRoom` was called.
+    public mutating func loginRequested(now: Int64, connectionReady: Bool) -> LoginAction {
         switch state {
         case .idle:
-            var actions: [Action] = []
             let deadline = now + loginTimeout
             state = .logining(sent: connectionReady, deadline: deadline, logoutRequested: false)
-            report(.logining, .success, into: &actions)
-            actions.append(.setDeadline(deadline))
-            if connectionReady { actions.append(.sendLogin(resume: false)) }
-            return actions
+            return .begin(deadline: deadline, send: connectionReady)
         case .logining, .active, .reconnecting, .disconnecting:
-            return []  // the host refuses a second login before asking
+            return .none
         }
     }
 
-    private mutating func loginImpossible(_ code: ErrorCode, _ message: String) -> [Action] {
+    /// A login that cannot even be sent (no token could be had): reported
+    /// as LOGINING then LOGIN_FAILED with `code`, like any failed login.
+    public mutating func loginImpossible(_ code: ErrorCode, _ message: String) -> ImpossibleAction {
         switch state {
         case .idle:
-            var actions: [Action] = []
-            report(.logining, .success, into: &actions)
-            report(.loginFailed, code, into: &actions)
-            actions.append(.finishLogin(RoomError(code: code, message: message, reason: .loginFailed)))
-            return actions
+            return .fail(RoomError(code: code, message: message, reason: .loginFailed))
         case .logining, .active, .reconnecting, .disconnecting:
-            return []
+            return .none
         }
     }
 
-    private mutating func loginWithdrawn() -> [Action] {
+    /// The login request queued by `.sendLogin` was taken back before it
+    /// reached the wire (a logout came first): the server never saw it.
+    public mutating func loginWithdrawn() {
         switch state {
         case .logining(true, let deadline, let logout):
             state = .logining(sent: false, deadline: deadline, logoutRequested: logout)
-            return []
         case .idle, .logining(false, _, _), .active, .reconnecting, .disconnecting:
-            return []
+            break
         }
     }
 
-    private mutating func connectionBecameReady() -> [Action] {
+    /// The shared connection is ready (hello answered).
+    public mutating func connectionReady() -> ReadyAction {
         switch state {
         case .logining(false, let deadline, let logout):
             state = .logining(sent: true, deadline: deadline, logoutRequested: logout)
-            return [.sendLogin(resume: false)]
+            return .sendLogin(resume: false)
         case .reconnecting(false, let deadline):
             state = .reconnecting(sent: true, deadline: deadline)
-            return [.sendLogin(resume: true)]
+            return .sendLogin(resume: true)
         case .idle, .logining(true, _, _), .active, .reconnecting(true, _), .disconnecting:
-            return []
+            return .none
         }
     }
 
-    private mutating func connectionLost(_ why: String, now: Int64) -> [Action] {
+    /// The shared connection was lost.
+    public mutating func connectionLost(now: Int64) -> LostAction {
         switch state {
         case .logining(true, let deadline, let logout):
             // The login's fate is unknown; try again on the next connection.
             state = .logining(sent: false, deadline: deadline, logoutRequested: logout)
-            return []
+            return .none
         case .active:
-            var actions: [Action] = []
             let deadline = now + reconnectWindow
             state = .reconnecting(sent: false, deadline: deadline)
-            report(.reconnecting, .connectionInterrupted, into: &actions)
-            actions.append(.disconnected(why))
-            actions.append(.setDeadline(deadline))
-            return actions
+            return .reconnect(deadline: deadline)
         case .reconnecting(true, let deadline):
             state = .reconnecting(sent: false, deadline: deadline)
-            return []
+            return .none
         case .disconnecting:
-            return loggedOut()
+            return .end(end(.loggedOut(abandonedLogin: nil)))
         case .idle, .logining(false, _, _), .reconnecting(false, _):
-            return []
+            return .none
         }
     }
 
-    private mutating func loginSucceeded(connectionReady: Bool) -> [Action] {
+    /// The server accepted the login (or the resume).
+    public mutating func loginSucceeded() -> SucceededAction {
         switch state {
         case .logining(_, _, let logoutRequested):
-            var actions: [Action] = [.cancelDeadline]
             state = .active
-            report(.logined, .success, into: &actions)
-            actions.append(.finishLogin(nil))
-            if logoutRequested { actions += self.logoutRequested(connectionReady: connectionReady) }
-            return actions
+            return .logined(logoutNext: logoutRequested)
         case .reconnecting:
-            var actions: [Action] = [.cancelDeadline]
             state = .active
-            report(.reconnected, .success, into: &actions)
-            return actions
+            return .reconnected
         case .idle, .active, .disconnecting:
-            return []  // a late answer to a login this session no longer waits for
+            return .none
         }
     }
 
-    private mutating func loginFailed(_ code: ErrorCode, _ message: String) -> [Action] {
+    /// The server refused the login (or the resume) with `code`.
+    public mutating func loginFailed(_ code: ErrorCode, _ message: String) -> EndAction {
         switch state {
         case .logining:
-            return fail(.loginFailed, code, message)
+            return .end(fail(.loginFailed, code, message))
         case .reconnecting(_, let deadline):
-            if code.isKick { return kick(code, message) }
+            if code.isKick { return .end(end(.kicked(code, message))) }
             if code == .tokenInvalid || code == .notPermitted {
                 // The server will not take us back with this token: no retry
                 // helps. RECONNECT_FAILED is 1002053 (seed, PROTOCOL.md §11);
                 // the server's refusal travels as the cause.
-                return fail(.reconnectFailed, .timedOut, message, cause: code)
+                return .end(fail(.reconnectFailed, .timedOut, message, cause: code))
             }
             // Transient (rate limit, server error): the host retries on the next connection.
             state = .reconnecting(sent: false, deadline: deadline)
-            return []
+            return .none
         case .idle, .active, .disconnecting:
-            return []
+            return .none
         }
     }
 
-    private mutating func logoutAnswered() -> [Action] {
+    /// The server answered `logout` (whatever the answer, it no longer has us).
+    public mutating func logoutAnswered() -> EndAction {
         switch state {
-        case .disconnecting: return loggedOut()
-        case .idle, .logining, .active, .reconnecting: return []
+        case .disconnecting: return .end(end(.loggedOut(abandonedLogin: nil)))
+        case .idle, .logining, .active, .reconnecting: return .none
         }
     }
 
-    private mutating func kicked(_ code: ErrorCode, _ message: String) -> [Action] {
+    /// The server removed us from the room.
+    public mutating func kicked(_ code: ErrorCode, _ message: String) -> EndAction {
         switch state {
-        case .logining: return fail(.loginFailed, code, message)
-        case .active, .reconnecting, .disconnecting: return kick(code, message)
-        case .idle: return []
+        case .logining: return .end(fail(.loginFailed, code, message))
+        case .active, .reconnecting, .disconnecting: return .end(end(.kicked(code, message)))
+        case .idle: return .none
         }
     }
 
-    private mutating func deadlinePassed() -> [Action] {
+    /// The session's timer (login timeout or reconnect window) fired.
+    public mutating func deadlinePassed() -> EndAction {
         switch state {
-        case .logining: return fail(.loginFailed, .timedOut, "login timed out")
-        case .reconnecting: return fail(.reconnectFailed, .timedOut, "reconnect window passed")
-        case .idle, .active, .disconnecting: return []
+        case .logining: return .end(fail(.loginFailed, .timedOut, "login timed out"))
+        case .reconnecting: return .end(fail(.reconnectFailed, .timedOut, "reconnect window passed"))
+        case .idle, .active, .disconnecting: return .none
         }
     }
 
-    private mutating func logoutRequested(connectionReady: Bool) -> [Action] {
+    /// `logoutRoom` was called.
+    public mutating func logoutRequested(connectionReady: Bool) -> LogoutAction {
         switch state {
         case .active:
-            var actions: [Action] = []
-            state = .disconnecting
-            setPhase(.disconnecting, into: &actions)
             if connectionReady {
-                actions.append(.sendLogout)
-            } else {
-                actions += loggedOut()
+                state = .disconnecting
+                return .sendLogout
             }
-            return actions
+            state = .idle
+            return .logoutOffline
         case .logining(true, let deadline, _):
-            // The login is on the wire: log out once it is answered.
             state = .logining(sent: true, deadline: deadline, logoutRequested: true)
-            return []
+            return .afterLogin
         case .logining(false, _, _):
-            var actions: [Action] = [.cancelDeadline]
-            actions.append(.finishLogin(RoomError(code: .success, message: "logged out before login completed", reason: .logout)))
-            return actions + loggedOut()
+            let abandoned = RoomError(code: .success, message: "logged out before login completed", reason: .logout)
+            return .end(end(.loggedOut(abandonedLogin: abandoned)))
         case .reconnecting:
             // Logout during backoff stops the retries at once.
-            return [.cancelDeadline] + loggedOut()
+            return .end(end(.loggedOut(abandonedLogin: nil)))
         case .idle, .disconnecting:
-            return []  // LOGOUT_FAILED / a logout already under way: the host answers
+            return .none
         }
     }
 
-    private mutating func fail(_ reason: RoomReason, _ code: ErrorCode, _ message: String, cause: ErrorCode? = nil) -> [Action] {
-        let wasLogining: Bool
-        if case .logining = state { wasLogining = true } else { wasLogining = false }
-        var actions: [Action] = [.cancelDeadline]
+    private mutating func fail(_ reason: RoomReason, _ code: ErrorCode, _ message: String, cause: ErrorCode? = nil) -> Ending {
+        let login: RoomError?
+        switch state {
+        case .logining: login = RoomError(code: code, message: message, reason: reason)
+        case .idle, .active, .reconnecting, .disconnecting: login = nil
+        }
+        return end(.failed(reason, code, cause: cause, login: login))
+    }
+
+    private mutating func end(_ ending: Ending) -> Ending {
         state = .idle
-        report(reason, code, cause: cause, into: &actions)
-        if wasLogining { actions.append(.finishLogin(RoomError(code: code, message: message, reason: reason))) }
-        actions.append(.forgetSession)
-        return actions
-    }
-
-    private mutating func kick(_ code: ErrorCode, _ message: String) -> [Action] {
-        var actions: [Action] = [.cancelDeadline]
-        state = .idle
-        report(.kickOut, code, into: &actions)
-        actions.append(.kickedWithReason(code, message))
-        actions.append(.forgetSession)
-        return actions
-    }
-
-    private mutating func loggedOut() -> [Action] {
-        var actions: [Action] = []
-        state = .idle
-        report(.logout, .success, into: &actions)
-        actions.append(.finishLogout)
-        actions.append(.forgetSession)
-        return actions
-    }
-
-    private mutating func report(_ reason: RoomReason, _ code: ErrorCode, cause: ErrorCode? = nil, into actions: inout [Action]) {
-        if let phase = reason.phase { setPhase(phase, into: &actions) }
-        actions.append(.report(reason, code, cause: cause))
-    }
-
-    private mutating func setPhase(_ next: RoomPhase, into actions: inout [Action]) {
-        guard next != phase else { return }
-        phase = next
-        actions.append(.phase(next))
+        return ending
     }
 }

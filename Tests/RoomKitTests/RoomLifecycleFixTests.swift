@@ -99,41 +99,35 @@ final class RoomLifecycleFixTests: XCTestCase {
         try await harness.close()
     }
 
-    func testMachine_resumeRefusedForItsToken_reportsReconnectFailed1002053_withTheServersCodeAsCause() {
+    func testMachine_resumeRefusedForItsToken_endsReconnectFailed1002053_withTheServersCodeAsCause() {
         var m = RoomSessionMachine(loginTimeout: 30_000, reconnectWindow: 1_200_000)
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        _ = m.handle(.loginSucceeded, now: 1, connectionReady: true)
-        _ = m.handle(.connectionLost("cut"), now: 2, connectionReady: false)
-        _ = m.handle(.connectionReady, now: 3, connectionReady: true)
+        _ = m.loginRequested(now: 0, connectionReady: true)
+        _ = m.loginSucceeded()
+        _ = m.connectionLost(now: 2)
+        _ = m.connectionReady()
         for refusal in [ErrorCode.tokenInvalid, .notPermitted] {
             var copy = m
-            let actions = copy.handle(.loginFailed(refusal, "refused"), now: 4, connectionReady: true)
-            let reports = actions.compactMap { action -> String? in
-                if case .report(let reason, let code, let cause) = action { return "\(reason) \(code.rawValue) \(cause?.rawValue ?? 0)" }
-                return nil
-            }
-            XCTAssertEqual(reports, ["RECONNECT_FAILED 1002053 \(refusal.rawValue)"])
+            XCTAssertEqual(copy.loginFailed(refusal, "refused"),
+                           .end(.failed(.reconnectFailed, .timedOut, cause: refusal, login: nil)))
             XCTAssertEqual(copy.state, .idle)
         }
     }
 
-    func testMachine_loginImpossible_reportsLoginingThenLoginFailed_andSendsNothing() {
+    func testMachine_loginImpossible_failsTheLoginWithItsCode_andSendsNothing() {
         var m = RoomSessionMachine(loginTimeout: 30_000, reconnectWindow: 1_200_000)
-        let actions = m.handle(.loginImpossible(.tokenInvalid, "no token"), now: 0, connectionReady: true)
-        XCTAssertEqual(actions, [.phase(.connecting), .report(.logining, .success), .phase(.disconnected),
-                                 .report(.loginFailed, .tokenInvalid),
-                                 .finishLogin(RoomError(code: .tokenInvalid, message: "no token", reason: .loginFailed))])
+        XCTAssertEqual(m.loginImpossible(.tokenInvalid, "no token"),
+                       .fail(RoomError(code: .tokenInvalid, message: "no token", reason: .loginFailed)))
         XCTAssertEqual(m.state, .idle)
     }
 
     func testMachine_loginWithdrawnBeforeItWentOut_thenLogout_endsAtOnceWithoutALogoutRequest() {
         var m = RoomSessionMachine(loginTimeout: 30_000, reconnectWindow: 1_200_000)
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        XCTAssertEqual(m.handle(.loginWithdrawn, now: 1, connectionReady: true), [])
-        let actions = m.handle(.logoutRequested, now: 2, connectionReady: true)
-        XCTAssertFalse(actions.contains(.sendLogout))
-        XCTAssertTrue(actions.contains(.report(.logout, .success)))
-        XCTAssertTrue(actions.contains(.finishLogout))
+        _ = m.loginRequested(now: 0, connectionReady: true)
+        m.loginWithdrawn()
+        let action = m.logoutRequested(connectionReady: true)
+        guard case .end(.loggedOut(abandonedLogin: _?)) = action else {
+            return XCTFail("expected the login abandoned and the session logged out at once, got \(action)")
+        }
         XCTAssertEqual(m.state, .idle)
     }
 

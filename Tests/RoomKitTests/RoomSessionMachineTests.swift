@@ -8,22 +8,21 @@ final class RoomSessionMachineTests: XCTestCase {
         RoomSessionMachine(loginTimeout: 30_000, reconnectWindow: 1_200_000)
     }
 
-    private func reports(_ actions: [RoomSessionMachine.Action]) -> [String] {
-        actions.compactMap {
-            switch $0 {
-            case .report(let reason, let code, _): return "\(reason) \(code.rawValue)"
-            case .phase(let phase): return "phase \(phase)"
-            default: return nil
-            }
-        }
+    /// A machine logged in at 10 ms.
+    private func active() -> RoomSessionMachine {
+        var m = machine()
+        _ = m.loginRequested(now: 0, connectionReady: true)
+        _ = m.loginSucceeded()
+        return m
     }
 
-    func testLogin_whenConnectionIsReady_reportsLoginingAndSendsLogin() {
+    func testLogin_whenConnectionIsReady_beginsWithTheLoginTimeoutAndSendsAtOnce() {
         var m = machine()
-        let actions = m.handle(.loginRequested, now: 0, connectionReady: true)
-        XCTAssertEqual(reports(actions), ["phase connecting", "LOGINING 0"])
-        XCTAssertTrue(actions.contains(.sendLogin(resume: false)))
-        XCTAssertTrue(actions.contains(.setDeadline(30_000)))
+        XCTAssertEqual(m.phase, .disconnected)
+        XCTAssertEqual(m.loginRequested(now: 0, connectionReady: true), .begin(deadline: 30_000, send: true))
+        XCTAssertEqual(m.state, .logining(sent: true, deadline: 30_000, logoutRequested: false))
+        XCTAssertEqual(m.phase, .connecting)
+        XCTAssertEqual(m.loginRequested(now: 1, connectionReady: true), .none, "a second login is refused by the host")
     }
 
     /// A logout while the login is on the wire is data of the logining
@@ -31,16 +30,16 @@ final class RoomSessionMachineTests: XCTestCase {
     /// login is answered, then LOGINED and at once the logout.
     func testLogout_whileTheLoginIsOnTheWire_isHeldInTheLoginingState_andRunsWhenAnswered() {
         var m = machine()
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        XCTAssertEqual(m.handle(.logoutRequested, now: 5, connectionReady: true), [])
+        _ = m.loginRequested(now: 0, connectionReady: true)
+        XCTAssertEqual(m.logoutRequested(connectionReady: true), .afterLogin)
         XCTAssertEqual(m.state, .logining(sent: true, deadline: 30_000, logoutRequested: true))
-        let answered = m.handle(.loginSucceeded, now: 10, connectionReady: true)
-        XCTAssertEqual(reports(answered), ["phase connected", "LOGINED 0", "phase disconnecting"])
-        XCTAssertEqual(answered.filter { $0 == .sendLogout }.count, 1)
+        XCTAssertEqual(m.loginSucceeded(), .logined(logoutNext: true))
+        XCTAssertEqual(m.logoutRequested(connectionReady: true), .sendLogout)
         XCTAssertEqual(m.state, .disconnecting)
-        // An input the state does not take is no action, and no change.
-        XCTAssertEqual(m.handle(.loginWithdrawn, now: 11, connectionReady: true), [])
+        // An input the state does not take changes nothing.
+        m.loginWithdrawn()
         XCTAssertEqual(m.state, .disconnecting)
+        XCTAssertEqual(m.logoutRequested(connectionReady: true), .none, "a logout already under way")
     }
 
     /// The connection's liveness clock lives in its `ready` state.
@@ -58,121 +57,148 @@ final class RoomSessionMachineTests: XCTestCase {
 
     func testLogin_whenConnectionIsNotReady_waitsThenSendsOnReady() {
         var m = machine()
-        XCTAssertFalse(m.handle(.loginRequested, now: 0, connectionReady: false).contains(.sendLogin(resume: false)))
-        XCTAssertEqual(m.handle(.connectionReady, now: 10, connectionReady: true), [.sendLogin(resume: false)])
+        XCTAssertEqual(m.loginRequested(now: 0, connectionReady: false), .begin(deadline: 30_000, send: false))
+        XCTAssertEqual(m.connectionReady(), .sendLogin(resume: false))
+        XCTAssertEqual(m.connectionReady(), .none, "sent once")
     }
 
     func testLogin_whenNoReplyWithinTheLoginTimeout_failsWith1002053() {
         var m = machine()
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        let actions = m.handle(.deadlinePassed, now: 30_000, connectionReady: true)
-        XCTAssertEqual(reports(actions), ["phase disconnected", "LOGIN_FAILED 1002053"])
-        XCTAssertTrue(actions.contains { if case .finishLogin(let e?) = $0 { return e.code == .timedOut }; return false })
+        _ = m.loginRequested(now: 0, connectionReady: true)
+        let login = RoomError(code: .timedOut, message: "login timed out", reason: .loginFailed)
+        XCTAssertEqual(m.deadlinePassed(), .end(.failed(.loginFailed, .timedOut, cause: nil, login: login)))
         XCTAssertEqual(m.state, .idle)
+        XCTAssertEqual(m.phase, .disconnected)
+        XCTAssertEqual(m.deadlinePassed(), .none, "a stale timer of an ended session")
     }
 
     func testLogin_whenTokenIsRejected_failsWith1002033AndDoesNotRetry() {
         var m = machine()
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        let actions = m.handle(.loginFailed(.tokenInvalid, "bad token"), now: 5, connectionReady: true)
-        XCTAssertEqual(reports(actions), ["phase disconnected", "LOGIN_FAILED 1002033"])
-        XCTAssertEqual(m.handle(.connectionReady, now: 6, connectionReady: true), [], "no retry after LOGIN_FAILED")
+        _ = m.loginRequested(now: 0, connectionReady: true)
+        guard case .end(.failed(.loginFailed, .tokenInvalid, nil, let login?)) = m.loginFailed(.tokenInvalid, "bad token") else {
+            return XCTFail("a refused login ends the session with LOGIN_FAILED and fails loginRoom")
+        }
+        XCTAssertEqual(login.code, .tokenInvalid)
+        XCTAssertEqual(m.connectionReady(), .none, "no retry after LOGIN_FAILED")
+    }
+
+    func testLogin_whenNoTokenCanBeHad_failsWithoutEverSending() {
+        var m = machine()
+        XCTAssertEqual(m.loginImpossible(.tokenInvalid, "no token"),
+                       .fail(RoomError(code: .tokenInvalid, message: "no token", reason: .loginFailed)))
+        XCTAssertEqual(m.state, .idle)
+        _ = m.loginRequested(now: 0, connectionReady: true)
+        XCTAssertEqual(m.loginImpossible(.tokenInvalid, "no token"), .none, "only an idle session can fail that way")
     }
 
     func testLogin_whenConnectionDropsMidLogin_resendsOnTheNextConnection() {
         var m = machine()
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        XCTAssertEqual(m.handle(.connectionLost("cut"), now: 5, connectionReady: false), [])
-        XCTAssertEqual(m.handle(.connectionReady, now: 900, connectionReady: true), [.sendLogin(resume: false)])
+        _ = m.loginRequested(now: 0, connectionReady: true)
+        XCTAssertEqual(m.connectionLost(now: 5), .none)
+        XCTAssertEqual(m.state, .logining(sent: false, deadline: 30_000, logoutRequested: false), "the deadline stays")
+        XCTAssertEqual(m.connectionReady(), .sendLogin(resume: false))
     }
 
-    func testConnectionLoss_whenLoggedIn_reportsReconnecting1002051ThenReconnected() {
-        var m = machine()
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
-        let lost = m.handle(.connectionLost("reset"), now: 1_000, connectionReady: false)
-        XCTAssertEqual(reports(lost), ["phase reconnecting", "RECONNECTING 1002051"])
-        XCTAssertTrue(lost.contains(.disconnected("reset")))
-        XCTAssertTrue(lost.contains(.setDeadline(1_201_000)), "the window counts from the loss")
-        XCTAssertEqual(m.handle(.connectionReady, now: 1_500, connectionReady: true), [.sendLogin(resume: true)])
-        let back = m.handle(.loginSucceeded, now: 1_600, connectionReady: true)
-        XCTAssertEqual(reports(back), ["phase connected", "RECONNECTED 0"])
+    func testConnectionLoss_whenLoggedIn_reconnectsWithinTheWindowThenReconnected() {
+        var m = active()
+        XCTAssertEqual(m.phase, .connected)
+        XCTAssertEqual(m.connectionLost(now: 1_000), .reconnect(deadline: 1_201_000), "the window counts from the loss")
+        XCTAssertEqual(m.phase, .reconnecting)
+        XCTAssertEqual(m.connectionLost(now: 1_100), .none, "already reconnecting")
+        XCTAssertEqual(m.connectionReady(), .sendLogin(resume: true))
+        XCTAssertEqual(m.loginSucceeded(), .reconnected)
+        XCTAssertEqual(m.state, .active)
+        XCTAssertEqual(m.loginSucceeded(), .none, "a late answer")
     }
 
     func testReconnect_whenTheWindowPasses_failsWith1002053AndStops() {
-        var m = machine()
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
-        _ = m.handle(.connectionLost("reset"), now: 1_000, connectionReady: false)
-        let failed = m.handle(.deadlinePassed, now: 1_201_000, connectionReady: false)
-        XCTAssertEqual(reports(failed), ["phase disconnected", "RECONNECT_FAILED 1002053"])
-        XCTAssertTrue(failed.contains(.forgetSession))
-        XCTAssertEqual(m.handle(.connectionReady, now: 1_300_000, connectionReady: true), [], "no tries after the window")
+        var m = active()
+        _ = m.connectionLost(now: 1_000)
+        XCTAssertEqual(m.deadlinePassed(), .end(.failed(.reconnectFailed, .timedOut, cause: nil, login: nil)),
+                       "no loginRoom call waits on a resume")
+        XCTAssertEqual(m.connectionReady(), .none, "no tries after the window")
     }
 
-    func testReconnect_whenResumeIsRefusedWithAKickCode_reportsKickOut() {
-        var m = machine()
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
-        _ = m.handle(.connectionLost("reset"), now: 20, connectionReady: false)
-        _ = m.handle(.connectionReady, now: 30, connectionReady: true)
-        let kicked = m.handle(.loginFailed(.kickedDuplicateLogin, "elsewhere"), now: 40, connectionReady: true)
-        XCTAssertEqual(reports(kicked), ["phase disconnected", "KICK_OUT 1002050"])
-        XCTAssertTrue(kicked.contains(.kickedWithReason(.kickedDuplicateLogin, "elsewhere")))
+    func testReconnect_whenTheTokenIsRefused_failsWith1002053AndTheRefusalAsCause() {
+        for refusal in [ErrorCode.tokenInvalid, .notPermitted] {
+            var m = active()
+            _ = m.connectionLost(now: 20)
+            _ = m.connectionReady()
+            XCTAssertEqual(m.loginFailed(refusal, "refused"),
+                           .end(.failed(.reconnectFailed, .timedOut, cause: refusal, login: nil)))
+        }
+    }
+
+    func testReconnect_whenResumeIsRefusedWithAKickCode_endsKicked() {
+        var m = active()
+        _ = m.connectionLost(now: 20)
+        _ = m.connectionReady()
+        XCTAssertEqual(m.loginFailed(.kickedDuplicateLogin, "elsewhere"), .end(.kicked(.kickedDuplicateLogin, "elsewhere")))
+        XCTAssertEqual(m.state, .idle)
     }
 
     func testReconnect_whenResumeHitsATransientError_retriesOnTheNextConnection() {
-        var m = machine()
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
-        _ = m.handle(.connectionLost("reset"), now: 20, connectionReady: false)
-        _ = m.handle(.connectionReady, now: 30, connectionReady: true)
-        XCTAssertEqual(m.handle(.loginFailed(.rateLimited, "slow down"), now: 40, connectionReady: true), [])
-        XCTAssertEqual(m.handle(.connectionReady, now: 50, connectionReady: true), [.sendLogin(resume: true)])
+        var m = active()
+        _ = m.connectionLost(now: 20)
+        _ = m.connectionReady()
+        XCTAssertEqual(m.loginFailed(.rateLimited, "slow down"), .none)
+        XCTAssertEqual(m.state, .reconnecting(sent: false, deadline: 1_200_020))
+        XCTAssertEqual(m.connectionReady(), .sendLogin(resume: true))
     }
 
-    func testKick_whileLoggedIn_reportsKickOutWithTheServersCode() {
+    func testKick_whileLoggedIn_endsKickedWithTheServersCode() {
         for code in [ErrorCode.kickedDuplicateLogin, .kickedByAdmin, .kickedTokenExpired] {
-            var m = machine()
-            _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-            _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
-            let actions = m.handle(.kicked(code, "why"), now: 20, connectionReady: true)
-            XCTAssertEqual(reports(actions), ["phase disconnected", "KICK_OUT \(code.rawValue)"])
-            XCTAssertEqual(m.handle(.connectionLost("x"), now: 30, connectionReady: false), [], "no reconnect after a kick")
+            var m = active()
+            XCTAssertEqual(m.kicked(code, "why"), .end(.kicked(code, "why")))
+            XCTAssertEqual(m.connectionLost(now: 30), .none, "no reconnect after a kick")
+            XCTAssertEqual(m.kicked(code, "again"), .none)
+        }
+        var logining = machine()
+        _ = logining.loginRequested(now: 0, connectionReady: true)
+        guard case .end(.failed(.loginFailed, .kickedByAdmin, nil, _?)) = logining.kicked(.kickedByAdmin, "no") else {
+            return XCTFail("a kick during the login is a failed login")
         }
     }
 
     func testLogout_whenLoggedIn_goesDisconnectingThenLogout() {
-        var m = machine()
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
-        let request = m.handle(.logoutRequested, now: 20, connectionReady: true)
-        XCTAssertEqual(reports(request), ["phase disconnecting"])
-        XCTAssertTrue(request.contains(.sendLogout))
-        let done = m.handle(.logoutAnswered, now: 30, connectionReady: true)
-        XCTAssertEqual(reports(done), ["phase disconnected", "LOGOUT 0"])
-        XCTAssertTrue(done.contains(.finishLogout))
+        var m = active()
+        XCTAssertEqual(m.logoutRequested(connectionReady: true), .sendLogout)
+        XCTAssertEqual(m.phase, .disconnecting)
+        XCTAssertEqual(m.logoutAnswered(), .end(.loggedOut(abandonedLogin: nil)))
         XCTAssertFalse(m.isLoggedIn)
+        XCTAssertEqual(m.logoutAnswered(), .none)
+    }
+
+    func testLogout_whenTheConnectionIsLostBeforeTheAnswer_isDone() {
+        var m = active()
+        _ = m.logoutRequested(connectionReady: true)
+        XCTAssertEqual(m.connectionLost(now: 5), .end(.loggedOut(abandonedLogin: nil)), "the server no longer has us")
+        XCTAssertEqual(m.state, .idle)
+    }
+
+    func testLogout_whenLoggedInWithoutAConnection_logsOutOffline() {
+        var m = active()
+        XCTAssertEqual(m.logoutRequested(connectionReady: false), .logoutOffline)
+        XCTAssertEqual(m.state, .idle)
     }
 
     func testLogout_duringReconnectBackoff_stopsTheRetriesAtOnce() {
-        var m = machine()
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        _ = m.handle(.loginSucceeded, now: 10, connectionReady: true)
-        _ = m.handle(.connectionLost("reset"), now: 20, connectionReady: false)
-        let actions = m.handle(.logoutRequested, now: 25, connectionReady: false)
-        XCTAssertEqual(reports(actions), ["phase disconnected", "LOGOUT 0"])
-        XCTAssertTrue(actions.contains(.cancelDeadline))
-        XCTAssertEqual(m.handle(.connectionReady, now: 30, connectionReady: true), [], "no resume after logout")
+        var m = active()
+        _ = m.connectionLost(now: 20)
+        XCTAssertEqual(m.logoutRequested(connectionReady: false), .end(.loggedOut(abandonedLogin: nil)))
+        XCTAssertEqual(m.connectionReady(), .none, "no resume after logout")
     }
 
-    func testLogout_whileLoginIsInFlight_logsOutRightAfterTheLogin() {
+    func testLogout_beforeTheLoginLeftTheOutbox_abandonsTheLogin() {
         var m = machine()
-        _ = m.handle(.loginRequested, now: 0, connectionReady: true)
-        XCTAssertEqual(m.handle(.logoutRequested, now: 1, connectionReady: true), [])
-        let actions = m.handle(.loginSucceeded, now: 2, connectionReady: true)
-        XCTAssertEqual(reports(actions), ["phase connected", "LOGINED 0", "phase disconnecting"])
-        XCTAssertTrue(actions.contains(.sendLogout))
+        _ = m.loginRequested(now: 0, connectionReady: true)
+        m.loginWithdrawn()
+        XCTAssertEqual(m.state, .logining(sent: false, deadline: 30_000, logoutRequested: false))
+        guard case .end(.loggedOut(let abandoned?)) = m.logoutRequested(connectionReady: true) else {
+            return XCTFail("a login the server never saw is given up at once")
+        }
+        XCTAssertEqual(abandoned.reason, .logout)
+        XCTAssertEqual(m.state, .idle)
     }
 
     func testNineReasons_mapToTheSeedPhases() {
