@@ -158,6 +158,28 @@ final class FleetHarness {
         return result
     }
 
+    /// The rooms two running hosts held at one instant. One pass over the
+    /// hosts is not a snapshot: a room a host gives up just after it was
+    /// asked and another takes just before it is asked looks held twice
+    /// although it never was (under a sanitizer each request takes long
+    /// enough for that to happen). So the hosts are asked forwards and then
+    /// backwards: a room host i reported in both passes was held by i over
+    /// the whole span in which host j was asked twice, so if j reported it
+    /// in both passes too, the two held it at the same time.
+    func heldTwice() -> Set<String> {
+        let running = hosts.filter(\.isRunning)
+        var forward: [Int: Set<String>] = [:]
+        for host in running { forward[host.index] = host.heldRooms() ?? [] }
+        var both: [Int: Set<String>] = [:]
+        for host in running.reversed() { both[host.index] = (host.heldRooms() ?? []).intersection(forward[host.index] ?? []) }
+        var seen: Set<String> = []
+        var twice: Set<String> = []
+        for host in running {
+            for room in both[host.index] ?? [] where !seen.insert(room).inserted { twice.insert(room) }
+        }
+        return twice
+    }
+
     /// Waits until every room is held by exactly one running host; returns
     /// the seconds it took, or nil (with the last picture) on timeout.
     func waitExactlyOnce(_ rooms: [String]? = nil, timeout: TimeInterval) -> (seconds: Double?, last: [String: [Int]]) {
