@@ -195,6 +195,104 @@ final class PlayerPlaybackMachineTests: XCTestCase {
         XCTAssertEqual(m.loaded(id: 1, slice(0, 1000, snapshot: true), now: 2), .none)
     }
 
+    // MARK: Each input's result in each phase
+
+    private let network = PlayerError(kind: .network, code: .connectionInterrupted, message: "refused")
+
+    func testBeforeTheFirstFrame_inputsOnlyLoadIt_andNoPhaseIsReported() {
+        var m = machine()
+        XCTAssertEqual(m.setSpeed(2, now: 0), .progressed(.init(timer: .disarm)))
+        XCTAssertEqual(m.timerFired(now: 0), .progressed(.init(timer: .disarm)))
+        XCTAssertEqual(m.pause(now: 0), .loading(.init(id: 1, start: 0, end: 1000, snapshot: true), .init(timer: .disarm)))
+        XCTAssertEqual(m.play(now: 1), .loading(nil, .init(timer: .disarm)), "already loading")
+        XCTAssertEqual(m.seek(to: 300, now: 2),
+                       .seeking(.init(cancelling: 1, phase: nil, fetch: .init(id: 2, start: 300, end: 1000, snapshot: true)),
+                                .init(timer: .disarm)))
+        XCTAssertEqual(m.loaded(id: 1, slice(0, 1000, snapshot: true), now: 3), .none, "stale answer")
+        XCTAssertEqual(m.failed(id: 1, network, now: 3), .none, "stale failure")
+        XCTAssertEqual(m.phase, .waitingFirstFrame)
+    }
+
+    func testLoadedAfterPause_landsPaused_reportsTheTime_andPrefetchesWithoutATimer() {
+        var m = machine()
+        _ = m.pause(now: 0)
+        XCTAssertEqual(m.loaded(id: 1, slice(0, 1000, frames: [0, 400], snapshot: true), now: 5),
+                       .loaded(.init(snapshot: RoomSnapshot(state: .initial), firstFrame: true, frames: [frame(0, seq: 1)],
+                                     phase: .pause, scheduleTime: 0),
+                               .init(slice: "0-1000", prefetch: .init(id: 2, start: 1000, end: 2000, snapshot: false),
+                                     timer: .disarm)))
+        XCTAssertEqual(m.phase, .pause)
+    }
+
+    func testLoadedWithoutTheSnapshotItAskedFor_stopsAsMalformed() {
+        var m = machine()
+        _ = m.play(now: 0)
+        XCTAssertEqual(m.loaded(id: 1, slice(0, 1000), now: 1),
+                       .stopped(PlayerError(kind: .malformedRecording, code: .malformed,
+                                            message: "the recording slice at 0 ms has no snapshot")))
+        XCTAssertEqual(m.phase, .stopped)
+    }
+
+    func testWhilePlaying_playAndSpeedOnlyAdvance_andProgressIsReportedOncePerInterval() {
+        var m = playing()
+        XCTAssertEqual(m.play(now: 100), .progressed(.init(timer: .arm(at: 250))), "the next report is due at 250")
+        XCTAssertEqual(m.play(now: 300), .progressed(.init(scheduleTime: 300, timer: .arm(at: 400))), "then the frame at 400")
+        XCTAssertEqual(m.setSpeed(4, now: 350), .progressed(.init(timer: .arm(at: 363))), "(400 - 350) / 4, rounded up")
+        XCTAssertEqual(m.phase, .playing)
+    }
+
+    func testPause_inEachPhase() {
+        var m = playing()
+        _ = m.timerFired(now: 1000)
+        XCTAssertEqual(m.phase, .buffering)
+        XCTAssertEqual(m.pause(now: 1100), .paused(scheduleTime: nil, .init(timer: .disarm)),
+                       "paused where buffering stopped the clock: that time was reported already")
+        XCTAssertEqual(m.pause(now: 1200), .progressed(.init(timer: .disarm)))
+
+        var ended = machine()
+        _ = ended.play(now: 0)
+        _ = ended.loaded(id: 1, slice(0, 1000, duration: 800, snapshot: true), now: 0)
+        _ = ended.timerFired(now: 800)
+        XCTAssertEqual(ended.phase, .ended)
+        XCTAssertEqual(ended.pause(now: 900), .progressed(.init(timer: .disarm)))
+        XCTAssertEqual(ended.phase, .ended)
+    }
+
+    func testPlayOutOfAPauseWithoutTheData_buffers_andPlayWhileBufferingOnlyAdvances() {
+        var m = playing()
+        _ = m.timerFired(now: 1000)
+        _ = m.pause(now: 1100)
+        XCTAssertEqual(m.play(now: 1200), .buffering(nil, .init(timer: .disarm)), "slice 1000-2000 is still loading")
+        XCTAssertEqual(m.phase, .buffering)
+        XCTAssertEqual(m.play(now: 1300), .progressed(.init(timer: .disarm)))
+    }
+
+    func testATimerBeforeTheRetryIsDue_onlyRearms_andASeekDropsTheRetry() {
+        var m = machine()
+        _ = m.play(now: 0)
+        XCTAssertEqual(m.failed(id: 1, network, now: 100), .retrying(.init(timer: .arm(at: 600))))
+        XCTAssertEqual(m.timerFired(now: 599), .progressed(.init(timer: .arm(at: 600))))
+        XCTAssertEqual(m.seek(to: 0, now: 599),
+                       .seeking(.init(cancelling: 1, fetch: .init(id: 2, start: 0, end: 1000, snapshot: true)),
+                                .init(timer: .disarm)))
+        XCTAssertEqual(m.timerFired(now: 600), .progressed(.init(timer: .disarm)), "no retry left to send")
+        XCTAssertEqual(m.failed(id: 1, network, now: 700), .none, "the abandoned request")
+    }
+
+    func testAfterStop_everyInputIsNone() {
+        var m = playing()
+        XCTAssertEqual(m.stop(), .stopped(cancelling: 2), "the prefetch of slice 1000-2000")
+        XCTAssertEqual(m.stop(), .none)
+        XCTAssertEqual(m.play(now: 1), .none)
+        XCTAssertEqual(m.pause(now: 1), .none)
+        XCTAssertEqual(m.seek(to: 0, now: 1), .none)
+        XCTAssertEqual(m.setSpeed(2, now: 1), .none)
+        XCTAssertEqual(m.timerFired(now: 1), .none)
+        XCTAssertEqual(m.loaded(id: 2, slice(1000, 2000), now: 1), .none)
+        XCTAssertEqual(m.failed(id: 2, network, now: 1), .none)
+        XCTAssertEqual(m.phase, .stopped)
+    }
+
     func testRecordingSlice_parsesTheHeaderAndFrames_andKeepsABadLineAsAFrame() throws {
         let body = """
             {"room":"r","beginTimestamp":100,"endTimestamp":900,"framesCount":7,"sliceStart":200,"sliceEnd":400,\
