@@ -1,10 +1,11 @@
 import RoomKitProtocol
 
-/// A player's time line as a value with no I/O: it takes an input and the
-/// current real time (ms on a monotonic clock) and returns the actions the
-/// driver must perform. Timing, speed, pause, seek, slices and buffering
-/// live here and are unit-tested with an injected clock; the driver fetches
-/// slices, applies frames and raises events.
+/// A player's time line as a value with no I/O: each input is a method that
+/// takes the current real time (ms on a monotonic clock; all but `stop()`)
+/// and returns what the input led to, as that input's own small result; the
+/// driver performs the result's effects in an order it owns. Timing, speed, pause, seek, slices
+/// and buffering live here and are unit-tested with an injected clock; the
+/// driver fetches slices, applies frames and raises events.
 ///
 /// Time line: frames have a schedule time `t` in `0...duration`; the state at
 /// schedule time T is the snapshot plus every frame with `t <= T`. Slices
@@ -65,82 +66,147 @@ public struct PlaybackMachine: Sendable {
 
     // MARK: Inputs
 
-    /// Takes `input` at real time `now` (ms, monotonic) and returns the
-    /// actions to perform, in order. After `stop` (or a fatal error) every
-    /// input returns no action.
-    public mutating func handle(_ input: Input, now: Int64) -> [Action] {
-        guard phase != .stopped else { return [] }
-        var actions: [Action] = []
-        switch input {
-        case .play: play(now, &actions)
-        case .pause: pause(now, &actions)
-        case .stop:
-            stopWith(nil, &actions)
-            return actions
-        case .seek(let target): seek(target, now, &actions)
-        case .setSpeed(let speed):
-            clock.setSpeed(min(Self.speeds.upperBound, max(Self.speeds.lowerBound, speed)), at: now)
-        case .loaded(let id, let slice):
-            guard fetching?.id == id, let request = fetching else { return [] }
-            fetching = nil
-            failures = 0
-            load(slice, request, now, &actions)
-        case .failed(let id, let error):
-            guard fetching?.id == id, let request = fetching else { return [] }
-            fetching = nil
-            if error.isTransient && failures < settings.retries {
-                failures += 1
-                retryAt = now + settings.retryDelay
-                fetching = request
-            } else {
-                stopWith(error, &actions)
-                return actions
-            }
-        case .timer:
-            if let at = retryAt, at <= now, let request = fetching {
-                retryAt = nil
-                actions.append(.fetch(request))
-            }
-        }
-        advance(now, &actions)
-        return actions
-    }
+    // After `stop()` (or a fatal error) every input returns `.none`.
 
-    private mutating func play(_ now: Int64, _ actions: inout [Action]) {
+    /// `Player.play()`: plays from the current position (from 0 after the
+    /// end); before the first frame, loads it and then plays.
+    public mutating func play(now: Int64) -> PlayAction {
         switch phase {
         case .waitingFirstFrame:
             wantsPlay = true
-            startLoadingIfIdle(&actions)
+            let fetch = startLoadingIfIdle()
+            return .loading(fetch, advance(now))
         case .pause:
             wantsPlay = true
-            resume(now, &actions)
+            switch resume(now) {
+            case .playing(let time):
+                return .playing(scheduleTime: time, advance(now))
+            case .buffering(_, let fetch):
+                // Always entered: the phase was `pause`.
+                return .buffering(fetch, advance(now))
+            }
         case .ended:
             wantsPlay = true
-            seek(0, now, &actions)
-        case .playing, .buffering, .stopped:
-            break
+            let seek = jump(to: 0, now)
+            return .restarted(seek, advance(now))
+        case .playing, .buffering:
+            return .progressed(advance(now))
+        case .stopped:
+            return .none
         }
     }
 
-    private mutating func pause(_ now: Int64, _ actions: inout [Action]) {
+    /// `Player.pause()`: freezes the clock; before the first frame, loads it
+    /// and stays paused.
+    public mutating func pause(now: Int64) -> PauseAction {
         switch phase {
         case .waitingFirstFrame:
             wantsPlay = false
-            startLoadingIfIdle(&actions)
+            let fetch = startLoadingIfIdle()
+            return .loading(fetch, advance(now))
         case .playing, .buffering:
             wantsPlay = false
             clock.stop(at: now)
-            setPhase(.pause, &actions)
-            report(now, &actions, force: true)
-        case .pause, .ended, .stopped:
-            break
+            phase = .pause
+            let time = report(now, force: true)
+            return .paused(scheduleTime: time, advance(now))
+        case .pause, .ended:
+            return .progressed(advance(now))
+        case .stopped:
+            return .none
         }
     }
 
-    private mutating func seek(_ target: Int64, _ now: Int64, _ actions: inout [Action]) {
+    /// `Player.stop()`: stops for good. Takes no time: nothing it asks for
+    /// depends on the clock.
+    public mutating func stop() -> StopAction {
+        switch phase {
+        case .waitingFirstFrame, .playing, .buffering, .pause, .ended:
+            let cancelling = fetching?.id
+            halt()
+            return .stopped(cancelling: cancelling)
+        case .stopped:
+            return .none
+        }
+    }
+
+    /// `Player.seek(toScheduleTime:)`: moves to `target` ms after
+    /// `beginTimestamp`, clamped to the recording once its duration is known.
+    public mutating func seek(to target: Int64, now: Int64) -> SeekAction {
+        switch phase {
+        case .waitingFirstFrame, .playing, .buffering, .pause, .ended:
+            let seek = jump(to: target, now)
+            return .seeking(seek, advance(now))
+        case .stopped:
+            return .none
+        }
+    }
+
+    /// A new `playbackSpeed`, clamped to `speeds`; the position is kept.
+    public mutating func setSpeed(_ speed: Double, now: Int64) -> SpeedAction {
+        switch phase {
+        case .waitingFirstFrame, .playing, .buffering, .pause, .ended:
+            clock.setSpeed(min(Self.speeds.upperBound, max(Self.speeds.lowerBound, speed)), at: now)
+            return .progressed(advance(now))
+        case .stopped:
+            return .none
+        }
+    }
+
+    /// Fetch `id` was answered with `slice`.
+    public mutating func loaded(id: UInt64, _ slice: RecordingSlice, now: Int64) -> LoadedAction {
+        switch phase {
+        case .waitingFirstFrame, .playing, .buffering, .pause, .ended:
+            guard let request = fetching, request.id == id else { return .none }
+            fetching = nil
+            failures = 0
+            return load(slice, request, now)
+        case .stopped:
+            return .none
+        }
+    }
+
+    /// Fetch `id` failed: a transient failure is retried after
+    /// `settings.retryDelay` while retries are left; anything else stops.
+    public mutating func failed(id: UInt64, _ error: PlayerError, now: Int64) -> FailedAction {
+        switch phase {
+        case .waitingFirstFrame, .playing, .buffering, .pause, .ended:
+            guard let request = fetching, request.id == id else { return .none }
+            if error.isTransient && failures < settings.retries {
+                // The request stays current: its retry keeps the same id.
+                failures += 1
+                retryAt = now + settings.retryDelay
+                return .retrying(advance(now))
+            }
+            fetching = nil
+            halt()
+            return .stopped(error)
+        case .stopped:
+            return .none
+        }
+    }
+
+    /// The timer armed by the last `Progress` fired.
+    public mutating func timerFired(now: Int64) -> TimerAction {
+        switch phase {
+        case .waitingFirstFrame, .playing, .buffering, .pause, .ended:
+            if let at = retryAt, at <= now, let request = fetching {
+                retryAt = nil
+                return .retry(request, advance(now))
+            }
+            return .progressed(advance(now))
+        case .stopped:
+            return .none
+        }
+    }
+
+    // MARK: Steps
+
+    /// Moves the position to `target` and requests the state there.
+    private mutating func jump(to target: Int64, _ now: Int64) -> Seek {
         var target = max(0, target)
         if let info { target = min(target, info.duration) }
-        if let request = fetching { actions.append(.cancelFetch(request.id)) }
+        let cancelling = fetching?.id
         fetching = nil
         retryAt = nil
         failures = 0
@@ -154,41 +220,43 @@ public struct PlaybackMachine: Sendable {
         clock.jump(to: Double(target), at: now)
         clock.limit = Double(target)
         lastReport = nil
+        var entered: PlayerPhase?
         if phase != .waitingFirstFrame {
-            setPhase(wantsPlay ? .buffering : .pause, &actions)
+            entered = enter(wantsPlay ? .buffering : .pause)
         }
-        requestSlice(from: target, snapshot: true, &actions)
+        return Seek(cancelling: cancelling, phase: entered, fetch: requestSlice(from: target, snapshot: true))
     }
 
-    private mutating func startLoadingIfIdle(_ actions: inout [Action]) {
-        guard fetching == nil, !stateLoaded else { return }
-        requestSlice(from: Int64(clock.position), snapshot: true, &actions)
+    private mutating func startLoadingIfIdle() -> Fetch? {
+        guard fetching == nil, !stateLoaded else { return nil }
+        return requestSlice(from: Int64(clock.position), snapshot: true)
     }
 
-    private mutating func requestSlice(from start: Int64, snapshot: Bool, _ actions: inout [Action]) {
+    private mutating func requestSlice(from start: Int64, snapshot: Bool) -> Fetch {
         nextFetchID += 1
         let end = (start / settings.sliceLength + 1) * settings.sliceLength
         let request = Fetch(id: nextFetchID, start: start, end: end, snapshot: snapshot)
         fetching = request
-        actions.append(.fetch(request))
+        return request
     }
 
-    private mutating func load(_ slice: RecordingSlice, _ request: Fetch, _ now: Int64, _ actions: inout [Action]) {
+    private mutating func load(_ slice: RecordingSlice, _ request: Fetch, _ now: Int64) -> LoadedAction {
         info = (slice.beginTimestamp, slice.duration, slice.framesCount)
+        var arrival = Arrival()
         if request.snapshot {
             guard let snapshot = slice.snapshot else {
-                stopWith(PlayerError(kind: .malformedRecording, code: .malformed,
-                                     message: "the recording slice at \(request.start) ms has no snapshot"), &actions)
-                return
+                halt()
+                return .stopped(PlayerError(kind: .malformedRecording, code: .malformed,
+                                            message: "the recording slice at \(request.start) ms has no snapshot"))
             }
             // A seek past the (then unknown) end lands on the end.
             clock.jump(to: Double(min(Int64(clock.position), slice.duration)), at: now)
             loadedEnd = slice.start
-            actions.append(.reset(snapshot))
+            arrival.snapshot = snapshot
             stateLoaded = true
             if !firstFrameLoaded {
                 firstFrameLoaded = true
-                actions.append(.loadFirstFrame)
+                arrival.firstFrame = true
             }
         }
         let end = max(slice.end, slice.start)
@@ -196,67 +264,81 @@ public struct PlaybackMachine: Sendable {
         loadedEnd = max(loadedEnd, end)
         slices.append((slice.start, end))
         clock.limit = Double(isComplete ? slice.duration : loadedEnd)
-        // The frames up to the landing time are applied before the phase and
-        // time are reported, so a reader who sees scheduleTimeChanged(t) reads
-        // the state at t (not the snapshot's, one action later).
-        if stateLoaded { applyDueFrames(through: clock.time(at: now), &actions) }
+        // The frames up to the landing time are part of the arrival (not of
+        // the clock's progress), so the driver can apply them before it
+        // reports the phase and time.
+        if stateLoaded { arrival.frames = dueFrames(through: clock.time(at: now)) }
         switch phase {
         case .waitingFirstFrame:
             if wantsPlay {
-                resume(now, &actions)
+                arrival.take(resume(now))
             } else {
-                setPhase(.pause, &actions)
+                arrival.phase = enter(.pause)
             }
         case .buffering:
-            resume(now, &actions)
+            arrival.take(resume(now))
         case .playing, .pause, .ended, .stopped:
             break
         }
-        if request.snapshot { report(now, &actions, force: true) }
+        // A resume that played has reported this time already (same `now`),
+        // so at most one of the two reports has a time.
+        if request.snapshot, let time = report(now, force: true) { arrival.scheduleTime = time }
+        return .loaded(arrival, advance(now))
+    }
+
+    /// Where `resume` led.
+    fileprivate enum Resumed {
+        /// Now `playing`, with the time to report.
+        case playing(scheduleTime: Int64?)
+        /// `buffering` (`entered`: it was not before), with a snapshot request
+        /// when nothing is loading the position.
+        case buffering(entered: Bool, Fetch?)
     }
 
     /// Plays from the current position when the data is there, else buffers.
-    private mutating func resume(_ now: Int64, _ actions: inout [Action]) {
+    private mutating func resume(_ now: Int64) -> Resumed {
         let t = clock.position
         if stateLoaded && (Double(loadedEnd) > t || isComplete) {
             clock.start(at: now)
-            setPhase(.playing, &actions)
-            report(now, &actions, force: true)
-        } else {
-            setPhase(.buffering, &actions)
-            if fetching == nil && retryAt == nil && !stateLoaded {
-                requestSlice(from: Int64(t), snapshot: true, &actions)
-            }
+            phase = .playing
+            return .playing(scheduleTime: report(now, force: true))
         }
+        let entered = enter(.buffering) != nil
+        if fetching == nil && retryAt == nil && !stateLoaded {
+            return .buffering(entered: entered, requestSlice(from: Int64(t), snapshot: true))
+        }
+        return .buffering(entered: entered, nil)
     }
 
-    private mutating func stopWith(_ error: PlayerError?, _ actions: inout [Action]) {
-        if let request = fetching { actions.append(.cancelFetch(request.id)) }
+    /// Stops for good: nothing loads or plays any more.
+    private mutating func halt() {
         fetching = nil
         wantsPlay = false
         queue.removeAll()
         queueHead = 0
-        setPhase(.stopped, &actions)
-        if let error { actions.append(.stoppedWithError(error)) }
-        actions.append(.cancelTimer)
-        actions.append(.release)
+        phase = .stopped
     }
 
-    private mutating func setPhase(_ next: PlayerPhase, _ actions: inout [Action]) {
-        guard next != phase else { return }
+    /// Moves to `next`; returns it when it is a change, nil when not.
+    private mutating func enter(_ next: PlayerPhase) -> PlayerPhase? {
+        guard next != phase else { return nil }
         phase = next
-        actions.append(.phase(next))
+        return next
     }
 
-    private mutating func report(_ now: Int64, _ actions: inout [Action], force: Bool) {
+    /// The schedule time to report at `now`, if any: forced ones always
+    /// (unless the time is the one last reported), others once per
+    /// `progressInterval`.
+    private mutating func report(_ now: Int64, force: Bool) -> Int64? {
         let time = scheduleTime(at: now)
-        if !force, let last = lastReport, now - last.at < settings.progressInterval { return }
-        if lastReport?.time != time { actions.append(.scheduleTime(time)) }
+        if !force, let last = lastReport, now - last.at < settings.progressInterval { return nil }
+        let changed = lastReport?.time != time
         lastReport = (now, time)
+        return changed ? time : nil
     }
 
-    /// Applies the queued frames at or before `t`, in order.
-    private mutating func applyDueFrames(through t: Double, _ actions: inout [Action]) {
+    /// Takes the queued frames at or before `t`, in order.
+    private mutating func dueFrames(through t: Double) -> [RecordedFrame] {
         var due: [RecordedFrame] = []
         while queueHead < queue.count, Double(queue[queueHead].t) <= t {
             due.append(queue[queueHead])
@@ -266,55 +348,56 @@ public struct PlaybackMachine: Sendable {
             queue.removeFirst(queueHead)
             queueHead = 0
         }
-        if !due.isEmpty { actions.append(.apply(due)) }
+        return due
     }
 
     // MARK: The clock's consequences
 
-    /// Applies due frames, follows slices, enters buffering or ended,
-    /// prefetches, reports progress, and arms the timer.
-    private mutating func advance(_ now: Int64, _ actions: inout [Action]) {
-        guard phase != .stopped else { return }
-        guard stateLoaded, let info else {
-            armTimer(now, &actions)
-            return
-        }
+    /// Takes due frames, follows slices, enters buffering or ended, prefetches,
+    /// reports progress, and arms the timer. Never called once stopped: the
+    /// inputs return before.
+    private mutating func advance(_ now: Int64) -> Progress {
+        guard stateLoaded, let info else { return Progress(timer: timer(now)) }
+        var progress = Progress(timer: .disarm)
         let t = clock.time(at: now)
-        applyDueFrames(through: t, &actions)
-        followSlices(t, &actions)
+        progress.frames = dueFrames(through: t)
+        progress.slice = followSlices(t)
 
         if clock.isRunning && t >= clock.limit {
             clock.stop(at: now)
             if isComplete && t >= Double(info.duration) {
                 wantsPlay = false
-                setPhase(.ended, &actions)
+                progress.phase = enter(.ended)
             } else {
-                setPhase(.buffering, &actions)
+                progress.phase = enter(.buffering)
             }
-            report(now, &actions, force: true)
+            progress.scheduleTime = report(now, force: true)
         } else if clock.isRunning {
-            report(now, &actions, force: false)
+            progress.scheduleTime = report(now, force: false)
         }
 
         if fetching == nil && retryAt == nil && !isComplete && Double(loadedEnd - settings.sliceLength) <= t {
-            requestSlice(from: loadedEnd, snapshot: false, &actions)
+            progress.prefetch = requestSlice(from: loadedEnd, snapshot: false)
         }
-        armTimer(now, &actions)
+        progress.timer = timer(now)
+        return progress
     }
 
-    private mutating func followSlices(_ t: Double, _ actions: inout [Action]) {
+    /// The slice playback is in, when it is a change.
+    private mutating func followSlices(_ t: Double) -> String? {
         while slices.count > 1, Double(slices[1].start) <= t {
             slices.removeFirst()
         }
-        guard let slice = slices.first else { return }
+        guard let slice = slices.first else { return nil }
         let name = "\(slice.start)-\(slice.end)"
-        if name != currentSlice {
-            currentSlice = name
-            actions.append(.sliceChanged(name))
-        }
+        guard name != currentSlice else { return nil }
+        currentSlice = name
+        return name
     }
 
-    private func armTimer(_ now: Int64, _ actions: inout [Action]) {
+    /// The timer for the next thing due: a retry, a frame, the end of the
+    /// loaded data, the next slice, a prefetch or a progress report.
+    private func timer(_ now: Int64) -> TimerChange {
         var candidates: [Int64] = []
         if let retryAt { candidates.append(retryAt) }
         if clock.isRunning {
@@ -329,10 +412,21 @@ public struct PlaybackMachine: Sendable {
             }
             candidates.append((lastReport?.at ?? now) + settings.progressInterval)
         }
-        if let at = candidates.min() {
-            actions.append(.setTimer(max(now, at)))
-        } else {
-            actions.append(.cancelTimer)
+        guard let at = candidates.min() else { return .disarm }
+        return .arm(at: max(now, at))
+    }
+}
+
+extension PlaybackMachine.Arrival {
+    /// Takes in where a resume led.
+    fileprivate mutating func take(_ resumed: PlaybackMachine.Resumed) {
+        switch resumed {
+        case .playing(let time):
+            phase = .playing
+            scheduleTime = time
+        case .buffering(let entered, let request):
+            if entered { phase = .buffering }
+            fetch = request
         }
     }
 }

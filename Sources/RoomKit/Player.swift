@@ -89,7 +89,7 @@ public final class Player: Sendable {
         // Dropped without stop(): release the loop side (its events go only
         // to observers and streams now).
         let driver = self.driver
-        loop.execute { driver.handle(.stop) }
+        loop.execute { driver.stop() }
     }
 
     /// The receiver of the player callbacks.
@@ -140,7 +140,7 @@ public final class Player: Sendable {
         set {
             let speed = min(PlaybackMachine.speeds.upperBound, max(PlaybackMachine.speeds.lowerBound, newValue))
             cache.withLock { $0.speed = speed }
-            send(.setSpeed(speed))
+            onLoop { $0.setSpeed(speed) }
         }
     }
 
@@ -169,17 +169,17 @@ public final class Player: Sendable {
 
     /// Plays from the current position (from 0 after `ended`); before the
     /// first frame, loads it and then plays.
-    public func play() { send(.play) }
+    public func play() { onLoop { $0.play() } }
 
     /// Pauses; before the first frame, loads it and stays paused.
-    public func pause() { send(.pause) }
+    public func pause() { onLoop { $0.pause() } }
 
     /// Stops for good and releases the player (phase `stopped`).
-    public func stop() { send(.stop) }
+    public func stop() { onLoop { $0.stop() } }
 
     /// Moves to `time` ms after `beginTimestamp` (clamped to the recording):
     /// loads the state there and goes on playing if it was playing.
-    public func seek(toScheduleTime time: Int64) { send(.seek(time)) }
+    public func seek(toScheduleTime time: Int64) { onLoop { $0.seek(to: time) } }
 
     /// Registers the custom global state type for this player (the seed's
     /// `setCustomGlobalStateClass`): a frame whose `globalState` does not
@@ -194,9 +194,10 @@ public final class Player: Sendable {
         customGlobalState.withLock { $0 } ?? host?.globalStateType
     }
 
-    private func send(_ input: PlaybackMachine.Input) {
+    /// Hands `input` to the driver on the loop, after everything asked before.
+    private func onLoop(_ input: @escaping @Sendable (PlayerDriver) -> Void) {
         let driver = self.driver
-        loop.execute { driver.handle(input) }
+        loop.execute { input(driver) }
     }
 
     // MARK: Events

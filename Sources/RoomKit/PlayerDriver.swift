@@ -4,9 +4,9 @@ import RoomKitLoop
 import RoomKitProtocol
 
 /// The loop side of a `Player`: feeds inputs to its `PlaybackMachine`,
-/// performs the actions (slice requests over `HTTPClient`, one timer, frame
-/// application through `PlayerStateModel`), keeps the player's cache, and
-/// raises the events.
+/// performs what each input led to (slice requests over `HTTPClient`, one
+/// timer, frame application through `PlayerStateModel`) in the order it
+/// owns, keeps the player's cache, and raises the events.
 final class PlayerDriver: @unchecked Sendable {
     // @unchecked Sendable: every mutable field is touched on the loop thread
     // only (the player hops there); `player` is set once before the driver
@@ -41,16 +41,168 @@ final class PlayerDriver: @unchecked Sendable {
             retries: configuration.retries, retryDelay: configuration.retryDelay.milliseconds))
     }
 
-    /// Feeds one input to the machine and performs its actions. Loop thread only.
-    func handle(_ input: PlaybackMachine.Input) {
+    // MARK: Inputs
+
+    // One method per machine input, each switching over exactly what its
+    // input can lead to. The driver owns the order of the effects and keeps
+    // one order for every result: an abandoned request is dropped first;
+    // then the state (a snapshot and `loadFirstFrame`, then the frames due),
+    // the phase and the time, so whoever sees phaseChanged or
+    // scheduleTimeChanged(t) reads the state at t; then new requests and the
+    // timer, which nothing a user sees waits on (an HTTP completion never
+    // runs inside the call that starts it). What the clock did (`Progress`)
+    // comes after the input's own part, in that order again. Loop thread
+    // only; nothing happens once released.
+
+    /// `Player.play()`.
+    func play() {
+        guard let now = begin() else { return }
+        let action = machine.play(now: now)
+        cacheTimeLine(now)
+        switch action {
+        case .loading(let fetch, let progress):
+            if let fetch { start(fetch) }
+            perform(progress, now: now)
+        case .playing(let time, let progress):
+            enter(.playing)
+            if let time { emit(.scheduleTimeChanged(time)) }
+            perform(progress, now: now)
+        case .buffering(let fetch, let progress):
+            enter(.buffering)
+            if let fetch { start(fetch) }
+            perform(progress, now: now)
+        case .restarted(let seek, let progress):
+            perform(seek)
+            perform(progress, now: now)
+        case .progressed(let progress):
+            perform(progress, now: now)
+        case .none:
+            break
+        }
+    }
+
+    /// `Player.pause()`.
+    func pause() {
+        guard let now = begin() else { return }
+        let action = machine.pause(now: now)
+        cacheTimeLine(now)
+        switch action {
+        case .loading(let fetch, let progress):
+            if let fetch { start(fetch) }
+            perform(progress, now: now)
+        case .paused(let time, let progress):
+            enter(.pause)
+            if let time { emit(.scheduleTimeChanged(time)) }
+            perform(progress, now: now)
+        case .progressed(let progress):
+            perform(progress, now: now)
+        case .none:
+            break
+        }
+    }
+
+    /// `Player.stop()`, the loop's shutdown, or the player dropped.
+    func stop() {
+        guard let now = begin() else { return }
+        let action = machine.stop()
+        cacheTimeLine(now)
+        switch action {
+        case .stopped(let cancelling):
+            if let cancelling { cancel(cancelling) }
+            stopped(because: nil)
+        case .none:
+            break
+        }
+    }
+
+    /// `Player.seek(toScheduleTime:)`.
+    func seek(to target: Int64) {
+        guard let now = begin() else { return }
+        let action = machine.seek(to: target, now: now)
+        cacheTimeLine(now)
+        switch action {
+        case .seeking(let seek, let progress):
+            perform(seek)
+            perform(progress, now: now)
+        case .none:
+            break
+        }
+    }
+
+    /// A new `Player.playbackSpeed` (already clamped).
+    func setSpeed(_ speed: Double) {
+        guard let now = begin() else { return }
+        let action = machine.setSpeed(speed, now: now)
+        cacheTimeLine(now)
+        switch action {
+        case .progressed(let progress):
+            perform(progress, now: now)
+        case .none:
+            break
+        }
+    }
+
+    /// The player's timer fired.
+    private func timerFired() {
+        guard let now = begin() else { return }
+        let action = machine.timerFired(now: now)
+        cacheTimeLine(now)
+        switch action {
+        case .retry(let fetch, let progress):
+            start(fetch)
+            perform(progress, now: now)
+        case .progressed(let progress):
+            perform(progress, now: now)
+        case .none:
+            break
+        }
+    }
+
+    /// Slice request `id` was answered.
+    private func loaded(id: UInt64, _ slice: RecordingSlice) {
+        guard let now = begin() else { return }
+        let action = machine.loaded(id: id, slice, now: now)
+        cacheTimeLine(now)
+        switch action {
+        case .loaded(let arrival, let progress):
+            perform(arrival)
+            perform(progress, now: now)
+        case .stopped(let error):
+            stopped(because: error)
+        case .none:
+            break
+        }
+    }
+
+    /// Slice request `id` failed.
+    private func failed(id: UInt64, _ error: PlayerError) {
+        guard let now = begin() else { return }
+        let action = machine.failed(id: id, error, now: now)
+        cacheTimeLine(now)
+        switch action {
+        case .retrying(let progress):
+            perform(progress, now: now)
+        case .stopped(let error):
+            stopped(because: error)
+        case .none:
+            break
+        }
+    }
+
+    /// What every input does first: the current time, or nil once released.
+    private func begin() -> Int64? {
         loop.preconditionInEventLoop()
-        guard !released else { return }
+        guard !released else { return nil }
         if shutdownHookID == nil {
-            shutdownHookID = loop.addShutdownHook { [weak self] in self?.handle(.stop) }
+            shutdownHookID = loop.addShutdownHook { [weak self] in self?.stop() }
         }
         model.globalStateCheck = player?.globalStateCheck
-        let now = Player.now()
-        let actions = machine.handle(input, now: now)
+        return Player.now()
+    }
+
+    /// Puts the machine's clock and time line in the cache before any event
+    /// of the input is raised, so a callback reads the new time.
+    private func cacheTimeLine(_ now: Int64) {
         let clock = machine.clock
         var info = machine.timeInfo(at: now)
         if !machine.knowsTimeLine { info.beginTimestamp = configuration.from ?? 0 }
@@ -58,48 +210,74 @@ final class PlayerDriver: @unchecked Sendable {
             cache.clock = clock
             cache.info = info
         }
-        for action in actions {
-            perform(action, now: now)
-        }
     }
 
-    private func perform(_ action: PlaybackMachine.Action, now: Int64) {
-        switch action {
-        case .fetch(let fetch):
-            start(fetch)
-        case .cancelFetch(let id):
-            if let inFlight, inFlight.id == id {
-                self.inFlight = nil
-                inFlight.request.cancel()
-            }
-        case .reset(let snapshot):
+    // MARK: Effects
+
+    private func perform(_ seek: PlaybackMachine.Seek) {
+        if let cancelling = seek.cancelling { cancel(cancelling) }
+        if let phase = seek.phase { enter(phase) }
+        start(seek.fetch)
+    }
+
+    private func perform(_ arrival: PlaybackMachine.Arrival) {
+        if let snapshot = arrival.snapshot {
             // The first frame's state arrives silently: `loadFirstFrame` follows.
             let first = model.state == nil
             var outcome = model.reset(to: snapshot)
             if first { outcome.diff = PlayerStateDiff() }
             report(outcome)
-        case .apply(let frames):
-            for frame in frames {
-                report(model.apply(frame, room: configuration.room))
-            }
-        case .phase(let phase):
-            player?.cache.withLock { $0.phase = phase }
-            emit(.phaseChanged(phase))
-        case .loadFirstFrame:
-            emit(.loadFirstFrame)
-        case .sliceChanged(let name):
-            emit(.sliceChanged(name))
-        case .scheduleTime(let time):
-            emit(.scheduleTimeChanged(time))
-        case .stoppedWithError(let error):
+        }
+        if arrival.firstFrame { emit(.loadFirstFrame) }
+        apply(arrival.frames)
+        if let phase = arrival.phase { enter(phase) }
+        if let time = arrival.scheduleTime { emit(.scheduleTimeChanged(time)) }
+        if let fetch = arrival.fetch { start(fetch) }
+    }
+
+    private func perform(_ progress: PlaybackMachine.Progress, now: Int64) {
+        apply(progress.frames)
+        if let slice = progress.slice { emit(.sliceChanged(slice)) }
+        if let phase = progress.phase { enter(phase) }
+        if let time = progress.scheduleTime { emit(.scheduleTimeChanged(time)) }
+        if let fetch = progress.prefetch { start(fetch) }
+        switch progress.timer {
+        case .arm(let at):
+            arm(after: max(0, at - now))
+        case .disarm:
+            timer?.stop()
+        }
+    }
+
+    private func apply(_ frames: [RecordedFrame]) {
+        for frame in frames {
+            report(model.apply(frame, room: configuration.room))
+        }
+    }
+
+    /// Shows `phase` in the cache, then reports it.
+    private func enter(_ phase: PlayerPhase) {
+        player?.cache.withLock { $0.phase = phase }
+        emit(.phaseChanged(phase))
+    }
+
+    /// The machine stopped (for `error`, when not asked to): report it,
+    /// disarm the timer and release everything.
+    private func stopped(because error: PlayerError?) {
+        enter(.stopped)
+        if let error {
             logger.warning("player stopped", metadata: ["room": "\(configuration.room)", "error": "\(error)"])
             emit(.stoppedWithError(error))
-        case .setTimer(let at):
-            arm(after: max(0, at - now))
-        case .cancelTimer:
-            timer?.stop()
-        case .release:
-            release()
+        }
+        timer?.stop()
+        release()
+    }
+
+    /// Drops the answer of request `id`, which is no longer wanted.
+    private func cancel(_ id: UInt64) {
+        if let inFlight, inFlight.id == id {
+            self.inFlight = nil
+            inFlight.request.cancel()
         }
     }
 
@@ -122,7 +300,7 @@ final class PlayerDriver: @unchecked Sendable {
     private func arm(after delay: Int64) {
         do {
             if timer == nil {
-                timer = try LoopTimer(loop: loop) { [weak self] _ in self?.handle(.timer) }
+                timer = try LoopTimer(loop: loop) { [weak self] _ in self?.timerFired() }
             }
             try timer?.start(after: .milliseconds(delay))
         } catch {
@@ -155,7 +333,7 @@ final class PlayerDriver: @unchecked Sendable {
                 client = try HTTPClient.shared(on: loop, configuration: configuration.transport)
             } catch {
                 let failure = PlayerError(kind: .network, code: .internalError, message: "no HTTP client: \(error)")
-                loop.execute { [weak self] in self?.handle(.failed(id: fetch.id, failure)) }
+                loop.execute { [weak self] in self?.failed(id: fetch.id, failure) }
                 return
             }
         }
@@ -170,12 +348,12 @@ final class PlayerDriver: @unchecked Sendable {
                 do throws(PlayerError) {
                     let slice = try RecordingSlice(ndjson: response.body)
                     if range == nil { range = (slice.beginTimestamp, slice.endTimestamp) }
-                    handle(.loaded(id: fetch.id, slice))
+                    loaded(id: fetch.id, slice)
                 } catch {
-                    handle(.failed(id: fetch.id, error))
+                    failed(id: fetch.id, error)
                 }
             case .failure(let error):
-                handle(.failed(id: fetch.id, PlayerError(error)))
+                failed(id: fetch.id, PlayerError(error))
             }
         })
         if let request { inFlight = (fetch.id, request) }

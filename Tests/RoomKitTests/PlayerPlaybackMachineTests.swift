@@ -3,7 +3,8 @@ import RoomKitProtocol
 import XCTest
 
 /// The player's time line with an injected clock (ms): timing, speed,
-/// pause, seek, slices, buffering, retries and the end.
+/// pause, seek, slices, buffering, retries and the end; and what each input
+/// leads to in each phase.
 final class PlayerPlaybackMachineTests: XCTestCase {
     private typealias Machine = PlaybackMachine
 
@@ -19,177 +20,277 @@ final class PlayerPlaybackMachineTests: XCTestCase {
                        frames: frames.enumerated().map { RecordedFrame(t: $1, seq: Int64($0 + 1), push: ["op": "magix"]) })
     }
 
-    private func applied(_ actions: [Machine.Action]) -> [Int64] {
-        actions.flatMap { action -> [Int64] in
-            if case .apply(let frames) = action { return frames.map(\.t) }
-            return []
-        }
-    }
-
-    private func phases(_ actions: [Machine.Action]) -> [PlayerPhase] {
-        actions.compactMap {
-            if case .phase(let phase) = $0 { return phase }
-            return nil
-        }
-    }
-
-    private func fetches(_ actions: [Machine.Action]) -> [Machine.Fetch] {
-        actions.compactMap {
-            if case .fetch(let fetch) = $0 { return fetch }
-            return nil
-        }
-    }
-
-    private func timer(_ actions: [Machine.Action]) -> Int64? {
-        actions.compactMap {
-            if case .setTimer(let at) = $0 { return at }
-            return nil
-        }.last
+    private func frame(_ t: Int64, seq: Int64) -> RecordedFrame {
+        RecordedFrame(t: t, seq: seq, push: ["op": "magix"])
     }
 
     /// Plays from 0 with slice 0 (frames at 0, 400, 900) loaded at real time `at`.
     private func playing(speed: Double = 1, at now: Int64 = 0) -> Machine {
         var m = machine()
-        _ = m.handle(.setSpeed(speed), now: now)
-        _ = m.handle(.play, now: now)
-        _ = m.handle(.loaded(id: 1, slice(0, 1000, frames: [0, 400, 900], snapshot: true)), now: now)
+        _ = m.setSpeed(speed, now: now)
+        _ = m.play(now: now)
+        _ = m.loaded(id: 1, slice(0, 1000, frames: [0, 400, 900], snapshot: true), now: now)
         return m
     }
+
+    // MARK: Scenarios
 
     func testPlayBeforeTheFirstFrame_fetchesSliceZeroWithSnapshot_thenPlays_andPrefetchesTheNextSlice() {
         var m = machine()
         XCTAssertEqual(m.phase, .waitingFirstFrame)
         XCTAssertEqual(m.timeInfo(at: 0), PlayerTimeInfo())
-        let start = m.handle(.play, now: 0)
-        XCTAssertEqual(start, [.fetch(.init(id: 1, start: 0, end: 1000, snapshot: true)), .cancelTimer])
-        let loaded = m.handle(.loaded(id: 1, slice(0, 1000, frames: [0, 400, 900], snapshot: true)), now: 10)
-        // The frames at the landing time are applied before phase and time
-        // are reported: whoever sees scheduleTime(0) reads the state at 0.
-        XCTAssertEqual(Array(loaded.prefix(5)), [
-            .reset(RoomSnapshot(state: .initial)), .loadFirstFrame, .apply([
-                RecordedFrame(t: 0, seq: 1, push: ["op": "magix"]),
-            ]), .phase(.playing), .scheduleTime(0),
-        ])
-        XCTAssertTrue(loaded.contains(.sliceChanged("0-1000")))
-        XCTAssertEqual(fetches(loaded), [.init(id: 2, start: 1000, end: 2000, snapshot: false)], "one slice ahead")
+        XCTAssertEqual(m.play(now: 0), .loading(.init(id: 1, start: 0, end: 1000, snapshot: true), .init(timer: .disarm)))
+        let loaded = m.loaded(id: 1, slice(0, 1000, frames: [0, 400, 900], snapshot: true), now: 10)
+        guard case .loaded(let arrival, let progress) = loaded else { return XCTFail("\(loaded)") }
+        // The frames at the landing time come with the arrival, apart from
+        // the clock's progress: the driver applies them before it reports
+        // phase and time, so whoever sees scheduleTime(0) reads the state at 0.
+        XCTAssertEqual(arrival, .init(snapshot: RoomSnapshot(state: .initial), firstFrame: true, frames: [frame(0, seq: 1)],
+                                      phase: .playing, scheduleTime: 0))
+        XCTAssertEqual(progress.slice, "0-1000")
+        XCTAssertEqual(progress.prefetch, .init(id: 2, start: 1000, end: 2000, snapshot: false), "one slice ahead")
         XCTAssertEqual(m.timeInfo(at: 10), PlayerTimeInfo(scheduleTime: 0, timeDuration: 2500, framesCount: 9, beginTimestamp: 1000))
-        XCTAssertEqual(timer(loaded), 260, "the first progress report comes before the frame at 400")
+        XCTAssertEqual(progress.timer, .arm(at: 260), "the first progress report comes before the frame at 400")
+        XCTAssertEqual(progress, .init(slice: "0-1000", prefetch: .init(id: 2, start: 1000, end: 2000, snapshot: false),
+                                       timer: .arm(at: 260)), "nothing else")
     }
 
     func testFrames_fireAtTheirRecordedTimeDividedBySpeed() {
         var m = playing(speed: 8)
-        XCTAssertEqual(applied(m.handle(.timer, now: 49)), [], "400 / 8 = 50 ms")
-        let first = m.handle(.timer, now: 50)
-        XCTAssertEqual(applied(first), [400])
-        XCTAssertEqual(timer(first), 113, "900 / 8 = 112.5, rounded up")
-        XCTAssertEqual(applied(m.handle(.timer, now: 113)), [900])
+        XCTAssertEqual(m.timerFired(now: 49).progress?.times, [], "400 / 8 = 50 ms")
+        let first = m.timerFired(now: 50).progress
+        XCTAssertEqual(first?.times, [400])
+        XCTAssertEqual(first?.timer, .arm(at: 113), "900 / 8 = 112.5, rounded up")
+        XCTAssertEqual(m.timerFired(now: 113).progress?.times, [900])
         XCTAssertEqual(m.scheduleTime(at: 113), 904)
     }
 
     func testPause_freezesTheClock_andPlayResumesFromThere() {
         var m = playing()
-        let paused = m.handle(.pause, now: 300)
-        XCTAssertEqual(phases(paused), [.pause])
-        XCTAssertTrue(paused.contains(.scheduleTime(300)))
-        XCTAssertEqual(applied(m.handle(.timer, now: 5000)), [])
+        let paused = m.pause(now: 300)
+        guard case .paused(let time, let afterPause) = paused else { return XCTFail("\(paused)") }
+        XCTAssertEqual(time, 300)
+        XCTAssertNil(afterPause.phase)
+        XCTAssertEqual(m.timerFired(now: 5000).progress?.times, [])
         XCTAssertEqual(m.scheduleTime(at: 5000), 300)
-        let resumed = m.handle(.play, now: 5000)
-        XCTAssertEqual(phases(resumed), [.playing])
-        XCTAssertEqual(timer(resumed), 5100)
-        XCTAssertEqual(applied(m.handle(.timer, now: 5100)), [400])
+        let resumed = m.play(now: 5000)
+        guard case .playing(_, let afterPlay) = resumed else { return XCTFail("\(resumed)") }
+        XCTAssertNil(afterPlay.phase)
+        XCTAssertEqual(afterPlay.timer, .arm(at: 5100))
+        XCTAssertEqual(m.timerFired(now: 5100).progress?.times, [400])
     }
 
     func testSpeed_isClampedFromHalfTo16_andAChangeKeepsThePosition() {
         var m = playing()
-        _ = m.handle(.setSpeed(2), now: 200)
+        _ = m.setSpeed(2, now: 200)
         XCTAssertEqual(m.scheduleTime(at: 300), 400)
-        _ = m.handle(.setSpeed(100), now: 300)
+        _ = m.setSpeed(100, now: 300)
         XCTAssertEqual(m.clock.speed, 16)
-        _ = m.handle(.setSpeed(0.01), now: 300)
+        _ = m.setSpeed(0.01, now: 300)
         XCTAssertEqual(m.clock.speed, 0.5)
         XCTAssertEqual(m.scheduleTime(at: 400), 450)
     }
 
     func testBuffering_whenTheClockReachesAnUnloadedSlice_thenPlayingWhenItArrives() {
         var m = playing()
-        let starved = m.handle(.timer, now: 1000)
-        XCTAssertEqual(applied(starved), [400, 900])
-        XCTAssertEqual(phases(starved), [.buffering])
-        XCTAssertTrue(starved.contains(.scheduleTime(1000)))
+        let starved = m.timerFired(now: 1000)
+        guard case .progressed(let stall) = starved else { return XCTFail("\(starved)") }
+        XCTAssertEqual(stall.times, [400, 900])
+        XCTAssertEqual(stall.phase, .buffering)
+        XCTAssertEqual(stall.scheduleTime, 1000)
         XCTAssertEqual(m.scheduleTime(at: 1200), 1000, "the clock waits for the data")
-        let arrived = m.handle(.loaded(id: 2, slice(1000, 2000, frames: [1000, 1500])), now: 1300)
-        XCTAssertEqual(phases(arrived), [.playing])
-        XCTAssertEqual(applied(arrived), [1000])
-        XCTAssertTrue(arrived.contains(.sliceChanged("1000-2000")))
-        XCTAssertEqual(fetches(arrived), [.init(id: 3, start: 2000, end: 3000, snapshot: false)])
-        XCTAssertEqual(applied(m.handle(.timer, now: 1800)), [1500])
+        let arrived = m.loaded(id: 2, slice(1000, 2000, frames: [1000, 1500]), now: 1300)
+        guard case .loaded(let arrival, let progress) = arrived else { return XCTFail("\(arrived)") }
+        XCTAssertEqual(arrival, .init(frames: [frame(1000, seq: 1)], phase: .playing))
+        XCTAssertNil(progress.phase)
+        XCTAssertEqual(progress.frames, [])
+        XCTAssertEqual(progress.slice, "1000-2000")
+        XCTAssertEqual(progress.prefetch, .init(id: 3, start: 2000, end: 3000, snapshot: false))
+        XCTAssertEqual(m.timerFired(now: 1800).progress?.times, [1500])
     }
 
     func testSeek_fetchesItsTargetWithSnapshot_ignoresStaleAnswers_andKeepsPlayingOrPaused() {
         var m = playing()
-        _ = m.handle(.pause, now: 100)
-        let seek = m.handle(.seek(1500), now: 100)
-        XCTAssertEqual(Array(seek.prefix(2)), [.cancelFetch(2), .fetch(.init(id: 3, start: 1500, end: 2000, snapshot: true))])
-        XCTAssertEqual(phases(seek), [], "a paused player stays paused")
-        XCTAssertEqual(m.handle(.loaded(id: 2, slice(1000, 2000, frames: [1000])), now: 120), [], "stale answer")
-        let landed = m.handle(.loaded(id: 3, slice(1500, 2000, frames: [1500, 1800], snapshot: true)), now: 150)
-        XCTAssertEqual(landed.first, .reset(RoomSnapshot(state: .initial)))
-        XCTAssertFalse(landed.contains(.loadFirstFrame), "fires once")
-        XCTAssertTrue(landed.contains(.scheduleTime(1500)))
-        XCTAssertEqual(applied(landed), [1500], "the frames at the target apply at once")
+        _ = m.pause(now: 100)
+        let seek = m.seek(to: 1500, now: 100)
+        guard case .seeking(let move, let afterSeek) = seek else { return XCTFail("\(seek)") }
+        XCTAssertEqual(move, .init(cancelling: 2, phase: nil, fetch: .init(id: 3, start: 1500, end: 2000, snapshot: true)),
+                       "a paused player stays paused")
+        XCTAssertNil(afterSeek.phase)
+        XCTAssertEqual(m.loaded(id: 2, slice(1000, 2000, frames: [1000]), now: 120), .none, "stale answer")
+        let landed = m.loaded(id: 3, slice(1500, 2000, frames: [1500, 1800], snapshot: true), now: 150)
+        guard case .loaded(let arrival, let progress) = landed else { return XCTFail("\(landed)") }
+        XCTAssertEqual(arrival.snapshot, RoomSnapshot(state: .initial))
+        XCTAssertFalse(arrival.firstFrame, "fires once")
+        XCTAssertEqual(arrival.scheduleTime, 1500)
+        XCTAssertEqual(arrival.frames.map(\.t), [1500], "the frames at the target apply at once")
+        XCTAssertEqual(progress.frames, [])
         XCTAssertEqual(m.scheduleTime(at: 900), 1500)
 
-        let whilePlaying = m.handle(.play, now: 200) + m.handle(.seek(100), now: 200)
-        XCTAssertEqual(phases(whilePlaying), [.playing, .buffering])
-        let back = m.handle(.loaded(id: 5, slice(100, 1000, frames: [400], snapshot: true)), now: 220)
-        XCTAssertEqual(phases(back), [.playing])
-        XCTAssertEqual(applied(m.handle(.timer, now: 520)), [400])
-        XCTAssertEqual(fetches(m.handle(.seek(99_999), now: 600)).map(\.start), [2500], "clamped to the recording")
+        let play = m.play(now: 200)
+        guard case .playing(_, let afterPlay) = play else { return XCTFail("\(play)") }
+        XCTAssertNil(afterPlay.phase)
+        let seekWhilePlaying = m.seek(to: 100, now: 200)
+        guard case .seeking(let back, let afterBack) = seekWhilePlaying else { return XCTFail("\(seekWhilePlaying)") }
+        XCTAssertEqual(back.phase, .buffering)
+        XCTAssertNil(afterBack.phase)
+        let landedBack = m.loaded(id: 5, slice(100, 1000, frames: [400], snapshot: true), now: 220)
+        guard case .loaded(let backArrival, let backProgress) = landedBack else { return XCTFail("\(landedBack)") }
+        XCTAssertEqual(backArrival.phase, .playing)
+        XCTAssertNil(backProgress.phase)
+        XCTAssertEqual(m.timerFired(now: 520).progress?.times, [400])
+        let farSeek = m.seek(to: 99_999, now: 600)
+        guard case .seeking(let far, let afterFar) = farSeek else { return XCTFail("\(farSeek)") }
+        XCTAssertEqual(far.fetch.start, 2500, "clamped to the recording")
+        XCTAssertNil(afterFar.prefetch)
     }
 
     func testEnd_stopsTheClockAtTheDuration_andPlayAgainStartsFromZero() {
         var m = machine()
-        _ = m.handle(.play, now: 0)
-        let loaded = m.handle(.loaded(id: 1, slice(0, 1000, duration: 800, frames: [0, 800], snapshot: true)), now: 0)
-        XCTAssertEqual(fetches(loaded), [], "the whole recording is loaded")
-        let end = m.handle(.timer, now: 800)
-        XCTAssertEqual(applied(end), [800])
-        XCTAssertEqual(phases(end), [.ended])
-        XCTAssertTrue(end.contains(.scheduleTime(800)))
+        _ = m.play(now: 0)
+        let loaded = m.loaded(id: 1, slice(0, 1000, duration: 800, frames: [0, 800], snapshot: true), now: 0)
+        guard case .loaded(let arrival, let progress) = loaded else { return XCTFail("\(loaded)") }
+        XCTAssertNil(arrival.fetch)
+        XCTAssertNil(progress.prefetch, "the whole recording is loaded")
+        let end = m.timerFired(now: 800)
+        guard case .progressed(let atEnd) = end else { return XCTFail("\(end)") }
+        XCTAssertEqual(atEnd.times, [800])
+        XCTAssertEqual(atEnd.phase, .ended)
+        XCTAssertEqual(atEnd.scheduleTime, 800)
         XCTAssertEqual(m.scheduleTime(at: 2000), 800)
-        let again = m.handle(.play, now: 2000)
-        XCTAssertEqual(phases(again), [.buffering])
-        XCTAssertEqual(fetches(again), [.init(id: 2, start: 0, end: 1000, snapshot: true)])
+        let again = m.play(now: 2000)
+        guard case .restarted(let seek, let afterRestart) = again else { return XCTFail("\(again)") }
+        XCTAssertEqual(seek, .init(phase: .buffering, fetch: .init(id: 2, start: 0, end: 1000, snapshot: true)))
+        XCTAssertNil(afterRestart.phase)
+        XCTAssertNil(afterRestart.prefetch)
     }
 
     func testTransientFailure_isRetriedAfterTheDelay_thenStopsWithTheError() {
         var m = machine()
-        _ = m.handle(.play, now: 0)
+        _ = m.play(now: 0)
         let network = PlayerError(kind: .network, code: .connectionInterrupted, message: "refused")
         for attempt in 1...2 {
             let now = Int64(attempt) * 1000
-            XCTAssertEqual(timer(m.handle(.failed(id: 1, network), now: now)), now + 500)
-            XCTAssertEqual(fetches(m.handle(.timer, now: now + 500)), [.init(id: 1, start: 0, end: 1000, snapshot: true)])
+            XCTAssertEqual(m.failed(id: 1, network, now: now), .retrying(.init(timer: .arm(at: now + 500))))
+            XCTAssertEqual(m.timerFired(now: now + 500),
+                           .retry(.init(id: 1, start: 0, end: 1000, snapshot: true), .init(timer: .disarm)))
         }
-        let last = m.handle(.failed(id: 1, network), now: 5000)
-        XCTAssertEqual(last, [.phase(.stopped), .stoppedWithError(network), .cancelTimer, .release])
+        XCTAssertEqual(m.failed(id: 1, network, now: 5000), .stopped(network))
+        XCTAssertEqual(m.phase, .stopped)
     }
 
     func testTokenRefused_stopsAtOnce_andLaterInputsDoNothing() {
         var m = machine()
-        _ = m.handle(.pause, now: 0)
+        _ = m.pause(now: 0)
         let refused = PlayerError(kind: .tokenInvalid, code: .tokenInvalid, message: "no", httpStatus: 401)
-        XCTAssertEqual(m.handle(.failed(id: 1, refused), now: 5),
-                       [.phase(.stopped), .stoppedWithError(refused), .cancelTimer, .release])
-        XCTAssertEqual(m.handle(.play, now: 10), [])
+        XCTAssertEqual(m.failed(id: 1, refused, now: 5), .stopped(refused))
+        XCTAssertEqual(m.play(now: 10), .none)
         XCTAssertEqual(m.phase, .stopped)
     }
 
     func testStop_cancelsTheFetchAndReleases() {
         var m = machine()
-        _ = m.handle(.play, now: 0)
-        XCTAssertEqual(m.handle(.stop, now: 1), [.cancelFetch(1), .phase(.stopped), .cancelTimer, .release])
-        XCTAssertEqual(m.handle(.loaded(id: 1, slice(0, 1000, snapshot: true)), now: 2), [])
+        _ = m.play(now: 0)
+        XCTAssertEqual(m.stop(), .stopped(cancelling: 1))
+        XCTAssertEqual(m.loaded(id: 1, slice(0, 1000, snapshot: true), now: 2), .none)
+    }
+
+    // MARK: Each input's result in each phase
+
+    private let network = PlayerError(kind: .network, code: .connectionInterrupted, message: "refused")
+
+    func testBeforeTheFirstFrame_inputsOnlyLoadIt_andNoPhaseIsReported() {
+        var m = machine()
+        XCTAssertEqual(m.setSpeed(2, now: 0), .progressed(.init(timer: .disarm)))
+        XCTAssertEqual(m.timerFired(now: 0), .progressed(.init(timer: .disarm)))
+        XCTAssertEqual(m.pause(now: 0), .loading(.init(id: 1, start: 0, end: 1000, snapshot: true), .init(timer: .disarm)))
+        XCTAssertEqual(m.play(now: 1), .loading(nil, .init(timer: .disarm)), "already loading")
+        XCTAssertEqual(m.seek(to: 300, now: 2),
+                       .seeking(.init(cancelling: 1, phase: nil, fetch: .init(id: 2, start: 300, end: 1000, snapshot: true)),
+                                .init(timer: .disarm)))
+        XCTAssertEqual(m.loaded(id: 1, slice(0, 1000, snapshot: true), now: 3), .none, "stale answer")
+        XCTAssertEqual(m.failed(id: 1, network, now: 3), .none, "stale failure")
+        XCTAssertEqual(m.phase, .waitingFirstFrame)
+    }
+
+    func testLoadedAfterPause_landsPaused_reportsTheTime_andPrefetchesWithoutATimer() {
+        var m = machine()
+        _ = m.pause(now: 0)
+        XCTAssertEqual(m.loaded(id: 1, slice(0, 1000, frames: [0, 400], snapshot: true), now: 5),
+                       .loaded(.init(snapshot: RoomSnapshot(state: .initial), firstFrame: true, frames: [frame(0, seq: 1)],
+                                     phase: .pause, scheduleTime: 0),
+                               .init(slice: "0-1000", prefetch: .init(id: 2, start: 1000, end: 2000, snapshot: false),
+                                     timer: .disarm)))
+        XCTAssertEqual(m.phase, .pause)
+    }
+
+    func testLoadedWithoutTheSnapshotItAskedFor_stopsAsMalformed() {
+        var m = machine()
+        _ = m.play(now: 0)
+        XCTAssertEqual(m.loaded(id: 1, slice(0, 1000), now: 1),
+                       .stopped(PlayerError(kind: .malformedRecording, code: .malformed,
+                                            message: "the recording slice at 0 ms has no snapshot")))
+        XCTAssertEqual(m.phase, .stopped)
+    }
+
+    func testWhilePlaying_playAndSpeedOnlyAdvance_andProgressIsReportedOncePerInterval() {
+        var m = playing()
+        XCTAssertEqual(m.play(now: 100), .progressed(.init(timer: .arm(at: 250))), "the next report is due at 250")
+        XCTAssertEqual(m.play(now: 300), .progressed(.init(scheduleTime: 300, timer: .arm(at: 400))), "then the frame at 400")
+        XCTAssertEqual(m.setSpeed(4, now: 350), .progressed(.init(timer: .arm(at: 363))), "(400 - 350) / 4, rounded up")
+        XCTAssertEqual(m.phase, .playing)
+    }
+
+    func testPause_inEachPhase() {
+        var m = playing()
+        _ = m.timerFired(now: 1000)
+        XCTAssertEqual(m.phase, .buffering)
+        XCTAssertEqual(m.pause(now: 1100), .paused(scheduleTime: nil, .init(timer: .disarm)),
+                       "paused where buffering stopped the clock: that time was reported already")
+        XCTAssertEqual(m.pause(now: 1200), .progressed(.init(timer: .disarm)))
+
+        var ended = machine()
+        _ = ended.play(now: 0)
+        _ = ended.loaded(id: 1, slice(0, 1000, duration: 800, snapshot: true), now: 0)
+        _ = ended.timerFired(now: 800)
+        XCTAssertEqual(ended.phase, .ended)
+        XCTAssertEqual(ended.pause(now: 900), .progressed(.init(timer: .disarm)))
+        XCTAssertEqual(ended.phase, .ended)
+    }
+
+    func testPlayOutOfAPauseWithoutTheData_buffers_andPlayWhileBufferingOnlyAdvances() {
+        var m = playing()
+        _ = m.timerFired(now: 1000)
+        _ = m.pause(now: 1100)
+        XCTAssertEqual(m.play(now: 1200), .buffering(nil, .init(timer: .disarm)), "slice 1000-2000 is still loading")
+        XCTAssertEqual(m.phase, .buffering)
+        XCTAssertEqual(m.play(now: 1300), .progressed(.init(timer: .disarm)))
+    }
+
+    func testATimerBeforeTheRetryIsDue_onlyRearms_andASeekDropsTheRetry() {
+        var m = machine()
+        _ = m.play(now: 0)
+        XCTAssertEqual(m.failed(id: 1, network, now: 100), .retrying(.init(timer: .arm(at: 600))))
+        XCTAssertEqual(m.timerFired(now: 599), .progressed(.init(timer: .arm(at: 600))))
+        XCTAssertEqual(m.seek(to: 0, now: 599),
+                       .seeking(.init(cancelling: 1, fetch: .init(id: 2, start: 0, end: 1000, snapshot: true)),
+                                .init(timer: .disarm)))
+        XCTAssertEqual(m.timerFired(now: 600), .progressed(.init(timer: .disarm)), "no retry left to send")
+        XCTAssertEqual(m.failed(id: 1, network, now: 700), .none, "the abandoned request")
+    }
+
+    func testAfterStop_everyInputIsNone() {
+        var m = playing()
+        XCTAssertEqual(m.stop(), .stopped(cancelling: 2), "the prefetch of slice 1000-2000")
+        XCTAssertEqual(m.stop(), .none)
+        XCTAssertEqual(m.play(now: 1), .none)
+        XCTAssertEqual(m.pause(now: 1), .none)
+        XCTAssertEqual(m.seek(to: 0, now: 1), .none)
+        XCTAssertEqual(m.setSpeed(2, now: 1), .none)
+        XCTAssertEqual(m.timerFired(now: 1), .none)
+        XCTAssertEqual(m.loaded(id: 2, slice(1000, 2000), now: 1), .none)
+        XCTAssertEqual(m.failed(id: 2, network, now: 1), .none)
+        XCTAssertEqual(m.phase, .stopped)
     }
 
     func testRecordingSlice_parsesTheHeaderAndFrames_andKeepsABadLineAsAFrame() throws {
@@ -211,6 +312,21 @@ final class PlayerPlaybackMachineTests: XCTestCase {
         XCTAssertEqual(slice.frames.last?.push, .null)
         XCTAssertThrowsError(try RecordingSlice(ndjson: Array("{}\n".utf8))) {
             XCTAssertEqual(($0 as? PlayerError)?.kind, .malformedRecording)
+        }
+    }
+}
+
+extension PlaybackMachine.Progress {
+    /// The schedule times of the frames now due.
+    fileprivate var times: [Int64] { frames.map(\.t) }
+}
+
+extension PlaybackMachine.TimerAction {
+    /// What the clock did, when the timer found the machine running.
+    fileprivate var progress: PlaybackMachine.Progress? {
+        switch self {
+        case .retry(_, let progress), .progressed(let progress): progress
+        case .none: nil
         }
     }
 }
