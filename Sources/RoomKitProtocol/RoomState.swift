@@ -21,7 +21,7 @@ public struct RoomState: Sendable, Hashable {
     /// (no page, no images), view mode `freedom` without a broadcaster.
     public static let initial = RoomState(
         globalState: [:],
-        sceneState: SceneState(scenePath: "/init", scenes: [Scene(name: "init")], index: 0),
+        sceneState: SceneState(scenePath: "/init", scenes: SceneState.initialScenes, index: 0),
         broadcastState: BroadcastState(mode: .freedom, broadcasterId: nil))
 
     /// Decodes and validates `{globalState, sceneState, broadcastState}`;

@@ -153,6 +153,9 @@ public struct SceneState: Sendable, Hashable {
     /// The index of the current scene in ``scenes``.
     public var index: Int
 
+    /// The scenes of a new room: one, `init`.
+    public static let initialScenes = [Scene(name: "init")]
+
     /// Creates a scene state; values are not validated.
     public init(scenePath: String, scenes: [Scene], index: Int) {
         self.scenePath = scenePath
@@ -178,7 +181,9 @@ public struct SceneState: Sendable, Hashable {
             }
             scenes.append(scene)
         }
-        self.scenes = scenes
+        // Most rooms never leave the initial scene: share that one array
+        // rather than keep a copy per room (a client caches 100,000 rooms).
+        self.scenes = scenes == Self.initialScenes ? Self.initialScenes : scenes
         guard let (_, name) = ScenePath.split(scenePath) else {
             throw .invalidArgument("sceneState.scenePath is not a valid scene path")
         }
