@@ -94,9 +94,11 @@ extension RoomEvent {
     /// Appends `logFields` as compact JSON text to `buffer`: the room-event
     /// payload plugins receive. A magix event (the hot path) is written
     /// straight from its fields, in the order room, seq, from, event,
-    /// payload, replayed, without building a dictionary; every other event
-    /// serializes `logFields`. Object key order is not part of the payload's
-    /// contract (it was the dictionary's order before).
+    /// payload, replayed, without building a dictionary, the payload as the
+    /// text it arrived in when that text is canonical (`JSONText`: the same
+    /// bytes serializing its value writes, up to object member order);
+    /// every other event serializes `logFields`. Object key order is not
+    /// part of the payload's contract (it was the dictionary's order before).
     package func appendLogFieldsJSON(to buffer: inout [UInt8]) {
         guard case .magix(let magix) = self else {
             return JSON.object(logFields).serialize(into: &buffer)
@@ -110,7 +112,7 @@ extension RoomEvent {
         buffer.append(contentsOf: #","event":"#.utf8)
         JSON.string(magix.event).serialize(into: &buffer)
         buffer.append(contentsOf: #","payload":"#.utf8)
-        magix.payload.serialize(into: &buffer)
+        magix.appendPayloadJSON(to: &buffer)
         if magix.replayed { buffer.append(contentsOf: #","replayed":true"#.utf8) }
         buffer.append(UInt8(ascii: "}"))
     }

@@ -11,10 +11,84 @@ public struct MagixEvent: Sendable, Hashable {
     /// The sender's member ID.
     public let from: Int64
     public let event: String
-    public let payload: JSON
+    /// The payload. An event read straight from the received bytes keeps its
+    /// payload as that text until it is first read here (parsed once).
+    public var payload: JSON { storage.value }
     /// Whether the event arrived in a resume's replay (PROTOCOL.md §6): it
     /// happened while this session was away, and is raised now, once.
     public var replayed = false
+    /// The payload as it arrived.
+    let storage: MagixPayloadStorage
+
+    init(room: String, seq: Int64, from: Int64, event: String, payload: JSON, replayed: Bool = false) {
+        self.init(room: room, seq: seq, from: from, event: event, payload: .value(payload), replayed: replayed)
+    }
+
+    init(room: String, seq: Int64, from: Int64, event: String, payload: JSONPayload, replayed: Bool = false) {
+        self.room = room
+        self.seq = seq
+        self.from = from
+        self.event = event
+        self.replayed = replayed
+        switch payload {
+        case .value(let value): storage = .value(value)
+        case .text(let text): storage = .text(LazyJSONText(text))
+        }
+    }
+
+    /// Appends the payload's compact JSON: the received text as is when it
+    /// was kept (canonical: what serializing the parsed value writes, up to
+    /// object member order), else the value serialized.
+    func appendPayloadJSON(to buffer: inout [UInt8]) {
+        switch storage {
+        case .value(let value): value.serialize(into: &buffer)
+        case .text(let lazy): lazy.text.serialize(into: &buffer)
+        }
+    }
+
+    public static func == (lhs: MagixEvent, rhs: MagixEvent) -> Bool {
+        lhs.room == rhs.room && lhs.seq == rhs.seq && lhs.from == rhs.from && lhs.event == rhs.event
+            && lhs.replayed == rhs.replayed && lhs.payload == rhs.payload
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(room)
+        hasher.combine(seq)
+        hasher.combine(from)
+        hasher.combine(event)
+        hasher.combine(payload)
+        hasher.combine(replayed)
+    }
+}
+
+/// A magix payload: a value, or received text parsed on first use.
+enum MagixPayloadStorage: Sendable {
+    case value(JSON)
+    case text(LazyJSONText)
+
+    var value: JSON {
+        switch self {
+        case .value(let value): return value
+        case .text(let lazy): return lazy.value
+        }
+    }
+}
+
+/// Received JSON text and its value, parsed once on first use (any thread).
+final class LazyJSONText: Sendable {
+    let text: JSONText
+    private let parsed = Mutex<JSON?>(nil)
+
+    init(_ text: JSONText) { self.text = text }
+
+    var value: JSON {
+        parsed.withLock { parsed in
+            if let parsed { return parsed }
+            let value = text.value
+            parsed = value
+            return value
+        }
+    }
 }
 
 /// The changed parts of the room state (`fireRoomStateChanged`): only the
