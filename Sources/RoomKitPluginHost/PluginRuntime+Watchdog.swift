@@ -81,13 +81,19 @@ struct OutstandingCalls {
 struct PluginRoomEvent: Sendable {
     let kind: Int32
     let room: String
-    /// The payload's UTF-8 JSON text, NUL-terminated (handed to C as is).
-    let payload: [UInt8]
+    /// The payload's UTF-8 JSON text, NUL-terminated (handed to C as is):
+    /// usually a slice of a loop turn's payload buffer, shared by every
+    /// plugin's batch.
+    let payload: ArraySlice<UInt8>
 
-    init(kind: Int32, room: String, payload: [UInt8]) {
+    init(kind: Int32, room: String, payload: ArraySlice<UInt8>) {
         self.kind = kind
         self.room = room
         self.payload = payload
+    }
+
+    init(kind: Int32, room: String, payload: [UInt8]) {
+        self.init(kind: kind, room: room, payload: payload[...])
     }
 
     init(kind: Int32, room: String, payload: String) {
