@@ -74,21 +74,40 @@ enum MagixPayloadStorage: Sendable {
     }
 }
 
-/// Received JSON text and its value, parsed once on first use (any thread).
+/// Received JSON text and its value, parsed on first use (any thread) and
+/// kept. Lock-free (an atomic pointer to the parsed value, so the hot path,
+/// which never reads the value, pays one object and no lock): readers that
+/// race may each parse, the first to publish wins and the others use its value.
 final class LazyJSONText: Sendable {
     let text: JSONText
-    private let parsed = Mutex<JSON?>(nil)
+    /// An `Unmanaged<ParsedJSON>` bit pattern once parsed, else 0.
+    private let parsed = Atomic<UInt>(0)
 
     init(_ text: JSONText) { self.text = text }
 
-    var value: JSON {
-        parsed.withLock { parsed in
-            if let parsed { return parsed }
-            let value = text.value
-            parsed = value
-            return value
-        }
+    deinit {
+        let bits = parsed.load(ordering: .acquiring)
+        if bits != 0 { Unmanaged<ParsedJSON>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
     }
+
+    var value: JSON {
+        let bits = parsed.load(ordering: .acquiring)
+        if bits != 0 {
+            return Unmanaged<ParsedJSON>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue().value
+        }
+        let made = Unmanaged.passRetained(ParsedJSON(text.value))
+        let (exchanged, winner) = parsed.compareExchange(expected: 0, desired: UInt(bitPattern: made.toOpaque()),
+                                                         ordering: .acquiringAndReleasing)
+        if exchanged { return made.takeUnretainedValue().value }
+        made.release()
+        return Unmanaged<ParsedJSON>.fromOpaque(UnsafeRawPointer(bitPattern: winner)!).takeUnretainedValue().value
+    }
+}
+
+/// A parsed value, published once by `LazyJSONText`.
+final class ParsedJSON: Sendable {
+    let value: JSON
+    init(_ value: JSON) { self.value = value }
 }
 
 /// The changed parts of the room state (`fireRoomStateChanged`): only the

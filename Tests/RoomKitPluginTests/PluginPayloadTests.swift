@@ -1,3 +1,5 @@
+import Foundation
+import RoomKitLoop
 import XCTest
 
 @testable import RoomKit
@@ -98,6 +100,24 @@ final class PluginPayloadTests: XCTestCase {
         event.appendLogFieldsJSON(to: &buffer)
         XCTAssertEqual(String(decoding: buffer, as: UTF8.self),
                        #"{"room":"room-1","seq":42,"from":2,"event":"bench","payload":{"t":1000000000000}}"#)
+    }
+
+    /// A payload kept as received text is parsed on first read, once, and
+    /// the same value is seen from every thread that reads it.
+    func testMagixPayload_keptAsText_readsTheSameValueFromEveryThread() throws {
+        let text = #"{"op":"magix","room":"r","seq":1,"from":1,"event":"e","payload":{"a":[1,"x",{"b":null}]}}"#
+        let fields = try XCTUnwrap(ServerPush.scanMagix(Array(text.utf8)))
+        let expected: JSON = ["a": [1, "x", ["b": nil]]]
+        for _ in 0..<50 {
+            let event = MagixEvent(room: fields.room, seq: fields.seq, from: fields.from, event: fields.event, payload: fields.payload)
+            let seen = LockedValue<[JSON]>([])
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                let value = event.payload
+                seen.withLock { $0.append(value) }
+            }
+            XCTAssertEqual(seen.withLock { $0 }, Array(repeating: expected, count: 8))
+            XCTAssertEqual(event.payload, expected)
+        }
     }
 
     /// `add(count:)` numbers a batch's calls like that many `add`s: each
