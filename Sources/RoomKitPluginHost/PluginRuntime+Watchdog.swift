@@ -187,6 +187,9 @@ extension PluginRuntime {
                 last = finished(first &+ UInt64(offset), started: last)
             }
         case .roomEvents(let events):
+            // Each call is finished (watchdog) and timed on its own; the
+            // batch's successes are counted together at its end.
+            var tally = SuccessTally()
             for (offset, event) in events.enumerated() {
                 event.room.withCString { room in
                     event.payload.withUnsafeBufferPointer { payload in
@@ -195,8 +198,13 @@ extension PluginRuntime {
                         }
                     }
                 }
-                last = finished(first &+ UInt64(offset), started: last)
+                let now = DispatchTime.now().uptimeNanoseconds
+                if outstanding.withLock({ $0.finish(first &+ UInt64(offset), now: now) }) {
+                    recordSuccess(nanoseconds: now &- last, into: &tally)
+                }
+                last = now
             }
+            flush(&tally)
         }
     }
 
