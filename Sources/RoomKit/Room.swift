@@ -202,7 +202,7 @@ public final class Room: Sendable {
 
     // MARK: Engine side (loop thread)
 
-    func update(_ change: (inout RoomContent) -> Void) {
+    func update<Result>(_ change: (inout RoomContent) -> Result) -> Result {
         cache.withLock { change(&$0) }
     }
 

@@ -94,24 +94,32 @@ extension RoomEvent {
     /// Appends `logFields` as compact JSON text to `buffer`: the room-event
     /// payload plugins receive. A magix event (the hot path) is written
     /// straight from its fields, in the order room, seq, from, event,
-    /// payload, replayed, without building a dictionary; every other event
-    /// serializes `logFields`. Object key order is not part of the payload's
-    /// contract (it was the dictionary's order before).
+    /// payload, replayed, without building a dictionary, the payload as the
+    /// text it arrived in when that text is canonical (`JSONText`: the same
+    /// bytes serializing its value writes, up to object member order);
+    /// every other event serializes `logFields`. Object key order is not
+    /// part of the payload's contract (it was the dictionary's order before).
     package func appendLogFieldsJSON(to buffer: inout [UInt8]) {
         guard case .magix(let magix) = self else {
             return JSON.object(logFields).serialize(into: &buffer)
         }
-        buffer.append(contentsOf: #"{"room":"#.utf8)
+        appendASCII(#"{"room":"#, to: &buffer)
         JSON.string(magix.room).serialize(into: &buffer)
-        buffer.append(contentsOf: #","seq":"#.utf8)
+        appendASCII(#","seq":"#, to: &buffer)
         JSON.int(magix.seq).serialize(into: &buffer)
-        buffer.append(contentsOf: #","from":"#.utf8)
+        appendASCII(#","from":"#, to: &buffer)
         JSON.int(magix.from).serialize(into: &buffer)
-        buffer.append(contentsOf: #","event":"#.utf8)
+        appendASCII(#","event":"#, to: &buffer)
         JSON.string(magix.event).serialize(into: &buffer)
-        buffer.append(contentsOf: #","payload":"#.utf8)
-        magix.payload.serialize(into: &buffer)
-        if magix.replayed { buffer.append(contentsOf: #","replayed":true"#.utf8) }
+        appendASCII(#","payload":"#, to: &buffer)
+        magix.appendPayloadJSON(to: &buffer)
+        if magix.replayed { appendASCII(#","replayed":true"#, to: &buffer) }
         buffer.append(UInt8(ascii: "}"))
     }
+}
+
+/// Appends a literal's bytes (no String, no UTF-8 view).
+@inline(__always)
+private func appendASCII(_ text: StaticString, to buffer: inout [UInt8]) {
+    buffer.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
 }

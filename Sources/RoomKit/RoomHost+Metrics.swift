@@ -17,6 +17,8 @@ final class RoomHostMetrics {
     private let reconnects: Counter
     private let dispatch: Timer
     private var events: [String: Counter] = [:]
+    /// `events["magix"]`, once made.
+    private var magixEvents: Counter?
     private var sessions: [RoomReason: Gauge] = [:]
     /// Each room's last reported reason, to move it between the gauges.
     private var reasons: [String: RoomReason] = [:]
@@ -34,19 +36,27 @@ final class RoomHostMetrics {
     /// reason change, and records the dispatch time since `started`.
     func raised(_ event: RoomEvent, since started: UInt64) {
         dispatch.recordNanoseconds(Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds &- started))
-        let name = event.logName
-        let counter = events[name] ?? {
-            let made = Counter(label: "roomkit_events_total", dimensions: [("event", name)], factory: factory)
-            events[name] = made
-            return made
-        }()
-        counter.increment()
+        if case .magix = event {
+            // The hot path: its counter is kept aside (no name lookup per event).
+            return (magixEvents ?? counter(named: "magix", keepingMagix: true)).increment()
+        }
+        counter(named: event.logName).increment()
         guard case .roomStateChanged(let room, let reason, _, _) = event else { return }
         if reason == .reconnecting { reconnects.increment() }
         let previous = reasons.updateValue(reason, forKey: room)
         guard previous != reason else { return }
         if let previous { move(previous, by: -1) }
         move(reason, by: 1)
+    }
+
+    private func counter(named name: String, keepingMagix: Bool = false) -> Counter {
+        let counter = events[name] ?? {
+            let made = Counter(label: "roomkit_events_total", dimensions: [("event", name)], factory: factory)
+            events[name] = made
+            return made
+        }()
+        if keepingMagix { magixEvents = counter }
+        return counter
     }
 
     private func move(_ reason: RoomReason, by delta: Int) {

@@ -10,6 +10,9 @@ extension RoomHost {
     /// (exactly once across resumes). Own events (possible only in a resume
     /// replay) update the cache without callbacks.
     func apply(_ push: RoomPush, record: SessionRecord) {
+        if case .magix(let from, let event, let payload) = push.body {
+            return applyMagix(seq: push.seq, from: from, event: event, payload: .value(payload), record: record)
+        }
         guard push.seq > record.lastSeq else { return }
         record.lastSeq = push.seq
         cursorChanged(record)
@@ -81,12 +84,30 @@ extension RoomHost {
                 emit(.extraInfoUpdate(room: room.id, key: key, value: value), room: room)
             }
 
-        case .magix(let from, let event, let payload):
-            guard from != me else { return }
-            emit(.magix(MagixEvent(room: room.id, seq: push.seq, from: from, event: event, payload: payload,
-                                   replayed: replayed)),
-                 room: room)
+        case .magix:
+            break  // applyMagix
         }
+    }
+
+    /// `apply` for a magix push (decoded, or read straight from its bytes
+    /// with the payload as received): the same seq rule, cursor and replay
+    /// flag; the cache only takes the seq (a magix event changes nothing
+    /// else), and the member ID is read under that same lock.
+    func applyMagix(seq: Int64, from: Int64, event: String, payload: JSONPayload, record: SessionRecord) {
+        guard seq > record.lastSeq else { return }
+        record.lastSeq = seq
+        cursorChanged(record)
+        let replayed = seq <= record.replayUntil
+        applyingReplay = replayed
+        defer { applyingReplay = false }
+        let room = record.room
+        let me = room.update { content -> Int64? in
+            content.seq = seq
+            return content.memberId
+        }
+        guard from != me else { return }
+        emit(.magix(MagixEvent(room: room.id, seq: seq, from: from, event: event, payload: payload, replayed: replayed)),
+             room: room)
     }
 }
 
@@ -95,6 +116,13 @@ extension RoomHost {
 
     func received(_ message: WebSocketMessage) {
         link.messageReceived(now: nowMonotonic)
+        // The hot path: a magix push read from its bytes, no JSON tree. Any
+        // other message (and any the scanner declines) takes the full decode.
+        if let magix = ServerPush.scanMagix(message.bytes) {
+            guard let record = sessions[magix.room] else { return }
+            applyMagix(seq: magix.seq, from: magix.from, event: magix.event, payload: magix.payload, record: record)
+            return
+        }
         let push: ServerPush
         do {
             push = try ServerPush.decode(JSON.parse(message.bytes)).get()

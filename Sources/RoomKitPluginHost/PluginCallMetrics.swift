@@ -21,4 +21,14 @@ final class PluginCallMetrics: Sendable {
         if failed { failures.increment() }
         latency.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds))
     }
+
+    /// One successful call's latency (its count comes with `countCalls`).
+    func recordLatency(nanoseconds: UInt64) {
+        latency.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds))
+    }
+
+    /// `count` successful calls (their latencies recorded one by one).
+    func countCalls(_ count: Int) {
+        calls.increment(by: Int64(count))
+    }
 }

@@ -4,6 +4,7 @@ import Logging
 import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
+import Synchronization
 
 /// The manager's ABI 1.1 state: storage, the bot's way to log in, and each
 /// plugin's current (possibly live-changed) config. Thread-safe.
@@ -12,7 +13,11 @@ final class PluginPlatformState: Sendable {
     let login = LockedValue<(@Sendable (String) async throws -> Void)?>(nil)
     let configs = LockedValue<[String: PluginConfig]>([:])
     /// Plugins being reloaded, with the room events held for them (PluginManager+Reload.swift).
+    /// Change it only through `startHolding` and `stopHolding`, which keep `heldCount`.
     let held = LockedValue<[String: [HeldEvent]]>([:])
+    /// How many plugins `held` holds events for: dispatch reads it per event
+    /// instead of taking `held`'s lock.
+    let heldCount = Atomic<Int>(0)
 }
 
 extension PluginManager {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RoomKitLoop
+import Synchronization
 
 /// A room event held back from a plugin while its state moves to a new version.
 typealias HeldEvent = PluginRoomEvent
@@ -17,8 +18,24 @@ extension PluginPlatformState {
         }
     }
 
-    /// Whether any plugin's events are being held (one check per event).
-    var holding: Bool { held.withLock { !$0.isEmpty } }
+    /// Whether any plugin's events are being held (one check per event, no lock).
+    var holding: Bool { heldCount.load(ordering: .acquiring) > 0 }
+
+    /// Starts holding `plugin`'s room events.
+    func startHolding(_ plugin: String) {
+        held.withLock { held in
+            held[plugin] = []
+            heldCount.store(held.count, ordering: .releasing)
+        }
+    }
+
+    /// Stops holding `plugin`'s room events; returns those held.
+    func stopHolding(_ plugin: String) -> [HeldEvent] {
+        held.withLock { held in
+            defer { heldCount.store(held.count, ordering: .releasing) }
+            return held.removeValue(forKey: plugin) ?? []
+        }
+    }
 }
 
 /// Why a reload was rolled back (the old version keeps running, with its state).
@@ -50,7 +67,7 @@ extension PluginManager {
         do {
             try host.loop.runAndWait { [self] in
                 flushTurn()  // what was dispatched before the hold goes to the old version
-                platform.held.withLock { $0[name] = [] }
+                platform.startHolding(name)
             }
         } catch {
             activate(new)  // the loop is shut down: no events to order
@@ -67,7 +84,7 @@ extension PluginManager {
         if problem == nil { problem = new.importState(state, timeout: limit) }
         let outcome = problem
         let switched = (try? host.loop.runAndWait { [self] () -> Bool in
-            let held = platform.held.withLock { $0.removeValue(forKey: name) } ?? []
+            let held = platform.stopHolding(name)
             let target = outcome == nil ? new : old
             if outcome == nil { activate(new) }
             if target.hasRoomEventHook {

@@ -56,9 +56,18 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     private let listener: @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void
     /// Loop thread only: the room events raised during the current loop turn,
     /// per plugin in order, posted as one batch per plugin when the turn ends.
-    private var turnBatch: [(runtime: PluginRuntime, events: [PluginRoomEvent])] = []
-    /// Loop thread only: where `dispatch` writes each event's payload text.
-    private var payloadBuffer: [UInt8] = []
+    private var turnBatch: [(runtime: PluginRuntime, calls: [TurnCall])] = []
+    /// Loop thread only: the payload texts of the turn's events, back to
+    /// back, each NUL-terminated; the turn's calls point into it, and every
+    /// plugin's batch shares it (one buffer per turn, not one per event).
+    private var turnPayloads: [UInt8] = []
+    /// Bumped whenever `runtimes` changes (under its lock), so that dispatch
+    /// knows when its `targets` are stale without taking the lock per event.
+    let runtimesVersion = Atomic<Int>(0)
+    /// Loop thread only: `runtimes` with what dispatch checks per event read
+    /// out once (hooks, room globs, ABI), as of `targetsVersion`.
+    private var targets: [DispatchTarget] = []
+    private var targetsVersion = -1
 
     /// `onStatus` is called for every plugin status change (event log `plugin` lines).
     ///
@@ -138,6 +147,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     func activate(_ runtime: PluginRuntime) {
         let spec = runtime.spec
         let old = runtimes.withLock { list -> PluginRuntime? in
+            defer { runtimesVersion.add(1, ordering: .releasing) }
             let old = list.first { $0.spec.name == spec.name }
             list.removeAll { $0.spec.name == spec.name }
             list.append(runtime)
@@ -183,7 +193,10 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     public func reload(_ spec: PluginSpec) throws {
         guard spec.enabled else {
             let old = runtimes.withLock { list -> PluginRuntime? in
-                defer { list.removeAll { $0.spec.name == spec.name } }
+                defer {
+                    list.removeAll { $0.spec.name == spec.name }
+                    runtimesVersion.add(1, ordering: .releasing)
+                }
                 return list.first { $0.spec.name == spec.name }
             }
             failed.withLock { _ = $0.removeValue(forKey: spec.name) }
@@ -202,7 +215,13 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// Waits at most `wait` per plugin: a stuck plugin (e.g. quarantined while
     /// hanging) is left behind with a warning; its code stays mapped.
     public func unloadAll(wait: Duration = .seconds(1)) {
-        let all = runtimes.withLock { list -> [PluginRuntime] in defer { list.removeAll() }; return list }
+        let all = runtimes.withLock { list -> [PluginRuntime] in
+            defer {
+                list.removeAll()
+                runtimesVersion.add(1, ordering: .releasing)
+            }
+            return list
+        }
         for runtime in all {
             interrupters.withLock { $0.removeValue(forKey: ObjectIdentifier(runtime)) }?.cancel()
             runtime.stop()
@@ -246,60 +265,89 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
 
     /// Room and magix events, on the loop thread, in the order raised. The
     /// payload text is written once per event (only when a plugin takes it)
-    /// and shared by every plugin; no closure or dictionary per call.
+    /// into the turn's buffer and shared by every plugin; no closure,
+    /// dictionary, lock or allocation per call.
     private func dispatch(_ event: RoomEvent) {
         if case .throwError(let domain, let code, let message) = event {
             flushTurn()  // keep the order of what the plugins hear
             return throwError(domain: domain, code: code, message: message)
         }
-        guard let room = event.room, let kind = Self.kind(of: event) else { return }
+        guard let kind = Self.kind(of: event), let room = event.room else { return }
         let isMagix = kind == ROOMKIT_ROOM_MAGIX
-        let all = runtimes.withLock { $0 }
-        var call: PluginRoomEvent?
+        let version = runtimesVersion.load(ordering: .acquiring)
+        if version != targetsVersion {
+            targets = runtimes.withLock { $0 }.map(DispatchTarget.init)
+            targetsVersion = version
+        }
+        var payload: Range<Int>?
         var holding: Bool?
-        for runtime in all {
-            let spec = runtime.spec
-            guard spec.hooks.contains(.room) || (isMagix && spec.hooks.contains(.magix)) else { continue }
-            guard spec.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
+        for target in targets {
+            guard target.room || (isMagix && target.magix) else { continue }
+            guard target.everyRoom || target.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
             // Kinds added in ABI 1.1 reach only plugins built against 1.1 or later.
-            if kind == ROOMKIT_ROOM_RESYNC && runtime.descriptor.pointee.abi_minor < 1 { continue }
-            guard runtime.hasRoomEventHook, runtime.isActive else { continue }
-            let event = call ?? Self.roomEventCall(event, kind: kind, room: room, buffer: &payloadBuffer)
-            call = event
+            if kind == ROOMKIT_ROOM_RESYNC && !target.abi11 { continue }
+            let runtime = target.runtime
+            guard target.hasRoomEventHook, runtime.isActive else { continue }
             if holding ?? platform.holding {
                 holding = true
-                if platform.hold(spec.name, event) { continue }
+                // Held events get their own payload (the turn's buffer is for the batch).
+                var own: [UInt8] = []
+                let range = Self.appendRoomEventPayload(event, to: &own)
+                let held = PluginRoomEvent(kind: Int32(kind.rawValue), room: room, payload: own[range])
+                if platform.hold(runtime.spec.name, held) { continue }
             } else {
                 holding = false
             }
             if turnBatch.isEmpty, !host.loop.execute({ [weak self] in self?.flushTurn() }) {
-                runtime.post(roomEvents: [event])  // the loop is shutting down: no turn end to wait for
+                // The loop is shutting down: no turn end to wait for.
+                var own: [UInt8] = []
+                let range = Self.appendRoomEventPayload(event, to: &own)
+                runtime.post(roomEvents: [PluginRoomEvent(kind: Int32(kind.rawValue), room: room, payload: own[range])])
                 continue
             }
+            let range = payload ?? Self.appendRoomEventPayload(event, to: &turnPayloads)
+            payload = range
+            let call = TurnCall(kind: Int32(kind.rawValue), room: room, payload: range)
             if let index = turnBatch.firstIndex(where: { $0.runtime === runtime }) {
-                turnBatch[index].events.append(event)
+                turnBatch[index].calls.append(call)
             } else {
-                turnBatch.append((runtime, [event]))
+                turnBatch.append((runtime, [call]))
             }
         }
     }
 
-    /// The on_room_event call for `event`: its payload is `logFields` as
-    /// compact JSON (RoomEvent.appendLogFieldsJSON), NUL-terminated.
+    /// Appends the on_room_event payload of `event` to `buffer`: `logFields`
+    /// as compact JSON (RoomEvent.appendLogFieldsJSON), NUL-terminated.
+    /// Returns where it is, the NUL included.
+    static func appendRoomEventPayload(_ event: RoomEvent, to buffer: inout [UInt8]) -> Range<Int> {
+        let start = buffer.count
+        event.appendLogFieldsJSON(to: &buffer)
+        buffer.append(0)
+        return start..<buffer.count
+    }
+
+    /// The on_room_event call for `event` on its own (tests).
     static func roomEventCall(_ event: RoomEvent, kind: roomkit_room_event_kind, room: String,
                               buffer: inout [UInt8]) -> PluginRoomEvent {
         buffer.removeAll(keepingCapacity: true)
-        event.appendLogFieldsJSON(to: &buffer)
-        buffer.append(0)
-        return PluginRoomEvent(kind: Int32(kind.rawValue), room: room, payload: Array(buffer))
+        let range = appendRoomEventPayload(event, to: &buffer)
+        return PluginRoomEvent(kind: Int32(kind.rawValue), room: room, payload: Array(buffer[range]))
     }
 
     /// Posts the current turn's room events: one queue hop per plugin per
-    /// loop turn instead of one per event. Loop thread only.
+    /// loop turn instead of one per event, every plugin's events pointing
+    /// into the turn's one payload buffer. Loop thread only.
     func flushTurn() {
+        guard !turnBatch.isEmpty else { return }
         let batch = turnBatch
+        let payloads = turnPayloads
         turnBatch.removeAll(keepingCapacity: true)
-        for (runtime, events) in batch { runtime.post(roomEvents: events) }
+        // A new buffer for the next turn (this one now belongs to the plugins' batches).
+        turnPayloads = []
+        turnPayloads.reserveCapacity(payloads.count)
+        for (runtime, calls) in batch {
+            runtime.post(roomEvents: calls.map { PluginRoomEvent(kind: $0.kind, room: $0.room, payload: payloads[$0.payload]) })
+        }
     }
 
     /// Fans a player event out to plugins declaring `player`.
@@ -425,5 +473,39 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
 enum Glob {
     static func matches(_ pattern: String, _ text: String) -> Bool {
         RoomGlob.matches(pattern, text)
+    }
+}
+
+/// One room event for one plugin in the current turn: its payload is a range
+/// of the turn's payload buffer.
+struct TurnCall {
+    let kind: Int32
+    let room: String
+    let payload: Range<Int>
+}
+
+/// A runtime with what dispatch checks per event read out once.
+struct DispatchTarget {
+    let runtime: PluginRuntime
+    /// Declares the `room` hook (every room event kind).
+    let room: Bool
+    /// Declares the `magix` hook.
+    let magix: Bool
+    /// One of its globs is `*`: no glob to match per event.
+    let everyRoom: Bool
+    let rooms: [String]
+    /// Built against ABI 1.1 or later (takes the 1.1 kinds).
+    let abi11: Bool
+    let hasRoomEventHook: Bool
+
+    init(_ runtime: PluginRuntime) {
+        self.runtime = runtime
+        let spec = runtime.spec
+        room = spec.hooks.contains(.room)
+        magix = spec.hooks.contains(.magix)
+        everyRoom = spec.rooms.contains("*")
+        rooms = spec.rooms
+        abi11 = runtime.descriptor.pointee.abi_minor >= 1
+        hasRoomEventHook = runtime.hasRoomEventHook
     }
 }

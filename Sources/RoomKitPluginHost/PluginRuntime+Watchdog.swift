@@ -81,13 +81,19 @@ struct OutstandingCalls {
 struct PluginRoomEvent: Sendable {
     let kind: Int32
     let room: String
-    /// The payload's UTF-8 JSON text, NUL-terminated (handed to C as is).
-    let payload: [UInt8]
+    /// The payload's UTF-8 JSON text, NUL-terminated (handed to C as is):
+    /// usually a slice of a loop turn's payload buffer, shared by every
+    /// plugin's batch.
+    let payload: ArraySlice<UInt8>
 
-    init(kind: Int32, room: String, payload: [UInt8]) {
+    init(kind: Int32, room: String, payload: ArraySlice<UInt8>) {
         self.kind = kind
         self.room = room
         self.payload = payload
+    }
+
+    init(kind: Int32, room: String, payload: [UInt8]) {
+        self.init(kind: kind, room: room, payload: payload[...])
     }
 
     init(kind: Int32, room: String, payload: String) {
@@ -181,6 +187,9 @@ extension PluginRuntime {
                 last = finished(first &+ UInt64(offset), started: last)
             }
         case .roomEvents(let events):
+            // Each call is finished (watchdog) and timed on its own; the
+            // batch's successes are counted together at its end.
+            var tally = SuccessTally()
             for (offset, event) in events.enumerated() {
                 event.room.withCString { room in
                     event.payload.withUnsafeBufferPointer { payload in
@@ -189,8 +198,13 @@ extension PluginRuntime {
                         }
                     }
                 }
-                last = finished(first &+ UInt64(offset), started: last)
+                let now = DispatchTime.now().uptimeNanoseconds
+                if outstanding.withLock({ $0.finish(first &+ UInt64(offset), now: now) }) {
+                    recordSuccess(nanoseconds: now &- last, into: &tally)
+                }
+                last = now
             }
+            flush(&tally)
         }
     }
 

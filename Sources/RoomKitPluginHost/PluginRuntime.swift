@@ -55,6 +55,12 @@ final class PluginRuntime: @unchecked Sendable {
     /// loop can check it per event without taking the lock the plugin's
     /// thread takes per call.
     let loaded = Atomic<Bool>(true)
+    /// `state.consecutiveFailures > 0`, mirrored under its lock: a batch of
+    /// successful calls may count itself once at its end (`SuccessTally`)
+    /// only while no failure is waiting to be reset by a success.
+    let failing = Atomic<Bool>(false)
+    /// `state.failures`, mirrored under its lock (see `recordSuccess`).
+    let failureCount = Atomic<Int>(0)
     private let table: UnsafeMutablePointer<roomkit_host_api>
     weak var actions: (any PluginHostActions)?
     let onQuarantine: @Sendable (PluginRuntime, String) -> Void
@@ -199,10 +205,13 @@ final class PluginRuntime: @unchecked Sendable {
             counters.totalNanoseconds &+= elapsed
             guard let failure else {
                 counters.consecutiveFailures = 0
+                failing.store(false, ordering: .relaxed)
                 return nil
             }
             counters.failures += 1
             counters.consecutiveFailures += 1
+            failing.store(true, ordering: .relaxed)
+            failureCount.store(counters.failures, ordering: .releasing)
             guard counters.status == .loaded, counters.consecutiveFailures >= Self.quarantineAfter else { return nil }
             counters.status = .quarantined
             loaded.store(false, ordering: .releasing)
@@ -211,6 +220,42 @@ final class PluginRuntime: @unchecked Sendable {
             return reason
         }
         if let quarantined { onQuarantine(self, quarantined) }
+    }
+
+    /// Successful calls of one batch, counted once at its end (one lock and
+    /// one counter update per batch instead of per call). Plugin queue only.
+    struct SuccessTally {
+        var calls = 0
+        var nanoseconds: UInt64 = 0
+        /// `failures` when the last of these calls succeeded.
+        var failuresAtLastSuccess = 0
+    }
+
+    /// Counts one successful call of a batch: its latency now (the timer
+    /// keeps every call's), the rest in `tally`; at once when a failure is
+    /// waiting to be reset, so a run of failures is never counted across a
+    /// success (quarantine sees what per-call counting would show).
+    func recordSuccess(nanoseconds elapsed: UInt64, into tally: inout SuccessTally) {
+        metrics.recordLatency(nanoseconds: elapsed)
+        tally.calls += 1
+        tally.nanoseconds &+= elapsed
+        tally.failuresAtLastSuccess = failureCount.load(ordering: .acquiring)
+        if failing.load(ordering: .relaxed) { flush(&tally) }
+    }
+
+    /// Adds `tally`'s calls to the counters as `record(failure: nil, …)` for
+    /// each would have (the failures since the last of them stay consecutive),
+    /// and empties it.
+    func flush(_ tally: inout SuccessTally) {
+        guard tally.calls > 0 else { return }
+        metrics.countCalls(tally.calls)
+        state.withLock { counters in
+            counters.calls += tally.calls
+            counters.totalNanoseconds &+= tally.nanoseconds
+            counters.consecutiveFailures = max(0, counters.failures - tally.failuresAtLastSuccess)
+            failing.store(counters.consecutiveFailures > 0, ordering: .relaxed)
+        }
+        tally = SuccessTally()
     }
 
     // MARK: Timers (on the plugin's queue)

@@ -1,3 +1,5 @@
+import Foundation
+import RoomKitLoop
 import XCTest
 
 @testable import RoomKit
@@ -52,6 +54,70 @@ final class PluginPayloadTests: XCTestCase {
         event.appendLogFieldsJSON(to: &buffer)
         XCTAssertEqual(String(decoding: buffer, as: UTF8.self),
                        #"{"room":"room-1","seq":42,"from":2,"event":"bench","payload":{"t":5}}"#)
+    }
+
+    /// A magix push read straight from its bytes (`ServerPush.scanMagix`)
+    /// hands plugins its received payload text: the same JSON, field for
+    /// field, as the decoded push's payload serialized (byte for byte when
+    /// no object has two keys, whose order was the dictionary's before).
+    func testMagixPayload_fromReceivedBytes_isTheDecodedPayload() throws {
+        let texts = [
+            #"{"event":"bench","from":2,"op":"magix","payload":{"t":1000000000000},"room":"room-1","seq":42}"#,
+            #"{"op":"magix","room":"r:x","seq":0,"from":-1,"event":"q","payload":{"nested":{"a":[1,2.5,"x",null,true]},"s":"ü\t"}}"#,
+            #"{"op":"magix","room":"r","seq":9223372036854775807,"from":-9223372036854775808,"event":"é","payload":null}"#,
+            #"{"op":"magix","room":"r","seq":1,"from":1,"event":"e","payload":"te\"xt\u0001 😀"}"#,
+            #"{"op":"magix","room":"r","seq":1,"from":1,"event":"e","payload":[ 1 , {"a" : "\/"} ]}"#,
+            #"{"op":"magix","room":"r","seq":1,"from":1,"event":"e","payload":[[[{"k":[]}]],{},-0,1e2]}"#,
+            #"{"op":"magix","room":"r","seq":1,"from":1,"event":"e"}"#,
+        ]
+        var buffer: [UInt8] = []
+        for text in texts {
+            let bytes = Array(text.utf8)
+            let fields = try XCTUnwrap(ServerPush.scanMagix(bytes), text)
+            guard case .room(let push) = try ServerPush.decode(JSON.parse(bytes)).get(),
+                  case .magix(let from, let event, let payload) = push.body else { return XCTFail(text) }
+            for replayed in [false, true] {
+                let fast = MagixEvent(room: fields.room, seq: fields.seq, from: fields.from, event: fields.event,
+                                      payload: fields.payload, replayed: replayed)
+                let decoded = MagixEvent(room: push.room, seq: push.seq, from: from, event: event, payload: payload, replayed: replayed)
+                XCTAssertEqual(fast, decoded, text)
+                XCTAssertEqual(fast.hashValue, decoded.hashValue, text)
+                XCTAssertEqual(fast.payload, payload, text)
+                XCTAssertEqual(RoomEvent.magix(fast).logFields, RoomEvent.magix(decoded).logFields, text)
+                let fastCall = PluginManager.roomEventCall(.magix(fast), kind: try XCTUnwrap(PluginManager.kind(of: .magix(fast))), room: fast.room, buffer: &buffer)
+                let decodedCall = PluginManager.roomEventCall(.magix(decoded), kind: try XCTUnwrap(PluginManager.kind(of: .magix(decoded))), room: decoded.room, buffer: &buffer)
+                XCTAssertEqual(try JSON.parse(fastCall.payloadText), try JSON.parse(decodedCall.payloadText), text)
+                XCTAssertEqual(fastCall.payload.last, 0)
+                if !text.contains("nested") {
+                    XCTAssertEqual(fastCall.payloadText, decodedCall.payloadText, text)
+                }
+            }
+        }
+        // The bench's push: exactly the text plugins saw before.
+        let bench = try XCTUnwrap(ServerPush.scanMagix(Array(texts[0].utf8)))
+        let event = RoomEvent.magix(MagixEvent(room: bench.room, seq: bench.seq, from: bench.from, event: bench.event, payload: bench.payload))
+        buffer.removeAll()
+        event.appendLogFieldsJSON(to: &buffer)
+        XCTAssertEqual(String(decoding: buffer, as: UTF8.self),
+                       #"{"room":"room-1","seq":42,"from":2,"event":"bench","payload":{"t":1000000000000}}"#)
+    }
+
+    /// A payload kept as received text is parsed on first read, once, and
+    /// the same value is seen from every thread that reads it.
+    func testMagixPayload_keptAsText_readsTheSameValueFromEveryThread() throws {
+        let text = #"{"op":"magix","room":"r","seq":1,"from":1,"event":"e","payload":{"a":[1,"x",{"b":null}]}}"#
+        let fields = try XCTUnwrap(ServerPush.scanMagix(Array(text.utf8)))
+        let expected: JSON = ["a": [1, "x", ["b": nil]]]
+        for _ in 0..<50 {
+            let event = MagixEvent(room: fields.room, seq: fields.seq, from: fields.from, event: fields.event, payload: fields.payload)
+            let seen = LockedValue<[JSON]>([])
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                let value = event.payload
+                seen.withLock { $0.append(value) }
+            }
+            XCTAssertEqual(seen.withLock { $0 }, Array(repeating: expected, count: 8))
+            XCTAssertEqual(event.payload, expected)
+        }
     }
 
     /// `add(count:)` numbers a batch's calls like that many `add`s: each
