@@ -255,6 +255,21 @@ def throughput(results):
                                        "half_load": half, "paced_sender": paced, "latency": latency}
         log(f"throughput {side}: {saturated['events_per_s']:.0f} events/s (roomd {sender['events_per_s']:.0f} "
             f"appends/s x {connections}); p99 at half load {latency['latency']['p99_us']:.0f} us")
+        if side == "roomkit":
+            # Where the tail comes from: the same half load with no plugin,
+            # the latency stamped by an observer on the loop thread when the
+            # engine raises the event (sender -> roomd -> the engine's fan-out).
+            roomd = Roomd("throughput-bare")
+            client = Client(side, "throughput", roomd, connections=connections, rooms=rooms, shared=1, plugins=0,
+                            latency=1)
+            client.read()
+            client.ask("mark")
+            send(roomd, rooms, duration, rate=half / connections)
+            bare = client.ask("report")
+            client.quit()
+            roomd.stop()
+            results["throughput"][side]["latency_bare"] = bare
+            log(f"throughput {side}, no plugins: p99 at half load {bare['latency']['p99_us']:.0f} us at the engine")
 
 
 def recovery(results):

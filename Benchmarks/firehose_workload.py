@@ -53,3 +53,18 @@ def firehose(results, bench):
             bench.log(f"firehose {side}: {seen['events_per_s']:.0f} events/s through 3 plugins, "
                       f"{entries[-1]['cpu_us_per_event']:.2f} us CPU per event")
         results["firehose"][side] = entries
+    # The same engine with no plugin at all (events counted by an observer,
+    # which the 3-plugin run has too): the difference, per plugin, is the
+    # amortised cost of one inline hook call under load (payload, dispatch,
+    # the plugin's own no-op call), issue 17's "plugin dispatch" figure.
+    source = Firehose(bench, duration)
+    client = bench.Client("roomkit", "firehose", source, connections=1, rooms=100, shared=1, plugins=0)
+    client.read()
+    client.ask("mark")
+    time.sleep(1.5)
+    seen = client.ask("report")
+    client.quit()
+    source.result()
+    bare = seen["cpu_ns"] / max(1, seen["events"]) / 1000
+    results["firehose"]["roomkit_bare"] = [{"report": seen, "cpu_us_per_event": bare}]
+    bench.log(f"firehose roomkit, no plugins: {seen['events_per_s']:.0f} events/s, {bare:.2f} us CPU per event")

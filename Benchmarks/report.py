@@ -219,6 +219,16 @@ def firehose_rows(table, results):
            lambda entries: median(e["cpu_us_per_event"] for e in entries), digits=2, target="<= 1 us, <= 0.1x Python",
            met=lambda a, _: both(a <= 1, a / median(e["cpu_us_per_event"] for e in fire["peer"]) <= 0.1
                                  if fire.get("peer") else False))
+    bare = fire.get("roomkit_bare")
+    if bare:
+        def per_hook(entries):
+            # Pairs each run's 3-plugin figure with the same run's bare one.
+            return (median(e["cpu_us_per_event"] for e in entries) - median(e["cpu_us_per_event"] for e in bare)) / 3 * 1000
+        figure(table, label, "client CPU per event with no plugin (us; events counted by an observer)",
+               {"roomkit": bare}, lambda entries: median(e["cpu_us_per_event"] for e in entries), digits=2)
+        figure(table, label, "amortised cost of one inline hook call under load (ns; (CPU per event with 3 plugins "
+               "- with none) / 3: payload, dispatch, the no-op call)", {"roomkit": fire["roomkit"]}, per_hook,
+               digits=0, target="<= 100 ns", met=lambda a, _: verdict(a <= 100))
 
 
 def sessions_rows(table, results, limits):
@@ -271,6 +281,11 @@ def throughput_rows(table, results):
                target="<= 2 ms" if key == "p99_us" else "",
                met=(lambda a, _: verdict(a <= 2000)) if key == "p99_us" else None)
     figure(table, label, "half load offered (events/s at the client)", sides, lambda e: e["half_load"], ratios=False)
+    if sides["roomkit"].get("latency_bare"):
+        for key, name in (("p50_us", "p50"), ("p99_us", "p99"), ("p999_us", "p99.9")):
+            figure(table, label, f"{name} latency at half load at the engine, no plugin (us; an observer on the loop "
+                   "thread stamps it: sender, roomd and the engine without the plugin hop)", {"roomkit": sides["roomkit"]},
+                   lambda e, key=key: e["latency_bare"]["latency"][key], digits=1, ratios=False)
 
 
 def recovery_rows(table, results):
