@@ -1,6 +1,9 @@
 // Room tokens: JWT (RFC 7519) signed with HS256 (PROTOCOL.md §9).
 
 import COpenSSLCrypto
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a token's holder may do in its room.
 public enum TokenRole: String, Sendable, Hashable, CaseIterable {
@@ -247,18 +250,19 @@ public struct TokenSigner: Sendable, CustomStringConvertible, CustomDebugStringC
     }
 
     static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8]? {
-        guard key.count <= Int(Int32.max) else { return nil }
+        guard key.count <= Int(Int32.max), let prototype = HMACPrototype.shared,
+              let context = EVP_MAC_CTX_dup(prototype.context) else { return nil }
+        defer { EVP_MAC_CTX_free(context) }
         var output = [UInt8](repeating: 0, count: 64)
-        var length: UInt32 = 0
+        var length = 0
         // OpenSSL wants a non-null key pointer even for an empty key.
         let keyBytes = key.isEmpty ? [0] : key
         let ok = keyBytes.withUnsafeBufferPointer { keyBuffer in
             message.withUnsafeBufferPointer { messageBuffer in
                 output.withUnsafeMutableBufferPointer { outputBuffer in
-                    HMAC(
-                        EVP_sha256(), keyBuffer.baseAddress, Int32(key.count),
-                        messageBuffer.baseAddress, messageBuffer.count,
-                        outputBuffer.baseAddress, &length) != nil
+                    EVP_MAC_init(context, keyBuffer.baseAddress, key.count, nil) == 1
+                        && EVP_MAC_update(context, messageBuffer.baseAddress, messageBuffer.count) == 1
+                        && EVP_MAC_final(context, outputBuffer.baseAddress, &length, outputBuffer.count) == 1
                 }
             }
         }
@@ -274,4 +278,53 @@ public struct TokenSigner: Sendable, CustomStringConvertible, CustomDebugStringC
             }
         }
     }
+}
+
+/// An HMAC-SHA256 context with its digest set and no key, made once and
+/// duplicated for every MAC (`EVP_MAC_CTX_dup`, then `EVP_MAC_init` with the
+/// key). OpenSSL 3's one-shot `HMAC()` looks the MAC and the digest up on
+/// every call, and each lookup gives the calling thread a per-thread error
+/// state (904 bytes) that lives until that thread exits: on the Swift
+/// cooperative pool's threads, alive at process exit, LeakSanitizer reported
+/// it. A duplicate needs no lookup. The prototype itself is made on a
+/// short-lived thread of its own, so the error state its lookup creates
+/// goes with that thread.
+private final class HMACPrototype: @unchecked Sendable {
+    // @unchecked Sendable: `context` is never changed after init; it is only
+    // read, by `EVP_MAC_CTX_dup`.
+    let context: OpaquePointer
+
+    private init(context: OpaquePointer) {
+        self.context = context
+    }
+
+    static let shared: HMACPrototype? = {
+        final class Result {
+            var context: OpaquePointer?
+        }
+        let result = Result()
+        let argument = Unmanaged.passRetained(result).toOpaque()
+        var thread = pthread_t()
+        let started = pthread_create(&thread, nil, { argument in
+            let result = Unmanaged<Result>.fromOpaque(argument!).takeRetainedValue()
+            guard let mac = EVP_MAC_fetch(nil, "HMAC", nil) else { return nil }
+            defer { EVP_MAC_free(mac) }
+            guard let context = EVP_MAC_CTX_new(mac) else { return nil }
+            let set = "digest".withCString { key in
+                "SHA256".withCString { value in
+                    var params = [OSSL_PARAM_construct_utf8_string(key, UnsafeMutablePointer(mutating: value), 0),
+                                  OSSL_PARAM_construct_end()]
+                    return EVP_MAC_CTX_set_params(context, &params)
+                }
+            }
+            if set == 1 { result.context = context } else { EVP_MAC_CTX_free(context) }
+            return nil
+        }, argument)
+        if started == 0 {
+            pthread_join(thread, nil)
+        } else {
+            Unmanaged<Result>.fromOpaque(argument).release()
+        }
+        return result.context.map(HMACPrototype.init(context:))
+    }()
 }

@@ -1,3 +1,4 @@
+import Foundation
 import RoomKitTestSupport
 import XCTest
 
@@ -48,6 +49,22 @@ final class TokenTests: XCTestCase {
         let mac = TokenSigner.hmacSHA256(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8))
         let hex = mac?.map { String(format: "%02x", $0) }.joined()
         XCTAssertEqual(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+    }
+
+    /// One shared prototype context, duplicated per MAC: many threads at
+    /// once each get the right MAC, for the empty key too (RFC 4231 has no
+    /// empty-key case; the value is OpenSSL's `HMAC()` one-shot's).
+    func testHMAC_fromManyThreadsAtOnce_andWithAnEmptyKey() {
+        let results = LockedBox<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 64) { _ in
+            let mac = TokenSigner.hmacSHA256(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8))
+            let hex = mac?.map { String(format: "%02x", $0) }.joined() ?? "nil"
+            results.mutate { $0.append(hex) }
+        }
+        XCTAssertEqual(Set(results.value), ["5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"])
+        XCTAssertEqual(results.value.count, 64)
+        let empty = TokenSigner.hmacSHA256(key: [], message: [])?.map { String(format: "%02x", $0) }.joined()
+        XCTAssertEqual(empty, "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
     }
 
     func testSign_matchesKnownAnswerVector() {
@@ -183,4 +200,13 @@ final class TokenTests: XCTestCase {
             XCTAssertThrowsError(try signer.verify(token, now: now), "mutation at \(position) verified")
         }
     }
+}
+
+/// A value shared by the threads of one test.
+private final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.lock(); defer { lock.unlock() }; return stored }
+    func mutate(_ change: (inout Value) -> Void) { lock.lock(); defer { lock.unlock() }; change(&stored) }
 }
