@@ -165,6 +165,9 @@ public final class WebSocketConnection: TransportPeer, @unchecked Sendable {
 
     /// `TCP_CORK` of <netinet/tcp.h> (Linux), which Swift's Glibc module does not export.
     private static let tcpCork: Int32 = 3
+    /// The largest receive buffer kept for the next message (a bigger one,
+    /// e.g. after a snapshot, is dropped rather than held for the connection's life).
+    private static let reusedBufferLimit = 64 << 10
 
     /// Handles a chunk of an incoming message; returns -1 to make lws close.
     func didReceive(_ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
@@ -187,11 +190,19 @@ public final class WebSocketConnection: TransportPeer, @unchecked Sendable {
             if discardingOversize {
                 discardingOversize = false
             } else {
-                let message = WebSocketMessage(bytes: receiving, isBinary: receivingBinary)
+                var bytes = receiving
                 receiving = []
-                receiving.reserveCapacity(256)
                 if state == .open {
-                    delegate?.webSocket(self, didReceive: message)
+                    delegate?.webSocket(self, didReceive: WebSocketMessage(bytes: bytes, isBinary: receivingBinary))
+                }
+                // The next message reuses the buffer when nothing kept this
+                // one (the usual case: no allocation per message); one kept
+                // (or a large one) leaves it and the next starts a new one.
+                if receiving.isEmpty, bytes.capacity <= Self.reusedBufferLimit {
+                    bytes.removeAll(keepingCapacity: true)
+                    receiving = bytes
+                } else if receiving.isEmpty {
+                    receiving.reserveCapacity(256)
                 }
             }
         }
