@@ -39,9 +39,12 @@ public final class WebSocketConnection: TransportPeer, @unchecked Sendable {
     weak var owner: LWSContext?
     private var outbound: [WebSocketFrame] = []
     private var outboundHead = 0
-    private var receiving: [UInt8] = []
-    private var receivingBinary = false
-    private var discardingOversize = false
+    // The receive state: loop thread only, each access a plain statement
+    // (none spans a call that could reach back here), so without the
+    // run-time exclusivity check it paid on every frame.
+    @exclusivity(unchecked) private var receiving: [UInt8] = []
+    @exclusivity(unchecked) private var receivingBinary = false
+    @exclusivity(unchecked) private var discardingOversize = false
     private var closeRequest: (code: UInt16, reason: String)?
     private var peerClose: (code: UInt16, reason: String)?
     private var scratch: UnsafeMutableRawPointer?
