@@ -24,18 +24,25 @@ final class RoomHostMetrics {
     private var reasons: [String: RoomReason] = [:]
     private var counts: [RoomReason: Int] = [:]
 
+    /// Whether the dispatch timer goes anywhere: with swift-metrics' no-op
+    /// factory (nothing bootstrapped) the two clock reads per event are skipped.
+    private let timesDispatch: Bool
+
     init(factory: any MetricsFactory) {
         self.factory = factory
         reconnects = Counter(label: "roomkit_reconnects_total", dimensions: [], factory: factory)
         dispatch = Timer(label: "roomkit_dispatch_seconds", dimensions: [], factory: factory)
+        timesDispatch = !(factory is NOOPMetricsHandler)
     }
 
-    func clock() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    func clock() -> UInt64 { timesDispatch ? DispatchTime.now().uptimeNanoseconds : 0 }
 
     /// Counts `event`, moves its room between the session gauges on a
     /// reason change, and records the dispatch time since `started`.
     func raised(_ event: RoomEvent, since started: UInt64) {
-        dispatch.recordNanoseconds(Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds &- started))
+        if timesDispatch {
+            dispatch.recordNanoseconds(Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds &- started))
+        }
         if case .magix = event {
             // The hot path: its counter is kept aside (no name lookup per event).
             return (magixEvents ?? counter(named: "magix", keepingMagix: true)).increment()

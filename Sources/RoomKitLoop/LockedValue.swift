@@ -8,7 +8,10 @@ import Foundation
 public final class LockedValue<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only touched between lock and unlock.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    /// No run-time exclusivity check: only touched between lock and unlock,
+    /// and the mutex (not recursive) already rules out overlapping access.
+    /// The check cost more than the lock on hot paths.
+    @exclusivity(unchecked) private var value: Value
 
     public init(_ value: Value) {
         self.value = value

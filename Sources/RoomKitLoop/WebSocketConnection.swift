@@ -39,9 +39,12 @@ public final class WebSocketConnection: TransportPeer, @unchecked Sendable {
     weak var owner: LWSContext?
     private var outbound: [WebSocketFrame] = []
     private var outboundHead = 0
-    private var receiving: [UInt8] = []
-    private var receivingBinary = false
-    private var discardingOversize = false
+    // The receive state: loop thread only, each access a plain statement
+    // (none spans a call that could reach back here), so without the
+    // run-time exclusivity check it paid on every frame.
+    @exclusivity(unchecked) private var receiving: [UInt8] = []
+    @exclusivity(unchecked) private var receivingBinary = false
+    @exclusivity(unchecked) private var discardingOversize = false
     private var closeRequest: (code: UInt16, reason: String)?
     private var peerClose: (code: UInt16, reason: String)?
     private var scratch: UnsafeMutableRawPointer?
@@ -165,6 +168,9 @@ public final class WebSocketConnection: TransportPeer, @unchecked Sendable {
 
     /// `TCP_CORK` of <netinet/tcp.h> (Linux), which Swift's Glibc module does not export.
     private static let tcpCork: Int32 = 3
+    /// The largest receive buffer kept for the next message (a bigger one,
+    /// e.g. after a snapshot, is dropped rather than held for the connection's life).
+    private static let reusedBufferLimit = 64 << 10
 
     /// Handles a chunk of an incoming message; returns -1 to make lws close.
     func didReceive(_ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
@@ -187,11 +193,19 @@ public final class WebSocketConnection: TransportPeer, @unchecked Sendable {
             if discardingOversize {
                 discardingOversize = false
             } else {
-                let message = WebSocketMessage(bytes: receiving, isBinary: receivingBinary)
+                var bytes = receiving
                 receiving = []
-                receiving.reserveCapacity(256)
                 if state == .open {
-                    delegate?.webSocket(self, didReceive: message)
+                    delegate?.webSocket(self, didReceive: WebSocketMessage(bytes: bytes, isBinary: receivingBinary))
+                }
+                // The next message reuses the buffer when nothing kept this
+                // one (the usual case: no allocation per message); one kept
+                // (or a large one) leaves it and the next starts a new one.
+                if receiving.isEmpty, bytes.capacity <= Self.reusedBufferLimit {
+                    bytes.removeAll(keepingCapacity: true)
+                    receiving = bytes
+                } else if receiving.isEmpty {
+                    receiving.reserveCapacity(256)
                 }
             }
         }

@@ -56,18 +56,21 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     private let listener: @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void
     /// Loop thread only: the room events raised during the current loop turn,
     /// per plugin in order, posted as one batch per plugin when the turn ends.
-    private var turnBatch: [(runtime: PluginRuntime, calls: [TurnCall])] = []
+    // Loop-thread-only dispatch state, without the run-time exclusivity
+    // check (paid per event): no access to it spans a call that could reach
+    // back into dispatch (flushTurn runs from a later loop task).
+    @exclusivity(unchecked) private var turnBatch: [(runtime: PluginRuntime, calls: [TurnCall])] = []
     /// Loop thread only: the payload texts of the turn's events, back to
     /// back, each NUL-terminated; the turn's calls point into it, and every
     /// plugin's batch shares it (one buffer per turn, not one per event).
-    private var turnPayloads: [UInt8] = []
+    @exclusivity(unchecked) private var turnPayloads: [UInt8] = []
     /// Bumped whenever `runtimes` changes (under its lock), so that dispatch
     /// knows when its `targets` are stale without taking the lock per event.
     let runtimesVersion = Atomic<Int>(0)
     /// Loop thread only: `runtimes` with what dispatch checks per event read
     /// out once (hooks, room globs, ABI), as of `targetsVersion`.
-    private var targets: [DispatchTarget] = []
-    private var targetsVersion = -1
+    @exclusivity(unchecked) private var targets: [DispatchTarget] = []
+    @exclusivity(unchecked) private var targetsVersion = -1
 
     /// `onStatus` is called for every plugin status change (event log `plugin` lines).
     ///

@@ -184,27 +184,23 @@ struct MagixScanner {
             pos += 1
             skipWhitespace()
             guard pos < end else { return nil }
-            let bit: UInt8
-            if equals(key.start, key.end, "op") {
-                bit = 1
+            let bit = knownKey(key.start, key.end)
+            switch bit {
+            case 1:  // op
                 guard bytes[pos] == UInt8(ascii: "\""), let op = scanString(), !op.escaped,
                       equals(op.start, op.end, "magix") else { return nil }
-            } else if equals(key.start, key.end, "room") {
-                bit = 2
+            case 2:  // room
                 guard bytes[pos] == UInt8(ascii: "\""), let room = scanString(), !room.escaped else { return nil }
                 let text = UnsafeBufferPointer(rebasing: bytes[room.start..<room.end])
                 guard RoomID.isValid(bytes: text) else { return nil }
                 found.room = String(decoding: text, as: UTF8.self)
-            } else if equals(key.start, key.end, "seq") {
-                bit = 4
+            case 4:  // seq
                 guard let seq = scanInteger(), seq >= 0 else { return nil }
                 found.seq = seq
-            } else if equals(key.start, key.end, "from") {
-                bit = 8
+            case 8:  // from
                 guard let from = scanInteger() else { return nil }
                 found.from = from
-            } else if equals(key.start, key.end, "event") {
-                bit = 16
+            case 16:  // event
                 guard bytes[pos] == UInt8(ascii: "\""), let event = scanString() else { return nil }
                 if event.escaped {
                     // Escapes (and their surrogate pairs) decoded by the parser.
@@ -214,17 +210,15 @@ struct MagixScanner {
                 } else {
                     found.event = String(decoding: UnsafeBufferPointer(rebasing: bytes[event.start..<event.end]), as: UTF8.self)
                 }
-            } else if equals(key.start, key.end, "payload") {
-                bit = 32
+            case 32:  // payload
                 let start = pos
                 guard let (canonical, value) = scanMember() else { return nil }
                 found.payload = start..<pos
                 found.payloadCanonical = canonical
                 if let value { found.payloadValue = value }
-            } else {
+            default:
                 // An unknown member: validated (the full parser would fail on
                 // it) and ignored; its key must not repeat.
-                bit = 0
                 guard !key.nonASCII else { return nil }
                 for other in otherKeys where equals(other, key.start, key.end) { return nil }
                 otherKeys.append(key.start..<key.end)
@@ -246,6 +240,22 @@ struct MagixScanner {
         skipWhitespace()
         guard pos == end, seen & 31 == 31 else { return nil }
         return found
+    }
+
+    /// The bit of a known member's key (op 1, room 2, seq 4, from 8, event
+    /// 16, payload 32), 0 for any other key.
+    @inline(__always)
+    func knownKey(_ start: Int, _ stop: Int) -> UInt8 {
+        switch stop - start {
+        case 2: return equals(start, stop, "op") ? 1 : 0
+        case 3: return equals(start, stop, "seq") ? 4 : 0
+        case 4:
+            if bytes[start] == UInt8(ascii: "r") { return equals(start, stop, "room") ? 2 : 0 }
+            return equals(start, stop, "from") ? 8 : 0
+        case 5: return equals(start, stop, "event") ? 16 : 0
+        case 7: return equals(start, stop, "payload") ? 32 : 0
+        default: return 0
+        }
     }
 
     @inline(__always)
@@ -395,6 +405,15 @@ struct MagixScanner {
         pos += 1
         var string = ScannedString(start: pos, end: pos, escaped: false, nonASCII: false, canonical: true)
         while pos < end {
+            // Plain ASCII text (the usual case), in a local (kept in a register).
+            var offset = pos
+            while offset < end {
+                let byte = bytes[offset]
+                guard byte &- 0x20 < 0x60, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { break }
+                offset += 1
+            }
+            pos = offset
+            guard pos < end else { return nil }
             let byte = bytes[pos]
             if byte == UInt8(ascii: "\"") {
                 string.end = pos
@@ -517,6 +536,14 @@ struct MagixScanner {
             while isDigit(pos) { pos += 1 }
         }
         guard integral else { return (nil, false) }
+        if intEnd - intStart <= 18 {
+            // Fits Int64 whatever the digits: no overflow checks.
+            var magnitude: Int64 = 0
+            for offset in intStart..<intEnd {
+                magnitude = magnitude &* 10 &+ Int64(bytes[offset] &- UInt8(ascii: "0"))
+            }
+            return negative ? (-magnitude, magnitude != 0) : (magnitude, true)
+        }
         // Accumulate negatively so Int64.min is reachable (as the parser).
         var value: Int64 = 0
         for offset in intStart..<intEnd {
