@@ -239,28 +239,57 @@ per delivery is the figure to read for roomd; against Redis (anchor rows)
 the gap is the per-frame `send` and the WebSocket framing: Redis writes a
 client's whole output buffer with one `write` per event-loop turn.
 
-**Against the firehose** the client engine is measured alone. RoomKit's
-CPU per event through 3 plugins is in the row above; its breakdown from the
-earlier profiles (section below, "What is left in the client") holds: JSON
-parse of every push into a `JSON` tree, the plugin payload re-encoded per
-event, `Room` cache locks, and one queue hop per plugin per loop turn (the
-isolation the peer does not have). The 1 us and 0.1x targets need a client
-that decodes magix pushes lazily and hands plugins the received bytes.
+**Against the firehose** the client engine is measured alone (issue 17:
+<= 1 us of CPU per event through 3 inline plugins, <= 0.1x the Python
+peer). Done for this page, each step measured A/B with interleaved runs of
+the two binaries (min of 3 to 9 runs; the spread is wide on the shared
+cores): magix pushes are read straight from the received bytes
+(`ServerPush.scanMagix`: op, room, seq, from, event, and the payload kept
+as the received text when it is in the form our serializer writes;
+anything else, or anything the full decoder would reject, goes through
+`JSON.parse` + `ServerPush.decode` as before) and plugins get that text
+(4.69 -> 3.16 us); plugin dispatch with no lock, set lookup or allocation
+per event, one payload buffer per loop turn (3.28 -> 2.99 us); a lazily
+parsed payload published through an atomic; plugin threads count a batch's
+successful calls once at its end (2.82 -> 2.69 us); the WebSocket client
+reads 64 KiB per service instead of lws's 4 KiB (kernel share of the loop
+thread 8% -> 2.8%; 2.94 -> 2.48 us); the receive buffer reused when nothing
+kept the message (2.49 -> 2.41 us); no clock reads per event when no
+metrics backend is set up, and `@exclusivity(unchecked)` on loop-only state
+(~6% of the samples were runtime exclusivity checks; 2.61 -> 2.30 us).
+Overall ~4.7 -> ~2.3 us on the quieter runs. Where the rest goes (`perf
+record -g` at 2.35 us per event, share of the client's samples):
+libwebsockets' frame parsing 23.8% (~0.56 us: lws 4.1 copies a received
+payload into its buffer one byte at a time), apply + emit 17.9% (seq and
+cursor, the cache lock, the callback registries' locks, fan-out), plugin
+dispatch on the loop 16.8% (writing the payload text is 7 points of it),
+the plugin threads 13.3% (a clock read per call, the watchdog's lock,
+wake-ups), `scanMagix` 12.6%, RoomKitLoop's receive path 8.2% (mostly the
+slow retain/release of objects that have weak references: host,
+connection, the plugin manager's observer), other 6%. What would close the
+gap to 1 us: a WebSocket layer with a bulk payload path on the client side
+(the lws share alone is half of the target; hand-written framing is not
+allowed here), a lock-free watchdog (an atomic head and start time, one
+clock read per call) or inline plugins on the loop thread (giving up their
+isolation), loop-side snapshots of the callback registries instead of three
+locks per event, no weak-referenced objects on the per-message path, and
+sessions looked up by a room index instead of the room string. Together
+that is an estimated 1.3-1.5 us; the 0.1x ratio to the Python peer (whose
+own CPU per event is ~5 us) needs the same.
 
-**After this page's run: the plugin dispatch rework.** Merged after the run
-above, so not in its rows: the room-event payload is written once per event
-straight into a reused buffer and shared by every inline plugin (no closure,
-no `logFields` dictionary per plugin per event), the dispatch no longer
-builds a filtered array of active plugins per event, and a plugin's status
-is read from an atomic instead of the counters' lock its own thread takes on
-every call (the two threads fought over it: futex waits on both sides).
-Measured on the firehose workload (3 inline C plugins, 100 rooms), client
-CPU per event, min of 4 runs on the shared 2 cores: 5.84 -> 3.98 us (median
-6.69 -> 4.10); `perf`: `PluginManager.dispatch` 19.4% -> 10.6% of the
-client's samples. Still ~4x off the 1 us target: what is left is the decode
-of every push into a `JSON` tree and `ServerPush` (a lazy, byte-level decode
-of magix pushes was started and is not merged), the apply and fan-out, and
-one queue hop per plugin per loop turn.
+**Plugin dispatch under load (issue 17: <= 100 ns amortised per inline
+hook call).** The firehose rows above include the same engine with no
+plugin at all (events counted by an observer, which the 3-plugin run has
+too): the difference divided by 3 is what one inline hook call costs under
+load, everything included (the payload text, the batch per plugin per loop
+turn, the hop to the plugin's thread, the watchdog, the counters and the
+plugin's own no-op call). The watchdog is off the per-call path (one per
+plugin, watching the head of its queue) and calls are batched per plugin
+per turn; what is left is in the firehose profile above: the plugin
+threads' 13% (wake-ups, the watchdog lock, a clock read per call) and the
+7% of payload writing on the loop. Under 100 ns needs the lock-free
+watchdog and one clock read per batch instead of per call, or, for plugins
+that opt out of isolation, calls on the loop thread itself.
 
 **Run-to-run spread on this shared machine.** Between two full runs an
 hour apart, one bot's 100,000 service logins took 3.9 s (25,541/s) and
@@ -295,19 +324,38 @@ further is what a user leaves Codable for: a streaming or lazy JSON reader
 over the ByteBuffer. It is the peer that shows what the usual Swift server
 stack costs, where the Python peer shows the usual scripting stack.
 
-**Not done (issue 17).** The NIO peer does not take part in workloads 7
-and 8 (RoomKit's plugin isolation and roombot: nothing to compare there). The client
-hot-path targets are another engineer's (the engine is being reshaped).
+**Not compared.** The NIO peer does not take part in workloads 7 and 8
+(RoomKit's plugin isolation and roombot: nothing to compare there).
 
 **Where the client is measured on its own: CPU per operation.** The rows
 "client CPU" divide the client process's CPU time (all threads) by the
 logins or events it handled; that is what the client would need per
-operation on a free core, whatever roomd does. RoomKit's per-session memory
-(about 1.4 KB at 100k) is a `Room` (its cache behind a lock: state, members,
-streams, extra info), a `SessionRecord`, the scene and member arrays of the
-snapshot, and two dictionary entries; getting to 0.2x of the peer would
-need a leaner cache layout (e.g. sharing the initial scene state between
-rooms), not done here.
+operation on a free core, whatever roomd does.
+
+**Client memory per idle session (issue 17: <= 1 KiB).** Measured apart
+from the table with a host in 20,000 rooms against a real roomd (debug
+build, the same layouts): the heap in use per session (glibc
+`malloc_info`) and RSS after `malloc_trim`. Before this page's run: 1,060
+bytes in use and ~1,580 of RSS per session. Where it went, per session: the
+`SessionRecord` (504 bytes, 192 of them an inline `SessionCursor?` that is
+set only while a restored login is in flight), the `Room` (232 bytes plus
+three `LockedValue` boxes, each a heap block and a separate pthread mutex:
+six more blocks, ~300 bytes), the snapshot's scene array (a copy of the
+initial `[init]` scene per room, ~100 bytes) and member array (~110), the
+session ID string (30 characters, a 64-byte block), two dictionary entries
+(~60), and the answered login's timeout entry in the deadline heap (32
+bytes, kept for the whole 30 s login timeout). RSS above the heap in use
+was fragmentation and arenas: each `Room` was made on whichever
+cooperative-pool thread called `loginRoom`, in that thread's malloc arena.
+Changed: inline `Synchronization.Mutex`es in `Room` (one block), the cursor
+boxed, the initial scenes shared, cancelled deadlines compacted once they
+are half the heap, and the `Room` made on the loop thread with the
+session's other blocks. After: 786 bytes in use and ~960-1,050 of RSS per
+session at 20,000 (the table's rows are at 10,000 to 100,000, with the
+run's own fixed costs spread over N). What is left: the record (328: user,
+token, resume and fleet fields; the login-only ones could move to a block
+that exists only during a login, ~90 bytes), the room and its cache (~240),
+the member array, the session ID, and the dictionaries.
 
 **Fixed while benchmarking** (all tests pass; each a small change):
 
@@ -341,18 +389,15 @@ rooms), not done here.
   call still has its own watchdog and counters). Client CPU per event at
   saturation: ~15.5 -> ~8 us. `rooms: ["*"]` no longer calls `fnmatch`.
 
-**What is left in the client.** Per event: JSON parse of the push into a
-`JSON` tree (~13%), the plugin payload re-encoded as JSON text per event,
-`Room` cache locks, and the plugin queue hop (isolation: a slow plugin
-stalls only itself; the peer calls its handlers inline, without isolation
-or timeouts). Per login: the async API's task and continuation hops between
-the cooperative pool and the loop thread, and decoding the snapshot. The
-Swift SDK trampoline decodes every payload into `JSON` before calling
-`roomEvent` (~60 ns empty, ~1 us for a 75-byte payload): a lazily decoded
-payload would make a no-op Swift hook as cheap as a C one, but changes the
-SDK's public protocol. `PluginManager`'s per-call path in the table is
-measured through `dispatchPlayerEvent`, which is not batched (player events
-are rare); room events are batched as above.
+**What is left in the client, per login:** the async API's task and
+continuation hops between the cooperative pool and the loop thread, and
+decoding the snapshot. The Swift SDK trampoline decodes every payload into
+`JSON` before calling `roomEvent` (~60 ns empty, ~1 us for a 75-byte
+payload): a lazily decoded payload would make a no-op Swift hook as cheap
+as a C one, but changes the SDK's public protocol. `PluginManager`'s
+per-call path in workload 5 is measured through `dispatchPlayerEvent`,
+which is not batched (player events are rare); room events are batched as
+above, and the firehose rows give their cost under load.
 
 **Bot restart: the client's pacing.** Without a service token roombot
 paces its one connection at 190 requests/s under roomd's default

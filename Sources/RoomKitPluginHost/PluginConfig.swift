@@ -55,27 +55,3 @@ public struct PluginConfig: Sendable, Hashable {
         return PluginConfig(config: config, roomConfig: rooms)
     }
 }
-
-extension PluginManifest {
-    /// Validates `roomConfig`: an object whose keys are non-empty globs and
-    /// whose values are objects; only allowed when `config` is an object
-    /// (or absent), since overrides merge into its keys.
-    static func parseRoomConfig(_ value: JSON?, config: JSON?, at: String, fail: (String, String) -> Void) -> [String: JSON] {
-        guard let value else { return [:] }
-        let field = at.isEmpty ? "roomConfig" : "\(at).roomConfig"
-        guard let object = value.objectValue else {
-            fail(field, "must be an object of glob -> object")
-            return [:]
-        }
-        if let config, config != .null, config.objectValue == nil {
-            fail(field, "needs \"config\" to be an object (overrides merge into its keys)")
-        }
-        var result: [String: JSON] = [:]
-        for (glob, override) in object.sorted(by: { $0.key < $1.key }) {
-            if glob.isEmpty { fail("\(field)[\"\"]", "a glob must not be empty"); continue }
-            guard override.objectValue != nil else { fail("\(field)[\"\(glob)\"]", "must be an object"); continue }
-            result[glob] = override
-        }
-        return result
-    }
-}

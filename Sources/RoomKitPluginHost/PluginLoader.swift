@@ -31,7 +31,7 @@ enum PluginLoader {
     /// through the dynamic linker's search path (`LD_LIBRARY_PATH`).
     static func map(_ spec: PluginSpec, path: String? = nil) throws(PluginLoadError) -> MappedPlugin {
         let where_ = "plugins[\(spec.index)] (\(spec.name))"
-        let file = absolute(path ?? spec.library)
+        let file = PluginManifest.absolute(path ?? spec.library)
         guard FileManager.default.fileExists(atPath: file) else {
             throw PluginLoadError(plugin: spec.name, stage: .missingFile, message: "\(where_).library: no such file: \(file)")
         }
@@ -85,13 +85,6 @@ enum PluginLoader {
         processLifetime.withLock { $0.append(pointer) }
     }
 
-    /// `path` made absolute against the current directory (a bare name
-    /// handed to dlopen would be looked up in the linker's search path).
-    static func absolute(_ path: String) -> String {
-        if path.hasPrefix("/") { return path }
-        return ((FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path) as NSString).standardizingPath
-    }
-
     /// Where reload copies go (`$TMPDIR/roomkit-plugins`).
     static var copyDirectory: URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("roomkit-plugins", isDirectory: true)
@@ -104,7 +97,7 @@ enum PluginLoader {
         let directory = copyDirectory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let copy = directory.appendingPathComponent("\(UUID().uuidString)-\((library as NSString).lastPathComponent)").path
-        try FileManager.default.copyItem(atPath: absolute(library), toPath: copy)
+        try FileManager.default.copyItem(atPath: PluginManifest.absolute(library), toPath: copy)
         return copy
     }
 
@@ -139,7 +132,7 @@ public enum PluginChecker {
     /// Every plugin, in manifest order, with its resolved path and ABI.
     public static func inspect(_ manifest: PluginManifest) -> [PluginCheck] {
         manifest.plugins.sorted { $0.index < $1.index }.map { spec -> PluginCheck in
-            let library = PluginLoader.absolute(spec.library)
+            let library = PluginManifest.absolute(spec.library)
             do throws(PluginLoadError) {
                 let mapped = try PluginLoader.map(spec)
                 let header = mapped.descriptor.pointee
@@ -148,5 +141,16 @@ public enum PluginChecker {
                 return PluginCheck(spec: spec, library: library, abi: nil, problem: error.message)
             }
         }
+    }
+}
+
+extension PluginChecker {
+    /// One line saying how `spec` would run: `echo: isolation process (memoryLimitMB 1024, ...)`.
+    public static func describe(_ spec: PluginSpec) -> String {
+        let state = spec.enabled ? "" : ", disabled"
+        guard spec.isolation == .process else { return "\(spec.name): isolation inline (in the bot's process\(state))" }
+        let s = spec.supervision
+        return "\(spec.name): isolation process (memoryLimitMB \(s.memoryLimitMB), cpuLimitSeconds \(s.cpuLimitSeconds), "
+            + "maxCrashes \(s.maxCrashes) in \(s.crashWindowSeconds) s, hangFactor \(s.hangFactor)\(state))"
     }
 }

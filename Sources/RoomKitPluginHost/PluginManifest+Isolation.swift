@@ -90,14 +90,3 @@ extension PluginManifest {
         return (isolation, supervision)
     }
 }
-
-extension PluginChecker {
-    /// One line saying how `spec` would run: `echo: isolation process (memoryLimitMB 1024, ...)`.
-    public static func describe(_ spec: PluginSpec) -> String {
-        let state = spec.enabled ? "" : ", disabled"
-        guard spec.isolation == .process else { return "\(spec.name): isolation inline (in the bot's process\(state))" }
-        let s = spec.supervision
-        return "\(spec.name): isolation process (memoryLimitMB \(s.memoryLimitMB), cpuLimitSeconds \(s.cpuLimitSeconds), "
-            + "maxCrashes \(s.maxCrashes) in \(s.crashWindowSeconds) s, hangFactor \(s.hangFactor)\(state))"
-    }
-}

@@ -102,7 +102,7 @@ public struct PluginManifest: Sendable {
         let file = (path as NSString).lastPathComponent
         // Absolute, so a bare `"library": "libx.so"` never reaches dlopen
         // without a slash (it would search LD_LIBRARY_PATH; docs/SECURITY.md).
-        let directory = PluginLoader.absolute((path as NSString).deletingLastPathComponent)
+        let directory = PluginManifest.absolute((path as NSString).deletingLastPathComponent)
         var errors: [ManifestError] = []
         func fail(_ field: String, _ problem: String) { errors.append(ManifestError(file: file, field: field, problem: problem)) }
 
