@@ -173,6 +173,25 @@ figures in this section are from those profiles; the table above is from the
 run itself). The machine was shared with other engineers' builds and tests,
 so single figures move by +-30% between runs; the ratios move less.
 
+**This run against the previous page (2026-11-23).** The machine was
+slower this time for everything, ours or not: the same `redis-server`
+needed 0.24 us of CPU per delivery (0.14 on the previous page), the Python
+peer 7.19 us per firehose event (5.21) and the NIO peer 8.27 (6.34). So
+absolute figures of roomd, which changed little since, moved with it:
+durable appends 44,738/s (57,322), roomd CPU per delivery to raw members
+1.30 / 1.24 us in rooms of 100 / 1,000 (0.93 / 0.91, then under the 1 us
+target; now over it), while roomd's CPU per delivery against Redis's is the
+same ratio as before (0.17x; 0.16x). The client is where this page's work
+went, and its ratios moved: CPU per event against the firehose 0.31x the
+Python peer (0.87x) and 2.18 us (4.56 on the previous page's rows, ~4.0
+after the dispatch rework merged after it); receiving CPU per fan-out
+delivery 0.18x the peers (0.45x); events/s through 3 plugins on the
+firehose 3.3x the Python peer (1.45x); RSS per idle session at 100,000
+0.43x the Python peer (0.60x), 1,279 bytes (1,799). Client CPU per login
+rose like the NIO peer's (RoomKit / NIO 0.58x, 0.59x before). Nothing in
+this page's table is a regression once the machine's own slowdown is
+taken out; the ratios are the figures to compare.
+
 **roomd's storage path (issue 17).** Group commit (docs/PROTOCOL.md
 "Durability"): one SQLite transaction per loop turn, every reply and push of
 the turn held until it commits. Before it, each event was its own
@@ -237,7 +256,15 @@ coming: one request per burst instead of one per delivery (raw fan-out to
 100 members ~570,000 -> ~940,000 deliveries/s on this machine). roomd's CPU
 per delivery is the figure to read for roomd; against Redis (anchor rows)
 the gap is the per-frame `send` and the WebSocket framing: Redis writes a
-client's whole output buffer with one `write` per event-loop turn.
+client's whole output buffer with one `write` per event-loop turn. In this
+run the anchor was 0.47x on deliveries/s (0.42-0.54 over the runs; 0.50x
+on the previous page) and roomd's CPU per delivery over 1 us (1.30 / 1.24
+us in rooms of 100 / 1,000) on a machine on which Redis itself needed 70%
+more CPU per delivery than before (see the first paragraph). What would
+close both: one `write` per connection per loop turn, as Redis does, which
+libwebsockets 4.1 does not offer for WebSocket frames (one frame per
+`lws_write`), so it needs an lws with batched writes or another WebSocket
+layer; every other per-delivery cost is already once per event.
 
 **Against the firehose** the client engine is measured alone (issue 17:
 <= 1 us of CPU per event through 3 inline plugins, <= 0.1x the Python
@@ -291,19 +318,26 @@ threads' 13% (wake-ups, the watchdog lock, a clock read per call) and the
 watchdog and one clock read per batch instead of per call, or, for plugins
 that opt out of isolation, calls on the loop thread itself.
 
-**Run-to-run spread on this shared machine.** Between two full runs an
-hour apart, one bot's 100,000 service logins took 3.9 s (25,541/s) and
-7.98 s (12,529/s); the RoomKit p99 at half load was 228 ms and 61 ms in
-two full runs and 13.9 ms (peer 19.7 ms) in a throughput-only run right
-after: at half load (now ~60,000-75,000 events/s at the client, 2-3x the
-previous page's, because roomd is no longer the limit) roomd, the sender
-and the client's 4 threads (loop + 3 plugin queues) want more than the 2
-shared cores, and the tail is scheduling delay. The p99 <= 2 ms target
-needs that load on cores of its own. (Those figures are from before the
-pinning: now the client's threads share CPU 1 and roomd with the sender
-CPU 0, so RoomKit's loop thread and its 3 plugin queues take turns on one
-core, as the single-threaded peers do; and the spread over the runs is in
-the table.)
+**p99 at half load (issue 17: <= 2 ms; missed).** This run adds the
+same half load to RoomKit with no plugin and the latency stamped by an
+observer on the loop thread as the engine raises the event: p50 1.3 ms,
+p99 15.3 ms, p99.9 20.2 ms at the engine, against p99 21.7 ms through the
+3 plugins. So about 70% of the tail is there before the plugin hop: in the
+sender, roomd and the engine's read of the socket. The peers, which call
+their handlers inline, have the same tail (22.5 and 23.1 ms). roomd holds
+every push of a loop turn until that turn's transaction commits (group
+commit, the durability rule of PROTOCOL.md), and roomd's loop thread, its
+checkpoint thread and the sender share CPU 0 under the pinning: a turn
+that meets a checkpoint's page copies or the sender's burst holds its
+pushes for that long. The plugin hop adds the rest (the 3 plugin threads
+and the loop take turns on CPU 1). What we would try: a commit deadline
+(close the turn's transaction after at most ~1 ms of requests instead of
+at the end of a turn that read 256 KiB per socket), the checkpointer off
+roomd's core, and for the client the lock-free watchdog of the firehose
+notes (fewer wake-ups per batch). On 2 shared cores the 2 ms p99 needs
+roomd, the sender and the client each on a core of their own. Earlier
+full runs (before pinning) saw the same p99 range from 14 to 228 ms
+depending on what else ran on the machine.
 
 **The NIO peer.** Where its CPU goes, from `perf record -g` against the
 firehose (3 handlers, 100 rooms, one connection): ~80% of its samples are
@@ -351,8 +385,9 @@ Changed: inline `Synchronization.Mutex`es in `Room` (one block), the cursor
 boxed, the initial scenes shared, cancelled deadlines compacted once they
 are half the heap, and the `Room` made on the loop thread with the
 session's other blocks. After: 786 bytes in use and ~960-1,050 of RSS per
-session at 20,000 (the table's rows are at 10,000 to 100,000, with the
-run's own fixed costs spread over N). What is left: the record (328: user,
+session at 20,000; in this run's table, at 100,000, 1,279 bytes of RSS per
+session (1,799 on the previous page) and 1,065 after `malloc_trim`: the
+1 KiB target is missed by 25% (4% after a trim). What is left: the record (328: user,
 token, resume and fleet fields; the login-only ones could move to a block
 that exists only during a login, ~90 bytes), the room and its cache (~240),
 the member array, the session ID, and the dictionaries.

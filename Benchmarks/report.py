@@ -76,7 +76,7 @@ class Table:
 def merge(tables):
     """One row per figure over the runs: the median run's text with min-max
     when the runs differ. The verdict is the one of the run whose RoomKit
-    value is the median."""
+    value is the median, except for a target on a ratio (the median ratio's)."""
     order, cells = [], {}
     for table in tables:
         for row in table.rows:
@@ -94,6 +94,13 @@ def merge(tables):
         for name in {name for r in rows for name in r["peers"]}:
             row["peers"][name] = spread([r["peers"].get(name, "") for r in rows])
             row["ratios"][name] = spread([r["ratios"].get(name, "") for r in rows])
+        target = row["target"]
+        if target.startswith(">= ") and target.endswith("x") and len(row["ratios"]) == 1:
+            # A target on the ratio itself (the Redis anchor): the verdict of
+            # the median ratio, not of the run with the median RoomKit value.
+            ratio_median = next(iter(row["ratios"].values()))["median"]
+            if ratio_median is not None:
+                row["met"] = verdict(ratio_median >= float(target[3:-1]))
         merged.append(row)
     return merged
 
