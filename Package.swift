@@ -98,7 +98,12 @@ let package = Package(
         .plugin(name: "BuildRevision", capability: .buildTool(), path: "BuildTools/BuildRevision"),
         .target(
             name: "RoomKitCLI",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings,
             plugins: ["BuildRevision"]),
 

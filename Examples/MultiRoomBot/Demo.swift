@@ -4,7 +4,9 @@ import RoomKit
 import RoomKitLoop
 import RoomKitPluginHost
 import RoomKitProtocol
+import RoomKitCLI
 import RoomKitServer
+import ServiceLifecycle
 import Synchronization
 
 /// Everything the example runs, wired the way an app embeds RoomKit: a
@@ -33,8 +35,11 @@ struct World: Sendable {
     func room(_ id: String) -> Room? { bot.room(id) ?? canary.room(id) }
 }
 
-/// Runs the example: starts the world, shows it, plays the tour, prints the
-/// summary, and takes everything down again in order.
+/// Runs the example: builds the world, runs its parts as one
+/// `ServiceGroup` (the servers, the loop, the plugins, the hosts, the crowd
+/// and the tour, in that order), prints the summary. The tour ending (or
+/// SIGINT/SIGTERM) stops the parts in reverse: the crowd leaves, the hosts
+/// log out and close, the plugins unload, the loop closes, the servers stop.
 final class Demo: Sendable {
     enum Outcome { case completed, interrupted, failed }
 
@@ -44,6 +49,8 @@ final class Demo: Sendable {
     let step = LockedValue("starting")
     /// A note under the room table (the replay hint in `--forever`).
     let note = LockedValue<String?>(nil)
+    /// What the tour service found: the summary and the outcome.
+    private let result = LockedValue<(summary: Summary?, outcome: Outcome)>((nil, .failed))
 
     init(options: DemoOptions, console: Console) {
         self.options = options
@@ -51,30 +58,61 @@ final class Demo: Sendable {
     }
 
     func run() async -> Outcome {
+        var parts: [ServiceGroupConfiguration.ServiceConfiguration] = []
         let world: World
         do {
-            world = try await start()
+            world = try await build(into: &parts)
         } catch {
+            // What was built stops in reverse, the same way as after a tour.
+            let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: parts, logger: Logger(label: "bot")))
+            await group.triggerGracefulShutdown()
+            try? await group.run()
             for line in "\(error)".split(separator: "\n") { console.log("error: \(line)") }
             if console.live { Console.write(console.transcript.joined(separator: "\n") + "\n") }
             return .failed
+        }
+        parts.append(.init(service: ClosureService { [self] in await tour(world) }, successTerminationBehavior: .gracefullyShutdownGroup,
+                           failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "tour"))
+        do {
+            try await ProgramServices.group(parts, logger: Logger(label: "bot")).run()
+        } catch {
+            console.log("error: \(error)")
+        }
+        let (summary, outcome) = result.withLock { $0 }
+        if console.live { Console.write(console.transcript.joined(separator: "\n") + "\n") }
+        if let summary { Console.write(summary.lines.joined(separator: "\n") + "\n") }
+        return outcome
+    }
+
+    /// The bot's own work, as the group's last service: the bot joins every
+    /// room, the tour plays (cut short by SIGINT/SIGTERM), `--forever` keeps
+    /// running until a signal, then the bot leaves every room and the
+    /// summary is taken. Returning stops the group.
+    private func tour(_ world: World) async {
+        let interrupted = LockedValue(false)
+        let tour = Task {
+            do {
+                try await join(world)
+            } catch {
+                return TourReport(stepsDone: [], failure: "\(error)")
+            }
+            var tour = Tour(world: world, demo: self)
+            return await tour.play()
         }
         let view = TerminalView(console: console)
         let ticker = console.live
             ? view.start { [self] in dashboard(world) }
             : plainTicker(world)
-        let stopper = Stopper { view.stop() }
-        await watchSignals(on: world.loop, stopper: stopper)
-
-        let tour = Task {
-            var tour = Tour(world: world, demo: self)
-            return await tour.play()
+        let report = await withGracefulShutdownHandler {
+            await tour.value
+        } onGracefulShutdown: { [console] in
+            console.log("SIGINT or SIGTERM: stopping")
+            interrupted.withLock { $0 = true }
+            tour.cancel()
         }
-        stopper.onFire { tour.cancel() }
-        let report = await tour.value
-        var outcome: Outcome = report.failure == nil ? .completed : (stopper.fired ? .interrupted : .failed)
+        var outcome: Outcome = report.failure == nil ? .completed : (interrupted.withLock { $0 } ? .interrupted : .failed)
         if options.forever && outcome == .completed {
-            await keepRunning(world, stopper: stopper)
+            await keepRunning(world)
         }
 
         // Leave every room (nothing left after a full tour; an interrupted one may), so the summary is final.
@@ -82,101 +120,105 @@ final class Demo: Sendable {
         await world.canary.logoutRoom()
         ticker.cancel()
         view.stop()
+        if outcome == .completed && interrupted.withLock({ $0 }) && !options.forever { outcome = .interrupted }
         let summary = Summary(world: world, report: report, elapsed: console.elapsed, options: options)
-        await stop(world)
-        if console.live { Console.write(console.transcript.joined(separator: "\n") + "\n") }
-        Console.write(summary.lines.joined(separator: "\n") + "\n")
-        if outcome == .completed && stopper.fired && !options.forever { outcome = .interrupted }
-        return outcome
+        result.withLock { $0 = (summary, outcome) }
     }
 
-    /// Starts the servers, the crowd and the bot; the bot joins every room.
-    private func start() async throws -> World {
+    /// Builds the servers, the loop, the hosts, the plugins and the crowd;
+    /// each long-lived part is appended to `parts` as soon as it exists.
+    private func build(into parts: inout [ServiceGroupConfiguration.ServiceConfiguration]) async throws -> World {
         let workDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("multiroom-bot-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: workDirectory, withIntermediateDirectories: true)
-        var cleanup: [@Sendable () async -> Void] = [{ try? FileManager.default.removeItem(atPath: workDirectory) }]
-        do {
-            // 1. The plugins first: a missing library should fail before anything starts.
-            let manifest = try ExampleManifest.resolve(template: try ExampleManifest.template(options.manifestTemplate),
-                                                       into: workDirectory)
+        parts.append(.init(service: ClosureService {
+            try? await gracefulShutdown()
+            try? FileManager.default.removeItem(atPath: workDirectory)
+        }, serviceName: "work-directory"))
 
-            // 2. The servers: the main one (embedded unless --server) and the canary's.
-            let serverLogger = Logger(label: "roomd")
-            let embedded: EmbeddedServer?
-            let serverURL: String
-            let minter: TokenMinter
-            if let external = options.server {
-                embedded = nil
-                serverURL = external.url
-                minter = TokenMinter(secret: external.secret)
-                console.log("using roomd at \(serverURL)")
-            } else {
-                let server = try await EmbeddedServer(name: "roomd", secret: Summary.devSecret, logger: serverLogger)
-                cleanup.append { await server.stop() }
-                embedded = server
-                serverURL = server.url
-                minter = TokenMinter(secret: Summary.devSecret)
-                console.log("embedded roomd listening on \(serverURL) (data in \(server.dataDirectory))")
-            }
-            let canarySecret = UUID().uuidString
-            let canaryServer = try await EmbeddedServer(name: "roomd-canary", secret: canarySecret, logger: serverLogger)
-            cleanup.append { await canaryServer.stop() }
-            console.log("second roomd for the canary on \(canaryServer.url)")
+        // 1. The plugins first: a missing library should fail before anything starts.
+        let manifest = try ExampleManifest.resolve(template: try ExampleManifest.template(options.manifestTemplate),
+                                                   into: workDirectory)
 
-            // 3. The bot: one loop, one host per server, plugins on the main host.
-            unblockStopSignals()  // the loop thread inherits this thread's signal mask
-            let loop = try EventLoop(name: "bot", logger: Logger(label: "bot"))
-            cleanup.append { try? loop.shutdown() }
-            var configuration = RoomHostConfiguration(serverURL: serverURL)
-            configuration.loginTimeout = .seconds(10)
-            configuration.reconnectWindow = .seconds(60)
-            configuration.backoffFirst = options.pace.backoff
-            configuration.backoffCap = .seconds(5)
-            let bot = try RoomHost(loop: loop, configuration: configuration, logger: Logger(label: "bot"),
-                                   tokenProvider: minter.provider)
-            cleanup.append { await bot.shutdown() }
-            var canaryConfiguration = RoomHostConfiguration(serverURL: canaryServer.url)
-            canaryConfiguration.reconnectWindow = options.pace.canaryWindow
-            canaryConfiguration.backoffFirst = .milliseconds(200)
-            canaryConfiguration.backoffCap = .milliseconds(500)
-            let canary = try RoomHost(loop: loop, configuration: canaryConfiguration, logger: Logger(label: "canary"),
-                                      tokenProvider: TokenMinter(secret: canarySecret).provider)
-            cleanup.append { await canary.shutdown() }
-            let stats = Stats()
-            let outage = Outage()
-            follow(bot, server: "main", stats: stats, outage: outage)
-            follow(canary, server: "canary", stats: stats, outage: outage)
-
-            let console = self.console
-            let plugins = PluginManager(host: bot, logger: Logger(label: "plugins")) { name, status, message in
-                console.log("plugin \(name) \(status.rawValue)\(message.map { ": \($0)" } ?? "")")
-            }
-            cleanup.append { plugins.unloadAll() }
-            let failures = plugins.load(manifest)
-            guard failures.isEmpty else { throw TourError(failures.map(\.description).joined(separator: "\n")) }
-
-            // 4. The people, then the bot joins every room (all on one connection).
-            let crowd = try Crowd(serverURL: serverURL, minter: minter, pace: options.pace.action, outage: outage,
-                                  logger: Logger(label: "participants"))
-            cleanup.append { await crowd.leave() }
-            try await crowd.enter()
-            console.log("\(crowd.people.count) participants are chatting in \(Crowd.rooms.count) rooms")
-            let user = LoginUser(id: "bot", name: "Multi-room bot")
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for room in Crowd.rooms {
-                    group.addTask { try await bot.loginRoom(room, user: user) }
-                }
-                try await group.waitForAll()
-            }
-            try await canary.loginRoom("canary", user: user)
-            return World(serverURL: serverURL, embedded: embedded, canaryServer: canaryServer, loop: loop, bot: bot,
-                         canary: canary, plugins: plugins, crowd: crowd, user: user, stats: stats, outage: outage,
-                         workDirectory: workDirectory)
-        } catch {
-            for undo in cleanup.reversed() { await undo() }
-            throw error
+        // 2. The servers: the main one (embedded unless --server) and the canary's.
+        let serverLogger = Logger(label: "roomd")
+        let embedded: EmbeddedServer?
+        let serverURL: String
+        let minter: TokenMinter
+        if let external = options.server {
+            embedded = nil
+            serverURL = external.url
+            minter = TokenMinter(secret: external.secret)
+            console.log("using roomd at \(serverURL)")
+        } else {
+            let server = try await EmbeddedServer(name: "roomd", secret: Summary.devSecret, logger: serverLogger)
+            parts.append(.init(service: server, serviceName: "roomd"))
+            embedded = server
+            serverURL = server.url
+            minter = TokenMinter(secret: Summary.devSecret)
+            console.log("embedded roomd listening on \(serverURL) (data in \(server.dataDirectory))")
         }
+        let canarySecret = UUID().uuidString
+        let canaryServer = try await EmbeddedServer(name: "roomd-canary", secret: canarySecret, logger: serverLogger)
+        parts.append(.init(service: canaryServer, serviceName: "roomd-canary"))
+        console.log("second roomd for the canary on \(canaryServer.url)")
+
+        // 3. The bot: one loop, plugins on the main host, one host per server.
+        let loop = try EventLoop(name: "bot", logger: Logger(label: "bot"))
+        parts.append(.init(service: loop, serviceName: "loop"))
+        var configuration = RoomHostConfiguration(serverURL: serverURL)
+        configuration.loginTimeout = .seconds(10)
+        configuration.reconnectWindow = .seconds(60)
+        configuration.backoffFirst = options.pace.backoff
+        configuration.backoffCap = .seconds(5)
+        let bot = try RoomHost(loop: loop, configuration: configuration, logger: Logger(label: "bot"),
+                               tokenProvider: minter.provider)
+        let console = self.console
+        let plugins = PluginManager(host: bot, logger: Logger(label: "plugins")) { name, status, message in
+            console.log("plugin \(name) \(status.rawValue)\(message.map { ": \($0)" } ?? "")")
+        }
+        // The plugins outlive the host: they hear every room's LOGOUT.
+        parts.append(.init(service: plugins, serviceName: "plugins"))
+        parts.append(.init(service: bot, serviceName: "bot"))
+        var canaryConfiguration = RoomHostConfiguration(serverURL: canaryServer.url)
+        canaryConfiguration.reconnectWindow = options.pace.canaryWindow
+        canaryConfiguration.backoffFirst = .milliseconds(200)
+        canaryConfiguration.backoffCap = .milliseconds(500)
+        let canary = try RoomHost(loop: loop, configuration: canaryConfiguration, logger: Logger(label: "canary"),
+                                  tokenProvider: TokenMinter(secret: canarySecret).provider)
+        parts.append(.init(service: canary, serviceName: "canary"))
+        let stats = Stats()
+        let outage = Outage()
+        follow(bot, server: "main", stats: stats, outage: outage)
+        follow(canary, server: "canary", stats: stats, outage: outage)
+        let failures = plugins.load(manifest)
+        guard failures.isEmpty else { throw TourError(failures.map(\.description).joined(separator: "\n")) }
+
+        // 4. The people (they enter once the group runs: `join`).
+        let crowd = try Crowd(serverURL: serverURL, minter: minter, pace: options.pace.action, outage: outage,
+                              logger: Logger(label: "participants"))
+        parts.append(.init(service: ClosureService {
+            try? await gracefulShutdown()
+            await crowd.leave()
+        }, serviceName: "crowd"))
+        let user = LoginUser(id: "bot", name: "Multi-room bot")
+        return World(serverURL: serverURL, embedded: embedded, canaryServer: canaryServer, loop: loop, bot: bot,
+                     canary: canary, plugins: plugins, crowd: crowd, user: user, stats: stats, outage: outage,
+                     workDirectory: workDirectory)
+    }
+
+    /// The people enter, then the bot joins every room (all on one connection).
+    private func join(_ world: World) async throws {
+        try await world.crowd.enter()
+        console.log("\(world.crowd.people.count) participants are chatting in \(Crowd.rooms.count) rooms")
+        let (bot, user) = (world.bot, world.user)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for room in Crowd.rooms {
+                group.addTask { try await bot.loginRoom(room, user: user) }
+            }
+            try await group.waitForAll()
+        }
+        try await world.canary.loginRoom("canary", user: user)
     }
 
     /// Counts the host's events and narrates its reasons.
@@ -201,7 +243,7 @@ final class Demo: Sendable {
     }
 
     /// `--forever`: back into every room until SIGINT or SIGTERM.
-    private func keepRunning(_ world: World, stopper: Stopper) async {
+    private func keepRunning(_ world: World) async {
         step.withLock { $0 = "running (--forever): Ctrl-C to stop" }
         console.log("── --forever: the bot rejoins every room and keeps running; SIGINT or SIGTERM stops it")
         let hint = "replay a room meanwhile: \(Summary.replayHint(world: world, options: options))"
@@ -214,22 +256,10 @@ final class Demo: Sendable {
                 console.log("   \(room): \(error)")
             }
         }
-        await stopper.wait()
+        try? await gracefulShutdown()
         step.withLock { $0 = "stopping" }
         console.log("── stopping: logoutRoom() of every room")
         await world.bot.logoutRoom()
-    }
-
-    /// Takes everything down: people first, then the bot, then the servers.
-    private func stop(_ world: World) async {
-        await world.crowd.leave()
-        world.plugins.unloadAll()
-        await world.bot.shutdown()
-        await world.canary.shutdown()
-        try? world.loop.shutdown()
-        await world.embedded?.stop()
-        await world.canaryServer.stop()
-        try? FileManager.default.removeItem(atPath: world.workDirectory)
     }
 
     /// Without a TTY: a totals line every few seconds.
@@ -243,80 +273,6 @@ final class Demo: Sendable {
                 let rooms = world.stats.rooms.map { "\($0.id) \($0.count.events)" }.joined(separator: " · ")
                 console.log(String(format: "events %d (%.0f/s) · ", world.stats.total, world.stats.rate) + rooms)
             }
-        }
-    }
-
-    /// SIGINT/SIGTERM: the first stops gracefully, a second one at once.
-    private func watchSignals(on loop: EventLoop, stopper: Stopper) async {
-        let console = self.console
-        _ = try? await loop.submit {
-            try SignalWatcher(loop: loop, signals: [SIGINT, SIGTERM]) { signal in
-                console.log("signal \(signal): stopping")
-                if stopper.fire() > 1 { exit(130) }
-            }
-        }
-    }
-
-    /// Lets SIGINT/SIGTERM reach the loop's signal watcher: threads of the
-    /// Swift concurrency pool may run with them blocked, and a new loop
-    /// thread inherits its creator's mask.
-    private func unblockStopSignals() {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGINT)
-        sigaddset(&signals, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
-    }
-}
-
-/// A one-shot stop request (signals), with waiters and actions.
-final class Stopper: Sendable {
-    private struct State {
-        var count = 0
-        var waiters: [CheckedContinuation<Void, Never>] = []
-        var actions: [@Sendable () -> Void] = []
-    }
-    private let state = LockedValue(State())
-    private let last: @Sendable () -> Void
-
-    /// `last` runs before a forced exit (a second signal): restore the terminal.
-    init(last: @escaping @Sendable () -> Void) {
-        self.last = last
-    }
-
-    var fired: Bool { state.withLock { $0.count > 0 } }
-
-    /// Returns how many times it fired (including this one).
-    @discardableResult
-    func fire() -> Int {
-        let (count, waiters, actions) = state.withLock { state in
-            state.count += 1
-            defer { state.waiters.removeAll(); state.actions.removeAll() }
-            return (state.count, state.waiters, state.actions)
-        }
-        if count > 1 { last() }
-        for action in actions { action() }
-        for waiter in waiters { waiter.resume() }
-        return count
-    }
-
-    func onFire(_ action: @escaping @Sendable () -> Void) {
-        let now = state.withLock { state -> Bool in
-            if state.count > 0 { return true }
-            state.actions.append(action)
-            return false
-        }
-        if now { action() }
-    }
-
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> Bool in
-                if state.count > 0 { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
         }
     }
 }

@@ -4,6 +4,7 @@ import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
 import RoomKitServer
+import ServiceLifecycle
 import Synchronization
 
 /// A roomd running inside this process on its own event loop, on 127.0.0.1
@@ -54,6 +55,14 @@ final class EmbeddedServer: Sendable {
         }
         try? loop.shutdown()
         try? FileManager.default.removeItem(atPath: dataDirectory)
+    }
+}
+
+extension EmbeddedServer: Service {
+    /// Runs until graceful shutdown, then stops (`stop()`).
+    func run() async throws {
+        try? await gracefulShutdown()
+        await stop()
     }
 }
 

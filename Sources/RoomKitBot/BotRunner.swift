@@ -4,6 +4,7 @@ import RoomKit
 import RoomKitLoop
 import RoomKitPluginHost
 import RoomKitProtocol
+import ServiceLifecycle
 import Synchronization
 
 /// Command-line overrides of `bot.json` (CLI.md `roombot run`).
@@ -20,7 +21,8 @@ public struct BotOverrides: Sendable {
 }
 
 /// The bot host: one loop, one `RoomHost`, the manifest's plugins, the event
-/// log, the control API and the store, started and stopped in order.
+/// log, the control API and the store, run as services of one
+/// `ServiceGroup` (`services`): started in order, stopped in reverse.
 public final class BotRunner: @unchecked Sendable {
     // @unchecked Sendable: the store, `phase` and `joining` have their own
     // locks; `control` and `manifest` are set in `startServices()` before any
@@ -39,11 +41,13 @@ public final class BotRunner: @unchecked Sendable {
     /// Where the bot is in its life; `stopping` freezes the room set (a
     /// shutdown's LOGOUTs must not erase the rooms a restart rejoins).
     let phase = LockedValue(BotLifecycle.initial)
-    /// The first logins (and their retries), cancelled by `stop()`.
+    /// The first logins (and their retries), or the fleet's start; cancelled by a graceful stop.
     let joining = LockedValue<Task<Void, Never>?>(nil)
+    /// The group running the bot's parts (`start()`), stopped by `stop()`.
+    let running = LockedValue<(group: ServiceGroup, task: Task<Void, any Error>)?>(nil)
     /// Fleet mode's coordinator (docs/FLEET.md); nil for a standalone bot.
     let fleet: FleetCoordinator?
-    private var control: ControlAPI?
+    var control: ControlAPI?
     private var manifest: PluginManifest?
 
     /// Validates everything that can be checked before starting (manifest
@@ -149,13 +153,6 @@ public final class BotRunner: @unchecked Sendable {
     /// The control API's bound port, once started.
     public var controlPort: Int? { control?.port }
 
-    /// `startServices()`, then the first logins; returns when every login
-    /// has an outcome (failures are in the event log; they do not stop the bot).
-    public func start() async throws {
-        try startServices()
-        await startJoining().value
-    }
-
     /// Loads plugins and serves the control API, at once: it answers (and
     /// `/readyz` says which rooms are not in yet) while the logins run.
     public func startServices() throws {
@@ -174,32 +171,36 @@ public final class BotRunner: @unchecked Sendable {
     }
 
     /// Starts logging in to the configured rooms and those the store
-    /// remembers, each retried after a transient failure (`join(_:)`). The
-    /// task ends when every room has an outcome; `stop()` cancels it.
+    /// remembers, each retried after a transient failure (`join(_:)`), or,
+    /// in fleet mode, starts the fleet. The task ends when every room has an
+    /// outcome; a graceful stop cancels it. Idempotent: a second call returns
+    /// the same task.
     @discardableResult
     public func startJoining() -> Task<Void, Never> {
-        if let fleet {
-            // The fleet decides which rooms this host joins (FleetCoordinator).
-            let rooms = config.rooms
-            do {
-                try loop.runAndWait { try fleet.start(configRooms: rooms) }
-            } catch {
-                logger.error("fleet mode did not start", metadata: ["error": "\(error)"])
-            }
-            phase.withLock { if $0 == .starting { $0 = .running } }
-            return Task {}
-        }
-        let rooms = targetRooms
-        let task = Task { [self] in
-            await withTaskGroup(of: Void.self) { group in
-                for room in rooms {
-                    group.addTask { [self] in await join(room) }
+        joining.withLock { current in
+            if let current { return current }
+            let task = Task { [self] in
+                if let fleet {
+                    // The fleet decides which rooms this host joins (FleetCoordinator).
+                    let rooms = config.rooms
+                    do {
+                        try loop.runAndWait { try fleet.start(configRooms: rooms) }
+                    } catch {
+                        logger.error("fleet mode did not start", metadata: ["error": "\(error)"])
+                    }
+                } else {
+                    let rooms = targetRooms
+                    await withTaskGroup(of: Void.self) { group in
+                        for room in rooms {
+                            group.addTask { [self] in await join(room) }
+                        }
+                    }
                 }
+                phase.withLock { if $0 == .starting { $0 = .running } }
             }
-            phase.withLock { if $0 == .starting { $0 = .running } }
+            current = task
+            return task
         }
-        joining.withLock { $0 = task }
-        return task
     }
 
     /// The rooms the bot should be in: the configured ones, then those
@@ -207,52 +208,6 @@ public final class BotRunner: @unchecked Sendable {
     var targetRooms: [String] {
         // Each room with a stored session resumes it (RoomHostConfiguration.sessionStore).
         store.rooms(configured: config.rooms)
-    }
-
-    /// Graceful stop, also in the middle of the first logins: those still
-    /// pending are cancelled, every room joined reaches LOGOUT (others see
-    /// the user leave at once), plugins unload, the control API closes, the
-    /// event log is flushed.
-    public func stop() async {
-        phase.withLock { $0 = .stopping }
-        if let fleet {
-            // A fleet host drains first: it hands its shards back (docs/FLEET.md).
-            await fleet.drain()
-            try? loop.runAndWait { fleet.close() }
-        }
-        if let pending = joining.withLock({ $0 }) {
-            pending.cancel()
-            await drain(pending)
-        } else {
-            _ = await host.logoutRoom()
-        }
-        await host.shutdown()
-        plugins.unloadAll()
-        if let control {
-            try? loop.runAndWait { control.stop() }
-        }
-        metrics.stopLagProbe(loop: loop)
-        events.close()
-        try? loop.shutdown()
-        store.close()
-        phase.withLock { $0 = .stopped }
-    }
-
-    /// Logs out of every room until the cancelled first logins have ended:
-    /// a login that began in the instant of the cancel, after a logout pass
-    /// looked, is ended by the next pass (each pass waits for its logouts).
-    private func drain(_ pending: Task<Void, Never>) async {
-        let ended = LockedValue(false)
-        let watcher = Task {
-            await pending.value
-            ended.withLock { $0 = true }
-        }
-        repeat {
-            _ = await host.logoutRoom()
-            if ended.withLock({ $0 }) { break }
-            try? await Task.sleep(for: .milliseconds(20))
-        } while !ended.withLock({ $0 })
-        await watcher.value
     }
 
     /// Records a room joined (or left) through the control API.

@@ -7,6 +7,7 @@ import RoomKitBot
 import RoomKitCLI
 import RoomKitLoop
 import RoomKitPluginHost
+import ServiceLifecycle
 
 /// `roombot`: the RoomKit bot host (CLI.md).
 struct Roombot: AsyncParsableCommand {
@@ -15,11 +16,6 @@ struct Roombot: AsyncParsableCommand {
         abstract: "Keeps a bot in many rooms, with plugins, a control API and an event log.",
         version: "roombot \(BuildInfo.versionText)",
         subcommands: [Run.self, Replay.self, Check.self, Simulate.self, NewPlugin.self])
-}
-
-/// Problems to print one per line before exiting 2.
-struct UsageProblems: Error {
-    let lines: [String]
 }
 
 struct Run: AsyncParsableCommand {
@@ -80,21 +76,14 @@ struct Run: AsyncParsableCommand {
         } catch {
             throw UsageProblems(lines: [error.description])
         }
-        SignalWatcher.unblock([SIGINT, SIGTERM])
         let runner: BotRunner
         do {
             runner = try BotRunner(config: botConfig, overrides: overrides, logger: logger)
         } catch let errors as ConfigErrors {
             throw UsageProblems(lines: errors.errors.map(\.description))
         }
-        let stop = AsyncStream<Int32>.makeStream()
-        try runner.loop.runAndWait {
-            _ = try SignalWatcher(loop: runner.loop, signals: [SIGINT, SIGTERM]) { signal in
-                stop.continuation.yield(signal)
-            }
-        }
-        // The control API and the signal watcher are up before the first
-        // login: an operator can look (and stop) while the rooms join.
+        // The control API is up before the first login: an operator can
+        // look while the rooms join, and SIGTERM stops the bot at any point.
         let logins = LoginProgress(host: runner.host, interval: .milliseconds(Int64(max(0, progressInterval) * 1000)),
                                    format: format, logger: logger)
         do {
@@ -103,28 +92,31 @@ struct Run: AsyncParsableCommand {
             await runner.stop()
             throw UsageProblems(lines: ["--control: cannot serve the control API: \(error)"])
         }
-        if let port = runner.controlPort {
-            logger.info("control API listening", metadata: ["address": "\(botConfig.control.map { BotConfig.hostPort($0)?.host ?? "" } ?? ""):\(port)"])
-            // In json mode stderr carries JSON lines only; the log line above has the port.
-            if format == .text { FileHandle.standardError.write(Data("control on \(port)\n".utf8)) }
-        }
-        // systemd (Type=notify): ready once the control API serves; the rooms
-        // join in the background (GET /readyz says when they all have).
         let notifier = SystemdNotifier()
-        notifier.ready(status: "control API up; joining \(runner.config.rooms.count) configured rooms")
-        let joining = runner.startJoining()
-        Task {
-            await joining.value
-            logins.finish()
-            let loggedIn = runner.host.allRooms.filter { $0.reason == .logined }.count
-            notifier.send("STATUS=\(loggedIn) of \(runner.host.allRooms.count) rooms logged in")
+        let announcer = StopAnnouncer(logger: logger, notifier: notifier) {
+            // Once the group traps SIGTERM/SIGINT: whoever reads these may signal at once.
+            if let port = runner.controlPort {
+                logger.info("control API listening", metadata: ["address": "\(botConfig.control.map { BotConfig.hostPort($0)?.host ?? "" } ?? ""):\(port)"])
+                // In json mode stderr carries JSON lines only; the log line above has the port.
+                if format == .text { FileHandle.standardError.write(Data("control on \(port)\n".utf8)) }
+            }
+            // systemd (Type=notify): ready once the control API serves; the rooms
+            // join in the background (GET /readyz says when they all have).
+            notifier.ready(status: "control API up; joining \(runner.config.rooms.count) configured rooms")
+            let joining = runner.startJoining()
+            Task {
+                await joining.value
+                logins.finish()
+                let loggedIn = runner.host.allRooms.filter { $0.reason == .logined }.count
+                notifier.send("STATUS=\(loggedIn) of \(runner.host.allRooms.count) rooms logged in")
+            }
         }
-        for await signal in stop.stream {
-            logger.info("stopping", metadata: ["signal": "\(signal)"])
-            notifier.stopping()
-            break
-        }
-        await runner.stop()
+        // Until SIGTERM/SIGINT: "stopping", then the parts stop in reverse
+        // (BotRunner.services): logins or fleet, host, plugins, control API,
+        // event log, loop, store.
+        let group = ProgramServices.group(runner.services + [.init(service: announcer, serviceName: "announcer")],
+                                          logger: logger)
+        try await group.run()
     }
 }
 
@@ -158,26 +150,6 @@ struct Check: ParsableCommand {
 @main
 enum Main {
     static func main() async {
-        do {
-            var command = try Roombot.parseAsRoot()
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch let exit as ExitCode {
-            Foundation.exit(exit.rawValue)
-        } catch let problems as UsageProblems {
-            for line in problems.lines { FileHandle.standardError.write(Data("roombot: \(line)\n".utf8)) }
-            exit(2)
-        } catch {
-            if Roombot.exitCode(for: error) == .success {
-                print(Roombot.fullMessage(for: error))
-                exit(0)
-            }
-            let message = Roombot.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
-            FileHandle.standardError.write(Data("roombot: \(message)\n".utf8))
-            exit(2)
-        }
+        await CommandMain.run(Roombot.self)
     }
 }

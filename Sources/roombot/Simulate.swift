@@ -4,6 +4,7 @@ import Logging
 import RoomKit
 import RoomKitPluginHost
 import RoomKitProtocol
+import RoomKitCLI
 import RoomKitTesting
 
 /// `roombot simulate`: the manifest's plugins against scripted rooms in

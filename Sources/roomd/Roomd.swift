@@ -5,9 +5,10 @@ import RoomKitCLI
 import RoomKitLoop
 import RoomKitProtocol
 import RoomKitServer
+import ServiceLifecycle
 
 /// `roomd`: the reference room server (serve) and a development token minter (token).
-struct Roomd: ParsableCommand {
+struct Roomd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roomd",
         abstract: "The RoomKit reference room server (protocol room.v1).",
@@ -16,10 +17,11 @@ struct Roomd: ParsableCommand {
 }
 
 /// A `--flag` value error: printed as one line naming the flag, exit 2.
-struct FlagError: Error, CustomStringConvertible {
+struct FlagError: UsageFailure, CustomStringConvertible {
     let flag: String
     let problem: String
     var description: String { "\(flag): \(problem)" }
+    var lines: [String] { [description] }
 }
 
 /// The HS256 secret from `--secret`, `--secret-file` or `ROOMD_SECRET` (docs/CLI.md).
@@ -62,7 +64,7 @@ func checkBindable(host: String, port: Int) throws {
     }
 }
 
-struct Serve: ParsableCommand {
+struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Serve rooms until SIGINT or SIGTERM.")
 
     @Option(help: "HOST:PORT to listen on (port 0 picks a free port).")
@@ -197,7 +199,7 @@ struct Serve: ParsableCommand {
         return configuration
     }
 
-    func run() throws {
+    func run() async throws {
         let configuration = try makeConfiguration()
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw FlagError(flag: "--log-level", problem: "unknown level '\(logLevel)'")
@@ -206,38 +208,33 @@ struct Serve: ParsableCommand {
         do { format = try LogFormat(flag: logFormat) } catch { throw FlagError(flag: error.flag, problem: error.problem) }
         format.bootstrap(level: level)
         let logger = Logger(label: "roomd")
-        // We may be started with SIGINT/SIGTERM blocked (the mask is inherited,
-        // e.g. from a dispatch worker thread); the loop thread inherits ours.
-        SignalWatcher.unblock([SIGINT, SIGTERM])
         let loop = try EventLoop(name: "roomd", logger: logger)
-        let stopped = DispatchSemaphore(value: 0)
-        let notifier = SystemdNotifier()  // systemd Type=notify; nothing without $NOTIFY_SOCKET
-        let started = Result<(Int, Int?), any Error> {
-            try loop.runAndWait {
-                let server = try RoomServer(loop: loop, configuration: configuration, logger: logger)
-                _ = try SignalWatcher(loop: loop, signals: [SIGINT, SIGTERM]) { signal in
-                    logger.info("stopping", metadata: ["signal": "\(signal)"])
-                    notifier.stopping()
-                    // Completes once the close frames are out and storage is closed.
-                    server.stop { stopped.signal() }
-                }
-                return (server.port, server.adminPort)
-            }
-        }
-        switch started {
-        case .success(let (port, adminPort)):
-            FileHandle.standardOutput.write(Data("listening on \(configuration.host):\(port)\n".utf8))
-            if let adminPort, let adminHost = configuration.adminHost {
-                FileHandle.standardOutput.write(Data("admin listening on \(adminHost):\(adminPort)\n".utf8))
-            }
-            notifier.ready(status: "listening on \(configuration.host):\(port)")
-        case .failure(let error):
+        let server: RoomServer
+        do {
+            server = try await loop.submit { try RoomServer(loop: loop, configuration: configuration, logger: logger) }
+        } catch {
             try? loop.shutdown()
             if error is StorageError { throw FlagError(flag: "--data", problem: "\(error)") }
             throw FlagError(flag: "--listen", problem: "cannot serve on \(listen): \(error)")
         }
-        stopped.wait()
-        try loop.shutdown()
+        let (port, adminPort) = try await loop.submit { (server.port, server.adminPort) }
+        let notifier = SystemdNotifier()  // systemd Type=notify; nothing without $NOTIFY_SOCKET
+        let host = configuration.host, adminHost = configuration.adminHost
+        let announcer = StopAnnouncer(logger: logger, notifier: notifier) {
+            // Once the group traps SIGTERM/SIGINT: a signal from whoever read this line stops us gracefully.
+            FileHandle.standardOutput.write(Data("listening on \(host):\(port)\n".utf8))
+            if let adminPort, let adminHost {
+                FileHandle.standardOutput.write(Data("admin listening on \(adminHost):\(adminPort)\n".utf8))
+            }
+            notifier.ready(status: "listening on \(host):\(port)")
+        }
+        // On SIGTERM/SIGINT: "stopping", then the server closes its
+        // connections and flushes storage, then the loop shuts down.
+        try await ProgramServices.group([
+            .init(service: loop, serviceName: "loop"),
+            .init(service: server, serviceName: "server"),
+            .init(service: announcer, serviceName: "announcer"),
+        ], logger: logger).run()
     }
 }
 
@@ -275,21 +272,7 @@ struct Token: ParsableCommand {
 
 @main
 enum Main {
-    static func main() {
-        do {
-            var command = try Roomd.parseAsRoot()
-            try command.run()
-        } catch let error as FlagError {
-            FileHandle.standardError.write(Data("roomd: \(error)\n".utf8))
-            exit(2)
-        } catch {
-            if Roomd.exitCode(for: error) == .success {
-                print(Roomd.fullMessage(for: error))
-                exit(0)
-            }
-            let message = Roomd.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
-            FileHandle.standardError.write(Data("roomd: \(message)\n".utf8))
-            exit(2)
-        }
+    static func main() async {
+        await CommandMain.run(Roomd.self)
     }
 }
