@@ -27,7 +27,7 @@ public final class RegistrationToken: Sendable {
 /// loop thread, in order, so every observer and stream sees the same order.
 final class EventBroadcaster<Event: Sendable>: Sendable {
     private struct State {
-        var observers: [(id: UInt64, body: @Sendable (Event) -> Void)] = []
+        var observers: [(id: UInt64, body: Observer)] = []
         var streams: [UInt64: AsyncStream<Event>.Continuation] = [:]
         var nextID: UInt64 = 0
         /// Set by `finish`: later subscriptions end at once.
@@ -35,9 +35,25 @@ final class EventBroadcaster<Event: Sendable>: Sendable {
     }
 
     private let state = LockedValue(State())
+    /// A synchronous observer: of the event, or of the event and its one
+    /// encoding (`EventEncoding`, shared by every observer of one yield).
+    private enum Observer {
+        case plain(@Sendable (Event) -> Void)
+        case encoded(@Sendable (Event, EventEncoding) -> Void)
+    }
 
     /// Adds a synchronous observer, called on the thread that yields (the loop).
     func addObserver(_ observer: @escaping @Sendable (Event) -> Void) -> RegistrationToken {
+        add(.plain(observer))
+    }
+
+    /// Adds a synchronous observer of each event with its one encoding,
+    /// called on the thread that yields (the loop), in order with the others.
+    func addEncodedObserver(_ observer: @escaping @Sendable (Event, EventEncoding) -> Void) -> RegistrationToken {
+        add(.encoded(observer))
+    }
+
+    private func add(_ observer: Observer) -> RegistrationToken {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             state.observers.append((state.nextID, observer))
@@ -67,10 +83,22 @@ final class EventBroadcaster<Event: Sendable>: Sendable {
         return stream
     }
 
-    /// Hands `event` to every observer, then to every stream.
-    func yield(_ event: Event) {
+    /// Hands `event` to every observer, then to every stream. `encoding` is
+    /// made at most once per yield, when an encoded observer exists; its
+    /// bytes are written only when a sink reads them.
+    func yield(_ event: Event, encoding: () -> EventEncoding) {
         let (observers, streams) = state.withLock { ($0.observers, Array($0.streams.values)) }
-        for observer in observers { observer.body(event) }
+        var shared: EventEncoding?
+        for observer in observers {
+            switch observer.body {
+            case .plain(let body):
+                body(event)
+            case .encoded(let body):
+                let encoded = shared ?? encoding()
+                shared = encoded
+                body(event, encoded)
+            }
+        }
         for continuation in streams { continuation.yield(event) }
     }
 

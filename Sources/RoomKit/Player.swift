@@ -217,6 +217,14 @@ public final class Player: Sendable {
         driver.broadcaster.addObserver(observer)
     }
 
+    /// Like `addObserver`, with the event's one encoding (`EventEncoding`),
+    /// shared by every encoded observer and written at most once: the event
+    /// log and plugins read the same bytes, as for a host's room events.
+    @discardableResult
+    public func addEncodedObserver(_ observer: @escaping @Sendable (PlayerEvent, EventEncoding) -> Void) -> RegistrationToken {
+        driver.broadcaster.addEncodedObserver(observer)
+    }
+
     /// Hands one event to the delegate (on the callback queue, or now on the
     /// loop). Loop thread only, after the observers and streams.
     func publish(_ event: PlayerEvent) {

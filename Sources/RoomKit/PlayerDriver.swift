@@ -293,7 +293,7 @@ final class PlayerDriver: @unchecked Sendable {
     }
 
     private func emit(_ event: PlayerEvent) {
-        broadcaster.yield(event)
+        broadcaster.yield(event) { .player(event) }
         player?.publish(event)
     }
 

@@ -64,56 +64,99 @@ extension RoomEvent {
 }
 
 /// The event log's line format (CLI.md, "Event log"): one JSON object per
-/// line, `ts` and `event` first, then the other fields with sorted keys.
+/// line, `ts` and `event` first, then a magix line's `magixEvent`, then the
+/// other fields with sorted keys.
 public enum EventLogFormat {
     /// `{"ts":…,"event":name,…fields}` and a newline. CLI.md lists `event`
     /// both as every line's type and as a field of magix lines (the custom
     /// event's name); a JSON object cannot hold both, so a field named
     /// `event` is written as `magixEvent` (docs/PROTOCOL.md).
     public static func line(ts: Int64, name: String, fields: [String: JSON]) -> [UInt8] {
-        var fields = fields
-        if let custom = fields.removeValue(forKey: "event") { fields["magixEvent"] = custom }
+        var members: [UInt8] = []
+        EventMembers.append(fields, to: &members)
+        return line(ts: ts, name: name, members: members[...])
+    }
+
+    /// The line around `members` (`EventMembers`: a field named `event`
+    /// first, then sorted keys): the one place that renames `event`.
+    static func line(ts: Int64, name: String, members: ArraySlice<UInt8>) -> [UInt8] {
         var line: [UInt8] = []
-        line.reserveCapacity(128)
+        line.reserveCapacity(members.count + 48)
         line.append(contentsOf: #"{"ts":"#.utf8)
         line.append(contentsOf: String(ts).utf8)
         line.append(contentsOf: #","event":"#.utf8)
         JSON.string(name).serialize(into: &line)
-        for key in fields.keys.sorted() {
+        if !members.isEmpty {
             line.append(44)  // ,
-            JSON.string(key).serialize(into: &line)
-            line.append(58)  // :
-            fields[key]!.serialize(into: &line)
+            let custom = Array(#""event":"#.utf8)
+            if members.starts(with: custom) {
+                line.append(contentsOf: #""magixEvent":"#.utf8)
+                line.append(contentsOf: members.dropFirst(custom.count))
+            } else {
+                line.append(contentsOf: members)
+            }
         }
         line.append(contentsOf: "}\n".utf8)
         return line
     }
 }
 
-extension RoomEvent {
-    /// Appends `logFields` as compact JSON text to `buffer`: the room-event
-    /// payload plugins receive. A magix event (the hot path) is written
-    /// straight from its fields, in the order room, seq, from, event,
-    /// payload, replayed, without building a dictionary, the payload as the
-    /// text it arrived in when that text is canonical (`JSONText`: the same
-    /// bytes serializing its value writes, up to object member order);
-    /// every other event serializes `logFields`. Object key order is not
-    /// part of the payload's contract (it was the dictionary's order before).
-    package func appendLogFieldsJSON(to buffer: inout [UInt8]) {
-        guard case .magix(let magix) = self else {
-            return JSON.object(logFields).serialize(into: &buffer)
+/// The one serializer of an event's fields, as the members of a JSON object
+/// without its braces: a field named `event` (a magix event's own name)
+/// first, then the others with sorted keys. The event log (`EventLogFormat`)
+/// and plugins' payloads (`{` members `}`) are both cut from its output.
+enum EventMembers {
+    static func append(_ fields: [String: JSON], to buffer: inout [UInt8]) {
+        var first = true
+        if let custom = fields["event"] {
+            append("event", custom, first: &first, to: &buffer)
         }
-        appendASCII(#"{"room":"#, to: &buffer)
+        for key in fields.keys.sorted() where key != "event" {
+            append(key, fields[key]!, first: &first, to: &buffer)
+        }
+    }
+
+    private static func append(_ key: String, _ value: JSON, first: inout Bool, to buffer: inout [UInt8]) {
+        if !first { buffer.append(44) }  // ,
+        first = false
+        JSON.string(key).serialize(into: &buffer)
+        buffer.append(58)  // :
+        value.serialize(into: &buffer)
+    }
+}
+
+extension RoomEvent {
+    /// Appends `logFields` (plus `"replayed":true` when `replayed`) as the
+    /// members of a JSON object (`EventMembers`' order). A magix event (the
+    /// hot path) is written straight from its fields, without building a
+    /// dictionary, the payload as the text it arrived in when that text is
+    /// canonical (`JSONText`: the same bytes serializing its value writes,
+    /// up to object member order).
+    func appendLogMembers(replayed: Bool, to buffer: inout [UInt8]) {
+        guard case .magix(let magix) = self else {
+            var fields = logFields
+            if replayed { fields["replayed"] = true }
+            return EventMembers.append(fields, to: &buffer)
+        }
+        appendASCII(#""event":"#, to: &buffer)
+        JSON.string(magix.event).serialize(into: &buffer)
+        appendASCII(#","from":"#, to: &buffer)
+        JSON.int(magix.from).serialize(into: &buffer)
+        appendASCII(#","payload":"#, to: &buffer)
+        magix.appendPayloadJSON(to: &buffer)
+        if magix.replayed || replayed { appendASCII(#","replayed":true"#, to: &buffer) }
+        appendASCII(#","room":"#, to: &buffer)
         JSON.string(magix.room).serialize(into: &buffer)
         appendASCII(#","seq":"#, to: &buffer)
         JSON.int(magix.seq).serialize(into: &buffer)
-        appendASCII(#","from":"#, to: &buffer)
-        JSON.int(magix.from).serialize(into: &buffer)
-        appendASCII(#","event":"#, to: &buffer)
-        JSON.string(magix.event).serialize(into: &buffer)
-        appendASCII(#","payload":"#, to: &buffer)
-        magix.appendPayloadJSON(to: &buffer)
-        if magix.replayed { appendASCII(#","replayed":true"#, to: &buffer) }
+    }
+
+    /// Appends `logFields` as compact JSON text to `buffer`: the room-event
+    /// payload plugins receive (`EventEncoding.appendObject`, for one event
+    /// on its own). Object key order is not part of the payload's contract.
+    package func appendLogFieldsJSON(to buffer: inout [UInt8]) {
+        buffer.append(UInt8(ascii: "{"))
+        appendLogMembers(replayed: false, to: &buffer)
         buffer.append(UInt8(ascii: "}"))
     }
 }

@@ -8,7 +8,7 @@ extension RoomHost {
     /// room's delegate and magix listeners on the callback queue (or the loop).
     func emit(_ event: RoomEvent, room: Room?) {
         let started = metrics.clock()
-        broadcaster.yield(event)
+        broadcaster.yield(event) { [applyingReplay] in .room(event, replayed: applyingReplay) }
         metrics.raised(event, since: started)
         let (hostDelegates, common) = callbacks.listeners
         let roomDelegate = room?.delegate

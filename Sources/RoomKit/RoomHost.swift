@@ -146,6 +146,16 @@ public final class RoomHost: @unchecked Sendable {
         broadcaster.addObserver(observer)
     }
 
+    /// Like `addObserver`, with the event's one encoding (`EventEncoding`):
+    /// every encoded observer of one event gets the same encoding, whose
+    /// bytes are written once, by the first sink that reads them (the event
+    /// log, the dashboard's stream, plugins), or never. Loop thread, in order
+    /// with the other observers.
+    @discardableResult
+    public func addEncodedObserver(_ observer: @escaping @Sendable (RoomEvent, EventEncoding) -> Void) -> RegistrationToken {
+        broadcaster.addEncodedObserver(observer)
+    }
+
     /// Whether the event being raised belongs to a resume's replay: it
     /// happened while the session was away (PROTOCOL.md §6). Loop thread
     /// only, meaningful inside an observer (`addObserver`).

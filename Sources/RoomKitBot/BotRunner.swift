@@ -135,11 +135,10 @@ public final class BotRunner: @unchecked Sendable {
         }
         configurePluginPlatform()
         let saveCursors: @Sendable () -> Void = { [host] in host.saveSessionCursorsNow() }
-        host.addObserver { [weak self, host, loop, store, events, metrics] event in
-            var fields = event.logFields
-            // Events that happened while the bot was away (a resume's replay) say so.
-            if host.isRaisingReplay { fields["replayed"] = true }
-            events.write(event.logName, fields)
+        host.addEncodedObserver { [weak self, loop, store, events, metrics] event, encoding in
+            // The event's one encoding (shared with the plugins); events that
+            // happened while the bot was away (a resume's replay) say so in it.
+            events.write(encoding)
             // The log's length is committed only with the cursors of every event in it.
             store.eventLogWritten(on: loop, saveCursors: saveCursors)
             metrics.count(event)

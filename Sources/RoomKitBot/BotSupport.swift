@@ -45,6 +45,20 @@ public final class EventLog: Sendable {
         }
     }
 
+    /// Writes the line of one raised event from its one encoding; when the
+    /// log has neither a destination nor a tap, nothing is encoded.
+    public func write(_ encoding: EventEncoding) {
+        let taps = self.taps.withLock { $0 }
+        guard handle.withLock({ $0 != nil }) || !taps.isEmpty else { return }
+        let ts = Int64(Date().timeIntervalSince1970 * 1000)
+        let line = encoding.logLine(ts: ts)
+        handle.withLock { $0?.write(Data(line)) }
+        if !taps.isEmpty {
+            let entry = EventLogLine(ts: ts, event: encoding.name, room: encoding.room, line: line)
+            for tap in taps { tap(entry) }
+        }
+    }
+
     /// Adds `tap`, called with every line written from now on (also when the
     /// log has no destination), on the thread that wrote it.
     public func addTap(_ tap: @escaping @Sendable (EventLogLine) -> Void) {

@@ -87,7 +87,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         listener = onStatus
         // Weakly: the manager owns the host, so the host holding it strongly
         // would be a cycle. The one route for every event, throwError included.
-        let token = host.addObserver { [weak self] event in self?.dispatch(event) }
+        let token = host.addEncodedObserver { [weak self] event, encoding in self?.dispatch(event, encoding) }
         observation.withLock { $0 = token }
     }
 
@@ -270,7 +270,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// payload text is written once per event (only when a plugin takes it)
     /// into the turn's buffer and shared by every plugin; no closure,
     /// dictionary, lock or allocation per call.
-    private func dispatch(_ event: RoomEvent) {
+    private func dispatch(_ event: RoomEvent, _ encoding: EventEncoding) {
         if case .throwError(let domain, let code, let message) = event {
             flushTurn()  // keep the order of what the plugins hear
             return throwError(domain: domain, code: code, message: message)
@@ -295,7 +295,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
                 holding = true
                 // Held events get their own payload (the turn's buffer is for the batch).
                 var own: [UInt8] = []
-                let range = Self.appendRoomEventPayload(event, to: &own)
+                let range = Self.appendRoomEventPayload(encoding, to: &own)
                 let held = PluginRoomEvent(kind: Int32(kind.rawValue), room: room, payload: own[range])
                 if platform.hold(runtime.spec.name, held) { continue }
             } else {
@@ -304,11 +304,11 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             if turnBatch.isEmpty, !host.loop.execute({ [weak self] in self?.flushTurn() }) {
                 // The loop is shutting down: no turn end to wait for.
                 var own: [UInt8] = []
-                let range = Self.appendRoomEventPayload(event, to: &own)
+                let range = Self.appendRoomEventPayload(encoding, to: &own)
                 runtime.post(roomEvents: [PluginRoomEvent(kind: Int32(kind.rawValue), room: room, payload: own[range])])
                 continue
             }
-            let range = payload ?? Self.appendRoomEventPayload(event, to: &turnPayloads)
+            let range = payload ?? Self.appendRoomEventPayload(encoding, to: &turnPayloads)
             payload = range
             let call = TurnCall(kind: Int32(kind.rawValue), room: room, payload: range)
             if let index = turnBatch.firstIndex(where: { $0.runtime === runtime }) {
@@ -319,12 +319,12 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         }
     }
 
-    /// Appends the on_room_event payload of `event` to `buffer`: `logFields`
-    /// as compact JSON (RoomEvent.appendLogFieldsJSON), NUL-terminated.
-    /// Returns where it is, the NUL included.
-    static func appendRoomEventPayload(_ event: RoomEvent, to buffer: inout [UInt8]) -> Range<Int> {
+    /// Appends the on_room_event (or on_player_event) payload to `buffer`:
+    /// the event's one encoding (the same bytes as its event-log line),
+    /// NUL-terminated. Returns where it is, the NUL included.
+    static func appendRoomEventPayload(_ encoding: EventEncoding, to buffer: inout [UInt8]) -> Range<Int> {
         let start = buffer.count
-        event.appendLogFieldsJSON(to: &buffer)
+        encoding.appendObject(to: &buffer)
         buffer.append(0)
         return start..<buffer.count
     }
@@ -333,7 +333,10 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     static func roomEventCall(_ event: RoomEvent, kind: roomkit_room_event_kind, room: String,
                               buffer: inout [UInt8]) -> PluginRoomEvent {
         buffer.removeAll(keepingCapacity: true)
-        let range = appendRoomEventPayload(event, to: &buffer)
+        let start = buffer.count
+        event.appendLogFieldsJSON(to: &buffer)
+        buffer.append(0)
+        let range = start..<buffer.count
         return PluginRoomEvent(kind: Int32(kind.rawValue), room: room, payload: Array(buffer[range]))
     }
 
@@ -353,9 +356,13 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         }
     }
 
-    /// Fans a player event out to plugins declaring `player`.
-    public func dispatchPlayerEvent(kind: Int32, room: String, payload: JSON) {
-        let text = payload.jsonString
+    /// Fans a player event out to plugins declaring `player`, from its one
+    /// encoding (`Player.addEncodedObserver`; the event log reads the same).
+    public func dispatchPlayerEvent(kind: Int32, room: String, encoding: EventEncoding) {
+        guard active.contains(where: { $0.spec.hooks.contains(.player) }) else { return }
+        var bytes: [UInt8] = []
+        encoding.appendObject(to: &bytes)
+        let text = String(decoding: bytes, as: UTF8.self)
         for runtime in active where runtime.spec.hooks.contains(.player) {
             guard runtime.spec.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
             runtime.playerEvent(kind: kind, room: room, payload: text)
@@ -363,8 +370,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     }
 
     /// Hands an error to every plugin that declares `throwError`. The host's
-    /// `throwError` events arrive here through the observer, once each.
-    public func throwError(domain: String, code: ErrorCode, message: String) {
+    /// `throwError` events arrive here through the observer, once each (the
+    /// one route: there is no public door around it).
+    func throwError(domain: String, code: ErrorCode, message: String) {
         for runtime in active where runtime.spec.hooks.contains(.throwError) {
             runtime.throwError(domain: domain, code: Int64(code.rawValue), message: message)
         }

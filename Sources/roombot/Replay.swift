@@ -103,10 +103,11 @@ struct Replay: AsyncParsableCommand {
         let outcome = AsyncStream<Result<Void, PlayerError>>.makeStream()
         let room = self.room
         let pluginManager = plugins
-        player.addObserver { event in
-            log.write(event.logName, event.logFields)
+        player.addEncodedObserver { event, encoding in
+            // One encoding per event, for the log and the plugins alike.
+            log.write(encoding)
             if let pluginManager, let kind = Self.pluginKind(event) {
-                pluginManager.dispatchPlayerEvent(kind: kind, room: room, payload: .object(event.logFields))
+                pluginManager.dispatchPlayerEvent(kind: kind, room: room, encoding: encoding)
             }
             switch event {
             case .phaseChanged(.ended): outcome.continuation.yield(.success(()))

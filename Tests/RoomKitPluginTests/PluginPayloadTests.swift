@@ -48,12 +48,14 @@ final class PluginPayloadTests: XCTestCase {
 
     /// The magix payload keeps a fixed key order and no whitespace: the
     /// bench probe (and simple C plugins) look for `"t":` with `strstr`.
+    /// The order is the event log's (`event` first, then sorted keys): the
+    /// payload and the log line are cut from one encoding.
     func testMagixPayload_isCompactWithAFixedOrder() {
         let event = RoomEvent.magix(MagixEvent(room: "room-1", seq: 42, from: 2, event: "bench", payload: ["t": 5]))
         var buffer: [UInt8] = []
         event.appendLogFieldsJSON(to: &buffer)
         XCTAssertEqual(String(decoding: buffer, as: UTF8.self),
-                       #"{"room":"room-1","seq":42,"from":2,"event":"bench","payload":{"t":5}}"#)
+                       #"{"event":"bench","from":2,"payload":{"t":5},"room":"room-1","seq":42}"#)
     }
 
     /// A magix push read straight from its bytes (`ServerPush.scanMagix`)
@@ -99,7 +101,7 @@ final class PluginPayloadTests: XCTestCase {
         buffer.removeAll()
         event.appendLogFieldsJSON(to: &buffer)
         XCTAssertEqual(String(decoding: buffer, as: UTF8.self),
-                       #"{"room":"room-1","seq":42,"from":2,"event":"bench","payload":{"t":1000000000000}}"#)
+                       #"{"event":"bench","from":2,"payload":{"t":1000000000000},"room":"room-1","seq":42}"#)
     }
 
     /// A payload kept as received text is parsed on first read, once, and
