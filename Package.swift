@@ -206,6 +206,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
+            // The fleet's Lua scripts, one file each (FleetScripts.swift).
+            resources: [.copy("Lua")],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "roombot",

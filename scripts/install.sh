@@ -2,6 +2,7 @@
 # `make install`: builds release binaries and man pages, then installs into
 # $DESTDIR$PREFIX (PREFIX default /usr/local, DESTDIR default empty):
 #   bin/                       roomd, roombot, multiroom-bot, roomkit-plugin-host
+#   bin/RoomKit_RoomKitBot.resources/  roombot's resources (the fleet's Lua)
 #   lib/roomkit/plugins/       the shipped plugins and a manifest naming them
 #   include/roomkit_plugin.h   the plugin ABI header
 #   include/roomkit_json.h     the header-only JSON reader for C plugins
@@ -35,6 +36,14 @@ version=$(sed -n 's/.*static let version = "\(.*\)".*/\1/p' Sources/RoomKitCLI/B
 for product in roomd roombot multiroom-bot roomkit-plugin-host; do
   [ -x "$bin/$product" ] || { echo "install: $bin/$product is not built" >&2; exit 1; }
   install -Dm755 "$bin/$product" "$root/bin/$product"
+done
+
+# roombot's SwiftPM resources (the fleet's Lua scripts): Bundle.module
+# looks for them beside the executable.
+resources=RoomKit_RoomKitBot.resources
+[ -d "$bin/$resources" ] || { echo "install: $bin/$resources is not built" >&2; exit 1; }
+for file in "$bin/$resources"/Lua/*.lua; do
+  install -Dm644 "$file" "$root/bin/$resources/Lua/$(basename "$file")"
 done
 
 plugins="$root/lib/roomkit/plugins"

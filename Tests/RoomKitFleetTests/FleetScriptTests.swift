@@ -50,6 +50,34 @@ final class FleetScriptTests: XCTestCase {
         return try XCTUnwrap(result.withLock { $0 }).get()
     }
 
+    private func command(_ arguments: [String]) throws -> RedisValue {
+        let result = LockedValue<Result<RedisValue, RedisError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        _ = loop.execute { [client] in
+            client!.command(arguments) { value in
+                result.withLock { $0 = value }
+                done.signal()
+            }
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        return try XCTUnwrap(result.withLock { $0 }).get()
+    }
+
+    /// The scripts are files (`Sources/RoomKitBot/Lua/*.lua`, a resource of
+    /// RoomKitBot): every file is one the fleet runs, each compiles in the
+    /// test redis (`SCRIPT LOAD`; running each is the tests below).
+    func testEveryLuaFile_isAFleetScript_andCompilesInRedis() throws {
+        let directory = try XCTUnwrap(FleetScripts.directory)
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".lua") }.sorted()
+        XCTAssertEqual(files, FleetScripts.all.map { "\($0.name).lua" }.sorted())
+        for source in FleetScripts.all {
+            let text = try String(contentsOf: directory.appendingPathComponent("\(source.name).lua"), encoding: .utf8)
+            XCTAssertEqual(source.source, text, "the script runs as its file says")
+            let sha = try XCTUnwrap(try command(["SCRIPT", "LOAD", text]).string, source.name)
+            XCTAssertEqual(sha.count, 40, source.name)
+        }
+    }
+
     private func claim(_ host: String, owned: Int, shards: Int = 8, ttl: Int = 60_000) throws -> (target: Int, claimed: [(Int, Int64)]) {
         let reply = try run(FleetScripts.claim, keys: [keys.lease, keys.owner, keys.hosts, keys.fence, keys.draining],
                             [host, String(ttl), String(shards), String(owned), String(shards), "1"]).array
