@@ -218,6 +218,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            // The scaffolds' templates in their own languages (NewPlugin+Rust.swift).
+            resources: [.copy("Templates")],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "MultiRoomBot",

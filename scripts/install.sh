@@ -2,7 +2,7 @@
 # `make install`: builds release binaries and man pages, then installs into
 # $DESTDIR$PREFIX (PREFIX default /usr/local, DESTDIR default empty):
 #   bin/                       roomd, roombot, multiroom-bot, roomkit-plugin-host
-#   bin/RoomKit_RoomKitBot.resources/  roombot's resources (the fleet's Lua)
+#   bin/RoomKit_*.resources/   roombot's resources (the fleet's Lua, scaffold templates)
 #   lib/roomkit/plugins/       the shipped plugins and a manifest naming them
 #   include/roomkit_plugin.h   the plugin ABI header
 #   include/roomkit_json.h     the header-only JSON reader for C plugins
@@ -38,12 +38,13 @@ for product in roomd roombot multiroom-bot roomkit-plugin-host; do
   install -Dm755 "$bin/$product" "$root/bin/$product"
 done
 
-# roombot's SwiftPM resources (the fleet's Lua scripts): Bundle.module
-# looks for them beside the executable.
-resources=RoomKit_RoomKitBot.resources
-[ -d "$bin/$resources" ] || { echo "install: $bin/$resources is not built" >&2; exit 1; }
-for file in "$bin/$resources"/Lua/*.lua; do
-  install -Dm644 "$file" "$root/bin/$resources/Lua/$(basename "$file")"
+# roombot's SwiftPM resources (the fleet's Lua scripts, the Rust scaffold's
+# templates): Bundle.module looks for them beside the executable.
+for resources in RoomKit_RoomKitBot.resources RoomKit_roombot.resources; do
+  [ -d "$bin/$resources" ] || { echo "install: $bin/$resources is not built" >&2; exit 1; }
+  (cd "$bin" && find "$resources" -type f) | while read -r file; do
+    install -Dm644 "$bin/$file" "$root/bin/$file"
+  done
 done
 
 plugins="$root/lib/roomkit/plugins"

@@ -32,7 +32,7 @@ struct NewPlugin: ParsableCommand {
         let scaffold = Scaffold(name: name)
         switch lang {
         case "c": (files, next) = (scaffold.c, "cd \(target) && make")
-        case "rust": (files, next) = (scaffold.rust, "cd \(target) && cargo build --release && cargo test")
+        case "rust": (files, next) = (try scaffold.rust, "cd \(target) && cargo build --release && cargo test")
         case "swift": (files, next) = (scaffold.swift(roomkitPath: roomkitPath), "cd \(target) && swift build && swift test")
         default: throw UsageProblems(lines: ["--lang: must be c, swift or rust, got '\(lang)'"])
         }

@@ -36,6 +36,31 @@ final class ScaffoldTests: XCTestCase {
         try await scaffold(lang: "rust") { _ in ["CARGO_NET_OFFLINE": "true"] }
     }
 
+    /// The Rust scaffold's sources are files (`Sources/roombot/Templates/rust/`,
+    /// resources of roombot): each one is in the project, its placeholders
+    /// filled in, the rest byte for byte.
+    func testRustScaffold_isWrittenFromTheTemplateFiles() throws {
+        let harness = try BotHarness()
+        defer { try? harness.close() }
+        let project = harness.directory + "/project"
+        let (made, output, errors) = try ChildProcess("roombot", ["new-plugin", "tpl-check", "--lang", "rust", "--dir", project]).finish()
+        XCTAssertEqual(made, 0, output + errors)
+        let templates = Self.repo + "/Sources/roombot/Templates/rust"
+        let files = try XCTUnwrap(FileManager.default.subpathsOfDirectory(atPath: templates)).filter {
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: templates + "/" + $0, isDirectory: &isDirectory) && !isDirectory.boolValue
+        }
+        XCTAssertEqual(Set(files), ["Cargo.toml", "README.md", "src/abi.rs", "src/json.rs", "src/lib.rs", "tests/simulate.rs"])
+        for file in files {
+            let template = try String(contentsOfFile: templates + "/" + file, encoding: .utf8)
+            let written = try String(contentsOfFile: project + "/" + file, encoding: .utf8)
+            XCTAssertFalse(written.contains("@@"), file)
+            let head = try XCTUnwrap(template.components(separatedBy: "@@runSection@@").first)
+            XCTAssertEqual(written.hasPrefix(head.replacingOccurrences(of: "@@name@@", with: "tpl-check")
+                                                .replacingOccurrences(of: "@@identifier@@", with: "tpl_check")), true, file)
+        }
+    }
+
     func testSwiftScaffold_buildsAgainstThisCheckout_loadsAndRuns() async throws {
         try require("swift")
         try await scaffold(lang: "swift", extra: ["--roomkit-path", Self.repo]) { _ in [:] }
