@@ -195,7 +195,7 @@ public final class Room: Sendable {
     public func addMagixEventListener(_ event: String, _ handler: @escaping @Sendable (MagixEvent) -> Void) -> MagixListener {
         let key = UUID()
         listeners.withLock { $0[event, default: [:]][key] = handler }
-        return MagixListener { [weak self] in
+        return RegistrationToken { [weak self] in
             self?.listeners.withLock { _ = $0[event]?.removeValue(forKey: key) }
         }
     }
@@ -211,16 +211,6 @@ public final class Room: Sendable {
     }
 }
 
-/// Removes a magix listener when cancelled.
-public final class MagixListener: Sendable {
-    private let onCancel: LockedValue<(@Sendable () -> Void)?>
-    init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = LockedValue(onCancel) }
-    /// Stops delivery to the listener. Idempotent.
-    public func cancel() {
-        let body = onCancel.withLock { current -> (@Sendable () -> Void)? in
-            defer { current = nil }
-            return current
-        }
-        body?()
-    }
-}
+/// What `addMagixEventListener` returns: a `RegistrationToken`, whose
+/// `cancel()` stops delivery to the listener (idempotent).
+public typealias MagixListener = RegistrationToken

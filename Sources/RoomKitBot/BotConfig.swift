@@ -4,25 +4,13 @@ import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
 
-/// One problem in the bot's configuration: `bot.json: auth.secret: must be a non-empty string`.
-public struct ConfigError: Error, Sendable, Hashable, CustomStringConvertible {
-    public let file: String
-    public let field: String
-    public let problem: String
-    public init(file: String, field: String, problem: String) {
-        self.file = file
-        self.field = field
-        self.problem = problem
-    }
-    /// One line, always (control characters from the file are escaped).
-    public var description: String { oneLine(field.isEmpty ? "\(file): \(problem)" : "\(file): \(field): \(problem)") }
-}
+/// One problem in the bot's configuration: `bot.json: auth.secret: must be
+/// a non-empty string`. The same type as a manifest's problems, so a
+/// manifest named by the config reports through it unchanged.
+public typealias ConfigError = ManifestError
 
 /// Every problem found (at least one); printed one per line, exit 2.
-public struct ConfigErrors: Error, Sendable, CustomStringConvertible {
-    public let errors: [ConfigError]
-    public var description: String { errors.map(\.description).joined(separator: "\n") }
-}
+public typealias ConfigErrors = ManifestErrors
 
 /// Where the bot's tokens come from.
 public enum BotAuth: Sendable, Hashable {

@@ -93,7 +93,7 @@ public final class BotRunner: @unchecked Sendable {
             do {
                 manifest = try PluginManifest(path: path)
             } catch {
-                throw ConfigErrors(errors: error.errors.map { ConfigError(file: $0.file, field: $0.field, problem: $0.problem) })
+                throw ConfigErrors(errors: error.errors)
             }
         }
         self.config = config

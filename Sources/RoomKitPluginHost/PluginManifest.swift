@@ -35,11 +35,21 @@ public struct PluginSpec: Sendable, Hashable {
     public var supervision = PluginSupervision()
 }
 
-/// One problem in a manifest: `file: plugins[1].library: no such file`.
+/// One problem in a file a user wrote, naming the file and the field: a
+/// manifest's (`file: plugins[1].library: no such file`) or, as
+/// `ConfigError`, the bot's configuration's (`bot.json: auth.secret: must be
+/// a non-empty string`; a flag is named as the file, with no field).
 public struct ManifestError: Error, Sendable, Hashable, CustomStringConvertible {
     public let file: String
     public let field: String
     public let problem: String
+
+    public init(file: String, field: String, problem: String) {
+        self.file = file
+        self.field = field
+        self.problem = problem
+    }
+
     /// One line, always: control characters from the file (a key with a
     /// newline, say) are escaped, so a manifest cannot forge log lines.
     public var description: String {
@@ -67,9 +77,15 @@ public func oneLine(_ text: String) -> String {
     return result
 }
 
-/// Every problem found in a manifest (at least one).
+/// Every problem found in a manifest, or (as `ConfigErrors`) in the bot's
+/// configuration: at least one, printed one per line, exit 2.
 public struct ManifestErrors: Error, Sendable, CustomStringConvertible {
     public let errors: [ManifestError]
+
+    public init(errors: [ManifestError]) {
+        self.errors = errors
+    }
+
     public var description: String { errors.map(\.description).joined(separator: "\n") }
 }
 
