@@ -10,8 +10,10 @@ public protocol UsageFailure: Error {
 
 /// Problems to print one per line before exiting 2.
 public struct UsageProblems: UsageFailure {
+    /// The problems, one per line.
     public let lines: [String]
 
+    /// `lines`: each names its flag, file or field.
     public init(lines: [String]) {
         self.lines = lines
     }

@@ -44,6 +44,7 @@ public struct ManifestError: Error, Sendable, Hashable, CustomStringConvertible 
     public let field: String
     public let problem: String
 
+    /// `file` (or a flag), `field` (empty: the whole file), and what is wrong.
     public init(file: String, field: String, problem: String) {
         self.file = file
         self.field = field
@@ -82,6 +83,7 @@ public func oneLine(_ text: String) -> String {
 public struct ManifestErrors: Error, Sendable, CustomStringConvertible {
     public let errors: [ManifestError]
 
+    /// `errors`: at least one.
     public init(errors: [ManifestError]) {
         self.errors = errors
     }
