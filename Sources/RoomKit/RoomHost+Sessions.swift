@@ -413,6 +413,9 @@ extension RoomHost {
                 diff.roomMembers = snapshot.members
                 emit(.roomStateModified(room: room.id, from: nil, diff: diff), room: room)
             }
+            // The first state the app sees must fit the custom type too, not
+            // only later pushes (RoomHost+Pushes.swift).
+            if let snapshot = reply.snapshot { checkGlobalState(snapshot.state.globalState, from: 0, record: record) }
         case .failure(let error):
             if error.code == .connectionInterrupted { return }  // the connection machine reports the loss
             if error.code == .rateLimited {

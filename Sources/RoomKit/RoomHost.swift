@@ -123,7 +123,9 @@ public final class RoomHost: @unchecked Sendable {
     /// Registers the custom global state type (the seed's
     /// `setCustomGlobalStateClass`): another member's change whose
     /// `globalState` does not decode as `type` raises
-    /// `fireCatchErrorWhenAppendFrame`, and the session goes on.
+    /// `fireCatchErrorWhenAppendFrame` with that member's ID, and so does a
+    /// login or resume whose snapshot does not (member ID 0): the first
+    /// state the app sees is checked too. The session goes on.
     public func registerGlobalStateType<T: Decodable & SendableMetatype>(_ type: T.Type) {
         let check: @Sendable (JSON) throws -> Void = { json in _ = try json.decode(T.self) }
         customGlobalState.withLock { $0 = ("\(type)", check) }

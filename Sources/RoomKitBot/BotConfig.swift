@@ -147,9 +147,16 @@ public struct BotConfig: Sendable {
         var rooms: [String] = []
         if let list = root["rooms"] {
             if let array = list.arrayValue {
+                var seen: [String: Int] = [:]
                 for (index, value) in array.enumerated() {
-                    if let room = value.stringValue, RoomID.isValid(room) { rooms.append(room) }
-                    else { fail("rooms[\(index)]", "must be a room ID (1-128 of [A-Za-z0-9_.:-])") }
+                    guard let room = value.stringValue, RoomID.isValid(room) else {
+                        fail("rooms[\(index)]", "must be a room ID (1-128 of [A-Za-z0-9_.:-])")
+                        continue
+                    }
+                    // A room listed twice would be joined twice: the second
+                    // login fails with a misleading "already logged in".
+                    if let first = seen[room] { fail("rooms[\(index)]", "duplicate room '\(room)' (also rooms[\(first)])") }
+                    else { seen[room] = index; rooms.append(room) }
                 }
             } else {
                 fail("rooms", "must be an array of room IDs")

@@ -41,6 +41,9 @@ public final class BotRunner: @unchecked Sendable {
     let phase = LockedValue(BotLifecycle.initial)
     /// The first logins (and their retries), cancelled by `stop()`.
     let joining = LockedValue<Task<Void, Never>?>(nil)
+    /// Configured rooms an operator left through the control API, until
+    /// joined again: the bot no longer means to be in them (`/readyz`).
+    let leftByOperator = LockedValue<Set<String>>([])
     /// Fleet mode's coordinator (docs/FLEET.md); nil for a standalone bot.
     let fleet: FleetCoordinator?
     private var control: ControlAPI?

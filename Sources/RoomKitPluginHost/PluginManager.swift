@@ -252,12 +252,15 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             }
         }
         for (_, entry) in failed.withLock({ $0 }) {
+            // The isolation the manifest asked for, whether or not it loaded.
             result.append(PluginReport(name: entry.spec.name, status: .failed, hooks: entry.spec.hooks.map(\.rawValue).sorted(),
-                                       calls: 0, failures: 0, meanMicroseconds: 0, message: entry.message))
+                                       calls: 0, failures: 0, meanMicroseconds: 0, message: entry.message,
+                                       isolation: entry.spec.isolation))
         }
         for (_, spec) in disabled.withLock({ $0 }) where !result.contains(where: { $0.name == spec.name }) {
             result.append(PluginReport(name: spec.name, status: .unloaded, hooks: spec.hooks.map(\.rawValue).sorted(),
-                                       calls: 0, failures: 0, meanMicroseconds: 0, message: "disabled in the manifest"))
+                                       calls: 0, failures: 0, meanMicroseconds: 0, message: "disabled in the manifest",
+                                       isolation: spec.isolation))
         }
         return result.sorted { $0.name < $1.name }
     }

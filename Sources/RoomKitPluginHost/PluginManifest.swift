@@ -142,8 +142,10 @@ public struct PluginManifest: Sendable {
                 library = raw.hasPrefix("/") ? raw : (directory as NSString).appendingPathComponent(raw)
                 library = (library as NSString).standardizingPath
                 var isDirectory: ObjCBool = false
-                if !FileManager.default.fileExists(atPath: library, isDirectory: &isDirectory) || isDirectory.boolValue {
+                if !FileManager.default.fileExists(atPath: library, isDirectory: &isDirectory) {
                     fail("\(at).library", "no such file: \(library)")
+                } else if isDirectory.boolValue {
+                    fail("\(at).library", "is a directory, not a library file: \(library)")
                 }
             } else {
                 fail("\(at).library", object["library"] == nil ? "missing" : "must be a non-empty string")

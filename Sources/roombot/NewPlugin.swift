@@ -42,13 +42,34 @@ struct NewPlugin: ParsableCommand {
         }
         for (path, text) in files.sorted(by: { $0.key < $1.key }) {
             let full = (target as NSString).appendingPathComponent(path)
-            try fm.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try text.write(toFile: full, atomically: true, encoding: .utf8)
+            let parent = (full as NSString).deletingLastPathComponent
+            do {
+                try fm.createDirectory(atPath: parent, withIntermediateDirectories: true)
+            } catch {
+                throw UsageProblems(lines: ["--dir: cannot create \(parent): \(Self.reason(error))"])
+            }
+            do {
+                try text.write(toFile: full, atomically: true, encoding: .utf8)
+            } catch {
+                throw UsageProblems(lines: ["--dir: cannot write \(full): \(Self.reason(error))"])
+            }
         }
         print("wrote \(lang) plugin '\(name)' to \(target) (\(files.count) files); next: \(next)")
     }
 
     private var target: String { dir ?? name }
+
+    /// The operating system's reason for a failed file operation ("Permission
+    /// denied"), not Foundation's wrapped NSCocoaErrorDomain text.
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
+        if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+        return nsError.localizedDescription
+    }
 }
 
 /// The files of a new plugin project, by relative path.

@@ -1,0 +1,120 @@
+import Foundation
+import RoomKit
+import RoomKitBot
+import RoomKitProtocol
+import RoomKitServer
+import RoomKitTestSupport
+import XCTest
+
+/// Issue #27 §6, the bot's side: config and control-API input that was
+/// accepted although it is wrong, and reports that said the wrong thing.
+final class HardeningBotTests: XCTestCase {
+    func testRun_withARoomListedTwice_exits2NamingTheRoom() throws {
+        let harness = try BotHarness()
+        defer { try? harness.close() }
+        let path = try harness.writeConfig(harness.standardConfig(rooms: ["lobby", "hall", "lobby"], control: nil))
+        let (status, _, errors) = try ChildProcess("roombot", ["run", "--config", path]).finish()
+        XCTAssertEqual(status, 2)
+        XCTAssertEqual(errors, "roombot: bot.json: rooms[2]: duplicate room 'lobby' (also rooms[0])\n")
+    }
+
+    func testPluginsEndpoint_showsTheManifestsIsolation_forAPluginThatFailedToLoad() async throws {
+        let harness = try BotHarness()
+        let rewrite = try builtProduct("liburl-rewrite.so")
+        _ = try harness.writeConfig(["manifestVersion": 1, "plugins": [
+            ["name": "broken", "library": .string(rewrite), "entry": "no_such_entry", "abi": 1, "hooks": ["urlInterrupter"],
+             "isolation": "process"],
+        ]], name: "plugins.json")
+        var json = harness.standardConfig(rooms: [])
+        if case .object(var fields) = json { fields["manifest"] = "plugins.json"; json = .object(fields) }
+        let runner = try BotRunner(config: try BotConfig(path: try harness.writeConfig(json)), logger: .init(label: "t"))
+        try await runner.start()
+        let port = try XCTUnwrap(runner.controlPort)
+        let (status, body) = http(port, "GET", "/v1/plugins")
+        XCTAssertEqual(status, 200, body)
+        let plugin = try JSON.parse(body).arrayValue?.first
+        XCTAssertEqual(plugin?["status"], "failed", body)
+        XCTAssertEqual(plugin?["isolation"], "process", body)
+        await runner.stop()
+        try harness.close()
+    }
+
+    func testCheck_aLibraryThatIsADirectory_isReportedAsADirectory() throws {
+        let harness = try BotHarness()
+        defer { try? harness.close() }
+        let directory = harness.directory + "/libdir.so"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let manifest = try harness.writeConfig(["manifestVersion": 1, "plugins": [
+            ["name": "x", "library": .string(directory), "abi": 1, "hooks": ["urlInterrupter"]],
+        ]], name: "dir.json")
+        let (status, _, errors) = try ChildProcess("roombot", ["check", "--manifest", manifest]).finish()
+        XCTAssertEqual(status, 2)
+        XCTAssertEqual(errors, "roombot: dir.json: plugins[0].library: is a directory, not a library file: \(directory)\n")
+    }
+
+    func testNewPlugin_inADirectoryThatCannotBeCreated_printsOneLineNamingIt_andExits2() throws {
+        let (status, out, errors) = try ChildProcess("roombot", ["new-plugin", "demo", "--lang", "c", "--dir", "/proc/x"]).finish()
+        XCTAssertEqual(status, 2, out)
+        XCTAssertTrue(errors.hasPrefix("roombot: --dir: cannot create /proc/x"), errors)
+        XCTAssertFalse(errors.contains("NSCocoaErrorDomain"), errors)
+        XCTAssertEqual(errors.split(separator: "\n").count, 1, errors)
+    }
+
+    func testOperatorLogoutOfAConfigRoom_listsNoMembers_andReadinessFollowsTheRoomsTheBotMeansToBeIn() async throws {
+        let harness = try BotHarness()
+        let runner = try BotRunner(config: try BotConfig(path: try harness.writeConfig(harness.standardConfig(rooms: ["lobby"]))),
+                                   logger: .init(label: "t"))
+        try await runner.start()
+        let port = try XCTUnwrap(runner.controlPort)
+        await eventually(10, "ready") { http(port, "GET", "/readyz").0 == 200 }
+        func lobby() throws -> JSON? {
+            try JSON.parse(http(port, "GET", "/v1/rooms").1).arrayValue?.first { $0["room"] == "lobby" }
+        }
+        XCTAssertEqual(try lobby()?["members"], 1)
+
+        var (status, body) = http(port, "POST", "/v1/rooms/lobby/logout")
+        XCTAssertEqual(status, 200, body)
+        XCTAssertEqual(try lobby()?["reason"], "LOGOUT")
+        XCTAssertEqual(try lobby()?["members"], 0, "the bot is in no session there: it knows no members")
+        (status, body) = http(port, "GET", "/readyz")
+        XCTAssertEqual(status, 200, "the operator took the bot out of lobby: nothing to wait for. \(body)")
+
+        (status, body) = http(port, "POST", "/v1/rooms/lobby/login", "{}")
+        XCTAssertEqual(status, 200, body)
+        XCTAssertEqual(try lobby()?["members"], 1)
+        XCTAssertEqual(http(port, "GET", "/readyz").0, 200)
+        await runner.stop()
+        try harness.close()
+    }
+
+    func testControlAPI_refusesUnknownFieldsAndWrongTypes_with400NamingTheField() async throws {
+        let harness = try BotHarness()
+        let runner = try BotRunner(config: try BotConfig(path: try harness.writeConfig(harness.standardConfig(rooms: ["lobby"]))),
+                                   logger: .init(label: "t"))
+        try await runner.start()
+        let port = try XCTUnwrap(runner.controlPort)
+        await eventually(10, "ready") { http(port, "GET", "/readyz").0 == 200 }
+        let cases: [(path: String, body: String, field: String)] = [
+            ("/v1/rooms/extra/login", #"{"writable":"yes"}"#, "body.writable must be a boolean, not string"),
+            ("/v1/rooms/extra/login", #"{"tokn":"abc"}"#, "body.tokn: unknown field"),
+            ("/v1/rooms/lobby/logout", #"{"force":true}"#, "body.force: unknown field"),
+            ("/v1/rooms/lobby/switch", #"{"to":7}"#, "body.to must be a string, not number"),
+            ("/v1/rooms/lobby/state", #"{"patch":{"globalState":{}},"seq":1}"#, "body.seq: unknown field"),
+            ("/v1/rooms/lobby/magix", #"{"event":"e","to":[1]}"#, "body.to must be an array of strings"),
+            ("/v1/rooms/lobby/images", #"{"uuid":"i","url":"http://x","x":0,"y":0,"width":1,"height":1,"w":2}"#, "body.w: unknown field"),
+            ("/v1/rooms/lobby/scenes", #"{"dir":"/d","scenes":[],"index":"0"}"#, "body.index must be an integer, not string"),
+            ("/v1/logout", #"{"all":true}"#, "body.all: unknown field"),
+        ]
+        for item in cases {
+            let (status, body) = http(port, "POST", item.path, item.body)
+            XCTAssertEqual(status, 400, "\(item.path) \(item.body): \(body)")
+            let message = try JSON.parse(body)["message"]?.stringValue ?? ""
+            XCTAssertTrue(message.hasPrefix(item.field), "\(item.path) \(item.body): \(message)")
+        }
+        // Nothing of those happened: no room "extra", lobby still joined.
+        XCTAssertNil(runner.host.room("extra"))
+        XCTAssertEqual(runner.host.room("lobby")?.reason, .logined)
+        await runner.stop()
+        try harness.close()
+    }
+}
