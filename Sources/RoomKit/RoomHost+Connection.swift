@@ -92,10 +92,25 @@ extension RoomHost {
                 logger.info("connection lost", metadata: ["why": "\(drop.why)"])
                 failPending(RoomError.interrupted("a request"))
                 for record in Array(sessions.values) { sessionConnectionLost(record, why: drop.why) }
+            } else {
+                reportFailedAttempt(drop.why)
             }
         case .none:
             break
         }
+    }
+
+    /// A connection attempt failed (refused, timed out, DNS, a bad upgrade
+    /// answer, no hello reply) and the machine is backing off: say so at
+    /// warning, naming the URL, on the first failure and then once per
+    /// backoff step (`Backoff.reportsFailure`), never once per retry.
+    private func reportFailedAttempt(_ why: String) {
+        guard case .backingOff(let until) = link.state else { return }  // unwanted: nothing to retry
+        let failed = link.attempt - 1
+        guard link.backoff.reportsFailure(ofAttempt: failed) else { return }
+        logger.warning("cannot connect to the server; retrying", metadata: [
+            "url": "\(url)", "error": "\(why)", "attempt": "\(failed + 1)",
+            "retryInMs": "\(max(0, until - nowMonotonic))", "backoffCeilingMs": "\(link.backoff.ceiling(attempt: failed))"])
     }
 
     private func connect() {
@@ -122,6 +137,7 @@ extension RoomHost {
                 if error.code != .connectionInterrupted {
                     linkClosed("hello refused: \(error)")
                     connection?.abort()
+                    if error.code == .tokenInvalid, configuration.serviceToken != nil { serviceTokenRefused(error) }
                 }
             }
         }
@@ -132,6 +148,22 @@ extension RoomHost {
         bucket = pacing.burst - 1
         lastRefill = environment.nowMilliseconds
         connection?.send(WebSocketFrame(bytes: JSON.object(hello).serialized()))
+    }
+
+    /// roomd refused the hello's service token (1002033): no retry with the
+    /// same token can succeed, so every login and resume waiting for the
+    /// connection fails now with 1002033 and roomd's reason, instead of
+    /// timing out later as 1002053 with no reason at all.
+    private func serviceTokenRefused(_ error: RoomError) {
+        let message = "roomd refused the service token: \(error.message)"
+        logger.error("roomd refused the service token (1002033); check serviceToken or --service-token-file",
+                     metadata: ["url": "\(url)", "reason": "\(error.message)"])
+        for record in Array(sessions.values) {
+            switch record.machine.state {
+            case .logining, .reconnecting: sessionFailed(record, code: .tokenInvalid, message: message)
+            case .idle, .active, .disconnecting: break
+            }
+        }
     }
 
     // MARK: Ticks

@@ -50,6 +50,9 @@ final class FleetCoordinator: @unchecked Sendable {
     var draining = false
     var target = 0
     var liveHosts = 0
+    /// Live hosts that are not draining, as of the last claim round (nil:
+    /// none answered yet). 0 while this host drains: nobody can take its rooms.
+    var servingHosts: Int?
     var lastStreamID = "0-0"
     var renewInFlight = false
     var claimInFlight = false
@@ -249,12 +252,13 @@ final class FleetCoordinator: @unchecked Sendable {
         redis.evaluate(scripts.claim, keys: [keys.lease, keys.owner, keys.hosts, keys.fence, keys.draining],
                        arguments: arguments) { [self] result in
             claimInFlight = false
-            guard case .success(.array(let reply)) = result, reply.count == 5 else {
+            guard case .success(.array(let reply)) = result, reply.count == 6 else {
                 logger.warning("fleet claim failed", metadata: ["error": "\(result)"])
                 return
             }
             target = Int(reply[1].integer ?? 0)
             liveHosts = Int(reply[2].integer ?? 0)
+            servingHosts = reply[5].integer.map(Int.init)
             claimed(reply[3].array, rooms: reply[4].array, sentAt: now)
             rebalance()
         }

@@ -102,7 +102,9 @@ enum FleetScripts {
     /// with no lease record yet is entered as leased for one TTL (after a
     /// Redis restart its owner may be alive and re-assert it). Takes up to
     /// min(target - owned, maxClaim) expired shards, each with a new fence.
-    /// Returns {now, target, live, {shard, fence, ...}, {shard, {room, cursor fields...}...}}.
+    /// Returns {now, target, live, {shard, fence, ...}, {shard, {room, cursor fields...}...}, serving}:
+    /// `live` is at least 1 (for the target), `serving` the true number of
+    /// live non-draining hosts (0 when the caller drains and nobody else is up).
     static let claim = FleetScriptSource(name: "claim", source: now + """
 
         local host, ttl, S = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -111,6 +113,7 @@ enum FleetScripts {
         for _, h in ipairs(dead) do redis.call('SREM', KEYS[5], h) end
         redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
         local live = redis.call('ZCARD', KEYS[3]) - redis.call('SCARD', KEYS[5])
+        local serving = live
         if live < 1 then live = 1 end
         local target = math.ceil(S / live)
         if redis.call('ZCARD', KEYS[1]) < S then
@@ -140,7 +143,7 @@ enum FleetScripts {
             end
           end
         end
-        return {now, target, live, claimed, rooms}
+        return {now, target, live, claimed, rooms, serving}
         """)
 
     /// Release. KEYS: lease, owner. ARGV: host, keep (0/1), then shard,

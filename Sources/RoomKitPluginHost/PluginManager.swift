@@ -40,6 +40,8 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     public let host: RoomHost
     private let metricsFactory: any MetricsFactory
     let logger: Logger
+    /// Each failed plugin call, rate-limited per plugin (PluginFailureLog.swift).
+    let failureLog: PluginFailureLog
     let runtimes = LockedValue<[PluginRuntime]>([])
     /// ABI 1.1: storage, room login, live configs, reload holds (PluginManager+Platform.swift).
     let platform = PluginPlatformState()
@@ -84,6 +86,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         self.host = host
         self.metricsFactory = metricsFactory ?? MetricsSystem.factory
         self.logger = logger
+        failureLog = PluginFailureLog(logger: logger)
         listener = onStatus
         // Weakly: the manager owns the host, so the host holding it strongly
         // would be a cycle. The one route for every event, throwError included.

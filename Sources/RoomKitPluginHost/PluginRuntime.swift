@@ -219,6 +219,7 @@ final class PluginRuntime: @unchecked Sendable {
             counters.reason = reason
             return reason
         }
+        if let failure { noteFailure(failure) }
         if let quarantined { onQuarantine(self, quarantined) }
     }
 

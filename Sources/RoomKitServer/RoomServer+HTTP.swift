@@ -42,14 +42,14 @@ extension RoomServer {
     /// missing or invalid, 403 for the wrong room or role.
     private func authorize(_ request: HTTPRequest, room: String, now: Int64, admin: Bool) throws -> TokenClaims {
         guard let token = request.bearerToken else {
-            metrics.authFailures += 1
+            noteTokenRejected("missing bearer token", in: "\(request.method) \(request.path)", room: room, connection: nil, now: now)
             throw HTTPFailure(401, .tokenInvalid, "missing bearer token")
         }
         let claims: TokenClaims
         do {
             claims = try signer.verify(token, now: now / 1000)
         } catch {
-            metrics.authFailures += 1
+            noteTokenRejected("\(error)", in: "\(request.method) \(request.path)", room: room, connection: nil, now: now)
             throw HTTPFailure(401, .tokenInvalid, "token rejected: \(error.reason)")
         }
         if admin && claims.role != .admin {

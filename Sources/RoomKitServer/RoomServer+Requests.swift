@@ -153,7 +153,7 @@ extension RoomServer {
             return ["seq": .int(seq)]
 
         case .renewToken(let token):
-            let claims = try verify(token, room: room.id, user: session.userId, now: now)
+            let claims = try verify(token, room: room.id, user: session.userId, now: now, context: "renewToken")
             session.role = claims.role
             session.tokenExpiresAt = claims.exp * 1000
             session.warnedOfExpiry = false
@@ -189,16 +189,20 @@ extension RoomServer {
     }
 
     /// Verifies a token for `room` and `user`; 1002033 otherwise.
-    func verify(_ token: String, room: String, user: String, now: Int64) throws(ProtocolError) -> TokenClaims {
+    /// `context` ("login", "renewToken") and `connection` only name the
+    /// rejection in the log (RoomServer+AuthLog.swift).
+    func verify(_ token: String, room: String, user: String, now: Int64, context: String = "login",
+                connection: String? = nil) throws(ProtocolError) -> TokenClaims {
         let claims: TokenClaims
         do {
             claims = try signer.verify(token, now: now / 1000)
         } catch {
-            metrics.authFailures += 1
+            noteTokenRejected("\(error)", in: context, room: room, connection: connection, now: now)
             throw ProtocolError(code: .tokenInvalid, message: "token rejected: \(error.reason)")
         }
         guard claims.allows(room: room), claims.sub == user else {
-            metrics.authFailures += 1
+            noteTokenRejected(claims.allows(room: room) ? "token is for user \(claims.sub), not \(user)" : "token is not for this room",
+                              in: context, room: room, connection: connection, now: now)
             throw ProtocolError(code: .tokenInvalid, message: "token is not for this room and user")
         }
         return claims
@@ -208,7 +212,7 @@ extension RoomServer {
         if link.sessions[roomID] != nil {
             throw ProtocolError(code: .alreadyLoggedIn, message: "already logged in to \(roomID) on this connection")
         }
-        let claims = try verify(login.token, room: roomID, user: login.user.id, now: now)
+        let claims = try verify(login.token, room: roomID, user: login.user.id, now: now, connection: link.id)
         let room = try openRoom(roomID, now: now)
         if let fence = login.fence, !admitFence(fence, room: roomID, user: login.user.id, id: id, link: link) {
             return

@@ -37,6 +37,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     var rooms: [String: ServerRoom] = [:]
     var links: [ObjectIdentifier: ClientLink] = [:]
     var metrics = ServerMetrics()
+    /// Rate limit of the "token rejected" lines (RoomServer+AuthLog.swift).
+    var tokenRejectionLog = LogBudget(limit: RoomServer.tokenRejectionLogLimit, interval: RoomServer.tokenRejectionLogInterval)
     /// `/metrics` (RoomServer+Metrics.swift): histograms, process metrics, the registry.
     let exporter: ServerMetricsExporter
     /// The admin/metrics listener (RoomServer+Admin.swift), when configured.

@@ -117,4 +117,44 @@ final class HardeningBotTests: XCTestCase {
         await runner.stop()
         try harness.close()
     }
+
+    /// A URL interrupter that always fails (returns no result).
+    private static let failingInterrupter = """
+        #include "roomkit_plugin.h"
+        static char *fail(void *self, const char *url) { (void)self; (void)url; return 0; }
+        static roomkit_plugin descriptor = {
+            .struct_size = sizeof(roomkit_plugin), .abi_major = ROOMKIT_PLUGIN_ABI_MAJOR, .abi_minor = ROOMKIT_PLUGIN_ABI_MINOR,
+            .url_interrupter = fail,
+        };
+        const roomkit_plugin *roomkit_plugin_entry(uint16_t major, uint16_t minor) { (void)major; (void)minor; return &descriptor; }
+        """
+
+    func testAFailedPluginCall_isLoggedAtWarningAtOnce_notOnlyAtQuarantine() async throws {
+        let harness = try BotHarness()
+        defer { try? harness.close() }
+        let library = try compilePlugin("failing", source: Self.failingInterrupter, in: harness.directory)
+        let manifest = try harness.writeConfig(["manifestVersion": 1, "plugins": [
+            ["name": "failing", "library": .string(library), "abi": 1, "hooks": ["urlInterrupter"], "isolation": "inline"],
+        ]], name: "plugins.json")
+        guard case .object(var config) = harness.standardConfig(rooms: ["lobby"]) else { return XCTFail("config") }
+        config["manifest"] = .string(manifest)
+        let bot = try ChildProcess("roombot", ["run", "--config", try harness.writeConfig(.object(config))])
+        let started = ChildProcess.read(bot.errors, until: "control on ", while: { bot.process.isRunning })
+        var seen = started + ChildProcess.read(bot.errors, until: "\n", timeout: 2, while: { bot.process.isRunning })
+        let port = try XCTUnwrap(seen.components(separatedBy: "control on ").last?.split(separator: "\n").first.flatMap { Int($0) },
+                                 seen)
+        await eventually(10, "ready") { http(port, "GET", "/readyz").0 == 200 }
+        let (status, body) = http(port, "POST", "/v1/rooms/lobby/images",
+                                  #"{"uuid":"i","url":"http://keep/me","x":0,"y":0,"width":1,"height":1}"#)
+        XCTAssertEqual(status, 200, body)
+        XCTAssertEqual(try JSON.parse(body)["url"], "http://keep/me", "a failed step leaves the URL unchanged")
+        seen += ChildProcess.read(bot.errors, until: "plugin call failed", while: { bot.process.isRunning })
+        let line = seen.split(separator: "\n").first { $0.contains("plugin call failed") }.map(String.init) ?? ""
+        XCTAssertTrue(line.contains("warning"), seen)
+        XCTAssertTrue(line.contains("plugin=failing"), line)
+        XCTAssertTrue(line.contains("no result"), "names the failure: \(line)")
+        XCTAssertFalse(seen.contains("quarantined"), "one failure quarantines nothing")
+        bot.signal(SIGTERM)
+        XCTAssertEqual(bot.finish().0, 0)
+    }
 }
