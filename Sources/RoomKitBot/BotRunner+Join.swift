@@ -58,7 +58,11 @@ extension BotRunner {
     func operatorChose(_ room: String, joined: Bool) {
         remember(room, joined: joined)
         leftByOperator.withLock { left in
-            if joined { left.remove(room) } else { left.insert(room) }
+            if joined {
+                _ = left.remove(room)
+            } else {
+                _ = left.insert(room)
+            }
         }
     }
 

@@ -122,7 +122,7 @@ extension FleetCoordinator {
             }
             try? await Task.sleep(for: .milliseconds(50))
         }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        await withCheckedContinuation { [alone] (continuation: CheckedContinuation<Void, Never>) in
             let accepted = loop.execute { [self] in
                 if alone {
                     logger.notice("fleet: no other live host can take the rooms; not waiting for the drain timeout",

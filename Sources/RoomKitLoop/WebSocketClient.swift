@@ -227,7 +227,8 @@ public final class WebSocketClient: LWSCallbackTarget, @unchecked Sendable {
         if status == 0 {
             var buffer = [CChar](repeating: 0, count: 64)
             if lws_hdr_copy(wsi, &buffer, Int32(buffer.count), WSI_TOKEN_HTTP) > 0 {
-                status = Int(String(cString: buffer).prefix(3)) ?? 0
+                let line = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+                status = Int(line.prefix(3)) ?? 0
             }
         }
         guard status != 0, status != 101 else { return nil }

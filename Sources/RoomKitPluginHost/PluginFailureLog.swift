@@ -1,6 +1,7 @@
 import Dispatch
 import Logging
 import RoomKitLoop
+import Synchronization
 
 /// Logs each failed plugin call (a timeout, no result, bad UTF-8) at
 /// warning, as it happens, not only once the plugin is quarantined: at most

@@ -157,4 +157,40 @@ final class HardeningBotTests: XCTestCase {
         bot.signal(SIGTERM)
         XCTAssertEqual(bot.finish().0, 0)
     }
+
+    func testUnreachableRoomd_isLoggedAtWarningNamingTheURL_onTheFirstAttempt() throws {
+        let harness = try BotHarness()
+        defer { try? harness.close() }
+        let url = "ws://127.0.0.1:\(freePort())/v1/rooms"
+        guard case .object(var config) = harness.standardConfig(rooms: ["lobby"], control: nil) else { return XCTFail("config") }
+        config["server"] = .string(url)
+        let bot = try ChildProcess("roombot", ["run", "--config", try harness.writeConfig(.object(config))])
+        // The login timeout is 5 s: the line must come before any login fails.
+        let seen = ChildProcess.read(bot.errors, until: "cannot connect", timeout: 4, while: { bot.process.isRunning })
+        bot.signal(SIGTERM)
+        let rest = bot.finish().2
+        let line = (seen + rest).split(separator: "\n").first { $0.contains("cannot connect") }.map(String.init) ?? ""
+        XCTAssertTrue(line.contains("warning"), seen + rest)
+        XCTAssertTrue(line.contains("url=\(url)"), line)
+        XCTAssertTrue(line.contains("attempt=1"), line)
+        XCTAssertFalse(seen.contains("login failed"), "logged before the first login timed out")
+    }
+
+    func testRefusedServiceToken_isLOGIN_FAILED1002033WithRoomdsReason_inTheEventLog() async throws {
+        let harness = try BotHarness()
+        defer { try? harness.close() }
+        let now = Int64(Date().timeIntervalSince1970)
+        let writer = TokenSigner(secret: harness.secret).sign(TokenClaims(sub: "bot-1", room: "*", role: .writer, exp: now + 3600, iat: now))
+        guard case .object(var config) = harness.standardConfig(rooms: ["lobby"], control: nil) else { return XCTFail("config") }
+        config["serviceToken"] = .string(writer)
+        let bot = try ChildProcess("roombot", ["run", "--config", try harness.writeConfig(.object(config))])
+        let events = harness.directory + "/events.ndjson"
+        await eventually(20, "LOGIN_FAILED") { (fileText(events) ?? "").contains(#""reason":"LOGIN_FAILED""#) }
+        let failed = (fileText(events) ?? "").split(separator: "\n").first { $0.contains(#""reason":"LOGIN_FAILED""#) } ?? ""
+        XCTAssertTrue(failed.contains(#""errorCode":1002033"#), String(failed))
+        bot.signal(SIGTERM)
+        let errors = bot.finish().2
+        XCTAssertTrue(errors.contains("roomd refused the service token (1002033)"), errors)
+        XCTAssertTrue(errors.contains("role service"), "roomd's reason: \(errors)")
+    }
 }

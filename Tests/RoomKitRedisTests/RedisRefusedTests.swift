@@ -24,9 +24,9 @@ final class RedisRefusedTests: XCTestCase {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-                 file: String, function: String, line: UInt) {
-            lines.add("\(level) \(message) \((metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+        func log(event: LogEvent) {
+            let pairs = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            lines.add("\(event.level) \(event.message) \(pairs.joined(separator: " "))")
         }
     }
 

@@ -37,10 +37,9 @@ final class CapturedLog: @unchecked Sendable {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-                 file: String, function: String, line: UInt) {
-            let merged = self.metadata.merging(metadata ?? [:]) { _, new in new }
-            log.add(level, "\(message)", merged.mapValues { "\($0)" })
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+            log.add(event.level, "\(event.message)", merged.mapValues { "\($0)" })
         }
     }
 }
@@ -72,7 +71,8 @@ final class ConnectionReportTests: XCTestCase {
             $0.backoffFirst = .milliseconds(10)
             $0.backoffCap = .milliseconds(40)
         }
-        let login = Task { try await host.loginRoom("lobby", user: LoginUser(id: "a"), token: harness.token("a")) }
+        let token = harness.token("a")
+        let login = Task { try await host.loginRoom("lobby", user: LoginUser(id: "a"), token: token) }
         await eventually(30, "a report of attempt 17") {
             log.matching("cannot connect").contains { $0.metadata["attempt"] == "17" }
         }
@@ -92,7 +92,8 @@ final class ConnectionReportTests: XCTestCase {
         let url = "ws://127.0.0.1:\(harness.server.port)/not/the/endpoint"
         let log = CapturedLog()
         let host = try host(harness, url: url, log: log) { $0.backoffFirst = .milliseconds(50) }
-        let login = Task { try await host.loginRoom("lobby", user: LoginUser(id: "a"), token: harness.token("a")) }
+        let token = harness.token("a")
+        let login = Task { try await host.loginRoom("lobby", user: LoginUser(id: "a"), token: token) }
         await eventually(20, "a report") { !log.matching("cannot connect").isEmpty }
         let report = try XCTUnwrap(log.matching("cannot connect").first)
         XCTAssertEqual(report.metadata["url"], url)
