@@ -53,15 +53,25 @@ public struct RecordingSlice: Sendable, Hashable {
     public init(ndjson body: [UInt8]) throws(PlayerError) {
         let lines = body.split(separator: 10, omittingEmptySubsequences: true)
         guard let first = lines.first, let header = try? JSON.parse(Array(first)),
-              let begin = header["beginTimestamp"]?.int64Value, let end = header["endTimestamp"]?.int64Value,
-              begin <= end else {
+              let begin = header["beginTimestamp"], let end = header["endTimestamp"] else {
             throw PlayerError(kind: .malformedRecording, code: .malformed, message: "the recording has no valid header line")
         }
-        beginTimestamp = begin
-        endTimestamp = end
+        // A server's numbers are outside input: each is checked once against
+        // its range, so `end - begin + 1` and the player's clock cannot overflow.
+        do {
+            beginTimestamp = try ExternalNumber.integer(begin, field: "beginTimestamp", in: ExternalNumber.epochMilliseconds)
+            endTimestamp = try ExternalNumber.integer(end, field: "endTimestamp", in: beginTimestamp...ExternalNumber.maxEpochMilliseconds)
+            start = try header["sliceStart"].map {
+                try ExternalNumber.integer($0, field: "sliceStart", in: ExternalNumber.offsetMilliseconds)
+            } ?? 0
+            let sliceEnd = try header["sliceEnd"].map {
+                try ExternalNumber.integer($0, field: "sliceEnd", in: ExternalNumber.offsetMilliseconds)
+            }
+            self.end = max(start, sliceEnd ?? (endTimestamp - beginTimestamp + 1))
+        } catch {
+            throw PlayerError(kind: .malformedRecording, code: .invalidArgument, message: "bad recording header: \(error)")
+        }
         framesCount = header["framesCount"]?.intValue ?? lines.count - 1
-        start = header["sliceStart"]?.int64Value ?? 0
-        self.end = max(start, header["sliceEnd"]?.int64Value ?? (end - begin + 1))
         if let json = header["snapshot"], json != .null {
             do {
                 snapshot = try RoomSnapshot(recordingJSON: json)

@@ -70,25 +70,16 @@ extension RoomServer {
         guard RoomID.isValid(roomID) else { throw HTTPFailure(404, .invalidArgument, "invalid room ID") }
         _ = try authorize(request, room: roomID, now: now, admin: false)
         guard let room = rooms[roomID] else { throw HTTPFailure(404, .invalidArgument, "unknown room \(roomID)") }
-        func number(_ name: String, _ what: String) throws -> Int64? {
-            guard let text = request.queryValue(name) else { return nil }
-            guard let value = Int64(text) else { throw HTTPFailure(400, .invalidArgument, "\(name) must be \(what)") }
-            return value
+        // Every number is checked once against its documented range
+        // (RecordingWindow, through ExternalNumber): no sum can overflow.
+        let window: RecordingWindow
+        do {
+            window = try RecordingWindow(query: request.queryValue, created: room.created, now: now)
+        } catch {
+            throw HTTPFailure(400, error.code, error.message)
         }
-        let begin = try number("from", "ms since the epoch") ?? room.created
-        let end = try number("to", "ms since the epoch") ?? now
-        guard begin <= end else { throw HTTPFailure(400, .invalidArgument, "from is after to") }
-        let askedStart = try number("sliceStart", "ms after from") ?? 0
-        let sliceEnd = try number("sliceEnd", "ms after from") ?? (end - begin + 1)
-        guard askedStart >= 0, askedStart <= sliceEnd else {
-            throw HTTPFailure(400, .invalidArgument, "need 0 <= sliceStart <= sliceEnd")
-        }
-        // A slice starting past the end starts at the end (its last frames).
-        let sliceStart = min(askedStart, end - begin)
+        let (begin, end, sliceStart, sliceFrom, sliceTo) = (window.begin, window.end, window.sliceStart, window.sliceFrom, window.sliceTo)
         let wantsSnapshot = !["0", "false"].contains(request.queryValue("snapshot") ?? "")
-        // The slice's frames: sliceFrom <= ts <= sliceTo (possibly none).
-        let sliceFrom = begin + sliceStart
-        let sliceTo = min(end, begin + sliceEnd - 1)
 
         // The state just before `sliceFrom`: nearest stored snapshot, then the events before it.
         var model = RoomModel()
@@ -112,12 +103,12 @@ extension RoomServer {
                 }
             }
         }
-        let total = sliceStart == 0 && sliceTo == end
+        let total = window.isWhole
             ? Int64(frames.count) : try store.countEvents(room: roomID, fromTime: begin, throughTime: end)
         var header: [String: JSON] = [
             "room": .string(roomID), "beginTimestamp": .int(begin), "endTimestamp": .int(end),
             "framesCount": .int(total), "sliceStart": .int(sliceStart),
-            "sliceEnd": .int(min(sliceEnd, end - begin + 1)), "sliceFramesCount": .int(Int64(frames.count)),
+            "sliceEnd": .int(window.answeredSliceEnd), "sliceFramesCount": .int(Int64(frames.count)),
         ]
         if wantsSnapshot {
             var snapshot = model.snapshot.recordingJSON
@@ -147,6 +138,8 @@ extension RoomServer {
     }
 
     private func adminKick(room roomID: String, request: HTTPRequest, responder: HTTPResponder, now: Int64) throws {
+        // As recording: an ID that no room can have is 404 (PROTOCOL.md).
+        guard RoomID.isValid(roomID) else { throw HTTPFailure(404, .invalidArgument, "invalid room ID") }
         _ = try authorize(request, room: roomID, now: now, admin: true)
         let body: JSON
         do {
