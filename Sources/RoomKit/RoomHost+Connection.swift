@@ -115,7 +115,7 @@ extension RoomHost {
             switch result {
             case .success(let fields):
                 let heartbeat: (interval: Int64, timeout: Int64)
-                do {
+                do throws(ProtocolError) {
                     heartbeat = try HelloReply.heartbeat(fields: fields)
                 } catch {
                     // A server's numbers are outside input too: out of range is

@@ -18,8 +18,14 @@ extension RoomServer {
                 responder.respond(status: 200, contentType: "text/plain; version=0.0.4", text: metricsText())
             case ("GET", 4, _) where parts[0] == "v1" && parts[1] == "rooms" && parts[3] == "recording":
                 try recording(room: parts[2], request: request, responder: responder, now: now)
+            case ("GET", 3, ["v1", "rooms", "recording"]):
+                // The room as a query parameter: reaches `.` and `..`, which
+                // libwebsockets normalises out of a path (docs/PROTOCOL.md).
+                try recording(room: try roomParameter(request), request: request, responder: responder, now: now)
             case ("POST", 5, _) where parts[0] == "v1" && parts[1] == "admin" && parts[2] == "rooms" && parts[4] == "kick":
                 try adminKick(room: parts[3], request: request, responder: responder, now: now)
+            case ("POST", 4, ["v1", "admin", "rooms", "kick"]):
+                try adminKick(room: try roomParameter(request), request: request, responder: responder, now: now)
             case ("GET", 3, ["v1", "admin", "rooms"]):
                 _ = try authorize(request, room: "*", now: now, admin: true)
                 let list = rooms.values.sorted { $0.id < $1.id }.map { room -> JSON in
@@ -36,6 +42,15 @@ extension RoomServer {
         } catch {
             responder.respond(status: 500, text: #"{"code":1009500,"message":"internal error"}"#)
         }
+    }
+
+    /// The `room` query parameter of the query-form endpoints (a room ID
+    /// that is only dots cannot be a path segment). Missing: 400 1009001.
+    private func roomParameter(_ request: HTTPRequest) throws -> String {
+        guard let room = request.queryValue("room") else {
+            throw HTTPFailure(400, .malformed, "the room query parameter is required")
+        }
+        return room
     }
 
     /// Bearer token for `room` (or `*`); admin role when `admin`. 401 when

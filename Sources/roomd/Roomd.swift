@@ -43,40 +43,16 @@ func seconds(_ value: Double, flag: String, in range: ClosedRange<Double>) throw
 }
 
 /// Resolves HOST (a name such as `localhost`, or a short form such as
-/// `127.1`) to the numeric address libwebsockets is given, and fails with a
+/// `127.1`) to the numeric address the server listens on, and fails with a
 /// `flag` error unless HOST:PORT can be bound right now (in use, not a local
-/// address). libwebsockets takes a numeric address or an interface name
-/// only; a host name crashed it ("iface ... DOESN'T EXIST", then SIGSEGV).
-/// Checked before the server starts because a bind that libwebsockets
-/// refuses leaves the process unable to shut down cleanly.
+/// address). Checked before the server starts because a bind that
+/// libwebsockets refuses leaves the process unable to shut down cleanly.
 func bindableAddress(host: String, port: Int, flag: String) throws -> String {
-    let name = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-    var hints = addrinfo()
-    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-    var found: UnsafeMutablePointer<addrinfo>?
-    let status = getaddrinfo(name, String(port), &hints, &found)
-    guard status == 0, let address = found else {
-        throw FlagError(flag: flag, problem: "cannot resolve host '\(host)': \(String(cString: gai_strerror(status)))")
+    if let problem = BindCheck.problem(host: host, port: port) { throw FlagError(flag: flag, problem: problem) }
+    guard let address = BindCheck.numericAddress(host: host) else {
+        throw FlagError(flag: flag, problem: "cannot resolve host '\(host)'")
     }
-    defer { freeaddrinfo(found) }
-    var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-    guard getnameinfo(address.pointee.ai_addr, address.pointee.ai_addrlen, &text, socklen_t(text.count),
-                      nil, 0, NI_NUMERICHOST) == 0 else {
-        throw FlagError(flag: flag, problem: "cannot resolve host '\(host)' to an address")
-    }
-    let numeric = String(cString: text)
-    let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype, address.pointee.ai_protocol)
-    guard fd >= 0 else {
-        throw FlagError(flag: flag, problem: "cannot open a socket: \(String(cString: strerror(errno)))")
-    }
-    defer { close(fd) }
-    var yes: Int32 = 1
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-    guard bind(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 else {
-        throw FlagError(flag: flag, problem: "cannot listen on \(host):\(port): \(String(cString: strerror(errno)))")
-    }
-    return numeric
+    return address
 }
 
 struct Serve: ParsableCommand {

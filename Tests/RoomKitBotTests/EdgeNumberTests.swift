@@ -1,6 +1,7 @@
 import Foundation
 import RoomKit
 import RoomKitBot
+import RoomKitLoop
 import RoomKitPluginHost
 import RoomKitProtocol
 import RoomKitTestSupport
@@ -174,6 +175,98 @@ final class EdgeNumberTests: XCTestCase {
         XCTAssertEqual(roomd.process?.isRunning, true, "roomd is still up: \(roomd.log)")
         XCTAssertTrue(httpRequest(port: roomd.port, "GET", "/healthz").hasSuffix("ok"))
         await host.shutdown()
+        try loop.shutdown()
+    }
+}
+
+/// A man-in-the-middle or broken server (issue #27 §1): a real `WebServer`
+/// (libwebsockets frames the messages) whose answers a test chooses; the
+/// default hello reply is roomd's with `hello` merged in.
+private final class HostileServer: WebServerDelegate, WebSocketDelegate, @unchecked Sendable {
+    // @unchecked Sendable: loop thread only (`hellos` is locked).
+    let hello: [String: JSON]
+    let login: [String: JSON]?
+    let hellos = LockedValue(0)
+    init(hello: [String: JSON], login: [String: JSON]? = nil) {
+        self.hello = hello
+        self.login = login
+    }
+
+    func webServer(_ server: WebServer, didAccept connection: WebSocketConnection) { connection.delegate = self }
+    func webServer(_ server: WebServer, didReceive request: HTTPRequest, responder: HTTPResponder) {
+        responder.respond(status: 404, text: "{}")
+    }
+    func webSocket(_ connection: WebSocketConnection, didReceive message: WebSocketMessage) {
+        guard let json = try? JSON.parse(message.bytes), let id = json["id"]?.int64Value else { return }
+        switch json["op"]?.stringValue {
+        case "hello"?:
+            hellos.withLock { $0 += 1 }
+            let fields = HelloReply(connection: "c-hostile", serverTime: 1_700_000_000_000).fields.merging(hello) { $1 }
+            _ = connection.send(text: ServerMessage.reply(id: id, fields).jsonString)
+        case "login"?:
+            if let login { _ = connection.send(text: ServerMessage.reply(id: id, login).jsonString) }
+        default:
+            break
+        }
+    }
+}
+
+extension EdgeNumberTests {
+    func testRoombot_whenTheServersHelloHasAnInt64MaxHeartbeat_staysUpAndLogsAProtocolError() throws {
+        for field in ["heartbeatInterval", "heartbeatTimeout"] {
+            let loop = try EventLoop(name: "hostile-hello")
+            let delegate = HostileServer(hello: [field: .int(.max)])
+            let server = try loop.runAndWait { try WebServer(loop: loop, configuration: WebServerConfiguration(), delegate: delegate) }
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config: JSON = ["server": .string("ws://127.0.0.1:\(server.port)/v1/rooms"), "user": ["id": "bot"],
+                                "auth": ["secret": "s"], "rooms": ["lobby"], "loginTimeout": 2, "reconnectWindow": 30]
+            try Data(config.serialized()).write(to: URL(fileURLWithPath: directory + "/bot.json"))
+            let bot = try ChildProcess("roombot", ["run", "--config", directory + "/bot.json", "--log-level", "warning"])
+            let deadline = Date().addingTimeInterval(10)
+            while delegate.hellos.withLock({ $0 }) < 2 && Date() < deadline && bot.process.isRunning { usleep(20_000) }
+            XCTAssertTrue(bot.process.isRunning, "roombot died (\(field) = Int64.max)")
+            bot.signal(SIGTERM)
+            let (status, _, errors) = bot.finish()
+            XCTAssertEqual(bot.process.terminationReason, .exit, "\(field): \(errors)")
+            XCTAssertEqual(status, 0, errors)
+            XCTAssertGreaterThanOrEqual(delegate.hellos.withLock { $0 }, 2, "it reconnected after the bad hello")
+            XCTAssertTrue(errors.contains("bad hello reply") && errors.contains("hello.\(field)"), errors)
+            try loop.runAndWait { server.stop() }
+            try loop.shutdown()
+        }
+    }
+}
+
+extension EdgeNumberTests {
+    /// A login reply with a well-typed but invalid value is a 1009006 error,
+    /// and says so: it carried 1009001 with "1009006" in its message.
+    func testBadLoginReply_failsWithTheErrorsOwnCode() async throws {
+        let loop = try EventLoop(name: "hostile-login")
+        let delegate = HostileServer(hello: [:], login: ["session": "s-1", "memberId": 1.5, "seq": 0, "recovered": false])
+        let server = try loop.runAndWait { try WebServer(loop: loop, configuration: WebServerConfiguration(), delegate: delegate) }
+        var configuration = RoomHostConfiguration(serverURL: "ws://127.0.0.1:\(server.port)/v1/rooms")
+        configuration.loginTimeout = .seconds(5)
+        let host = try RoomHost(loop: loop, configuration: configuration)
+        let thrown = LockedValue<[RoomEvent]>([])
+        let registration = host.addObserver { event in thrown.withLock { $0.append(event) } }
+        defer { _ = registration }
+        do {
+            try await host.loginRoom("lobby", user: LoginUser(id: "u"), token: "t.t.t")
+            XCTFail("a bad login reply logged in")
+        } catch let error as RoomError {
+            XCTAssertEqual(error.code, .invalidArgument, "\(error)")
+            XCTAssertTrue(error.message.contains("memberId"), error.message)
+        }
+        let protocolErrors = thrown.withLock { $0 }.compactMap { event -> (ErrorCode, String)? in
+            if case .throwError(domain: "protocol", code: let code, message: let message) = event { return (code, message) }
+            return nil
+        }
+        XCTAssertEqual(protocolErrors.map(\.0), [.invalidArgument], "\(protocolErrors)")
+        XCTAssertFalse(protocolErrors.contains { $0.1.contains("1009006") && $0.0 != .invalidArgument })
+        await host.shutdown()
+        try loop.runAndWait { server.stop() }
         try loop.shutdown()
     }
 }

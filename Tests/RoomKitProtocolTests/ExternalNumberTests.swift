@@ -19,9 +19,10 @@ final class ExternalNumberTests: XCTestCase {
     }
 
     func testSeconds_refusesNaNInfinityAndOutOfRange_andRoundsToMilliseconds() throws {
-        XCTAssertEqual(try ExternalNumber.seconds(0.5, field: "--x", in: ExternalNumber.shortSeconds), .milliseconds(500))
-        XCTAssertEqual(try ExternalNumber.seconds(86_400, field: "--x", in: ExternalNumber.shortSeconds), .seconds(86_400))
-        for value in [-1, 0, 0.0004, 86_400.5, 1e19, 1e300, -1e300, .nan, .infinity, -.infinity] {
+        let half: Double = 0.5, day: Double = 86_400
+        XCTAssertEqual(try ExternalNumber.seconds(half, field: "--x", in: ExternalNumber.shortSeconds), .milliseconds(500))
+        XCTAssertEqual(try ExternalNumber.seconds(day, field: "--x", in: ExternalNumber.shortSeconds), .seconds(86_400))
+        for value: Double in [-1, 0, 0.0004, 86_400.5, 1e19, 1e300, -1e300, .nan, .infinity, -.infinity] {
             XCTAssertThrowsError(try ExternalNumber.seconds(value, field: "--x", in: ExternalNumber.shortSeconds), "\(value)") {
                 XCTAssertTrue("\($0)".hasPrefix("--x: must be a number of seconds in 0.001...86400, got "), "\($0)")
             }
