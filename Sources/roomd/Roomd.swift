@@ -196,7 +196,8 @@ struct Serve: ParsableCommand {
 
     /// Flags that work but are risky: a heartbeat timeout shorter than two
     /// intervals (one late ping drops the connection), and a secret on the
-    /// command line (visible to every user in `ps`). Logged once at start.
+    /// command line (visible to every user in `ps`). Logged once, when the
+    /// server is listening.
     func startWarnings() -> [String] {
         var warnings: [String] = []
         if heartbeatTimeout < 2 * heartbeatInterval {
@@ -217,7 +218,6 @@ struct Serve: ParsableCommand {
         do { format = try LogFormat(flag: logFormat) } catch { throw FlagError(flag: error.flag, problem: error.problem) }
         format.bootstrap(level: level)
         let logger = Logger(label: "roomd")
-        for warning in startWarnings() { logger.warning("\(warning)") }
         // We may be started with SIGINT/SIGTERM blocked (the mask is inherited,
         // e.g. from a dispatch worker thread); the loop thread inherits ours.
         SignalWatcher.unblock([SIGINT, SIGTERM])
@@ -243,6 +243,8 @@ struct Serve: ParsableCommand {
                 FileHandle.standardOutput.write(Data("admin listening on \(adminHost):\(adminPort)\n".utf8))
             }
             notifier.ready(status: "listening on \(configuration.host):\(port)")
+            // Once serving: a run that fails to start keeps its one-line error.
+            for warning in startWarnings() { logger.warning("\(warning)") }
         case .failure(let error):
             try? loop.shutdown()
             if error is StorageError { throw FlagError(flag: "--data", problem: "\(error)") }

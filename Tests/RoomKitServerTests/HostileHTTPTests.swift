@@ -1,5 +1,6 @@
 import Foundation
 import RoomKitProtocol
+import RoomKitTestSupport
 import XCTest
 
 /// Issue #27 §1, §2 and §6 against roomd's own request handling: numbers at
@@ -68,6 +69,23 @@ final class HostileHTTPTests: ServerTestCase {
         let missing = try server.http("GET", "/v1/rooms/recording", token: makeToken(user: "r", role: .reader))
         XCTAssertEqual(missing.status, 400, missing.text)
         XCTAssertEqual(missing.json?.string("message"), "the room query parameter is required")
+    }
+
+    /// A bad percent-escape is refused by libwebsockets' URI parser before
+    /// roomd sees the request: it answered an HTML 403; now the documented
+    /// JSON error, 400 1009001 (docs/PROTOCOL.md).
+    func testBadPercentEscape_getsTheJSONError() throws {
+        let server = try startServer()
+        for path in ["/v1/rooms/lobby/recording?from=%zz", "/v1/rooms/%/recording", "/v1/admin/rooms/%g1/kick"] {
+            let text = rawExchange(port: server.port, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            XCTAssertTrue(text.hasPrefix("HTTP/1.1 400") || text.hasPrefix("HTTP/1.0 400"), "\(path): \(text)")
+            XCTAssertTrue(text.lowercased().contains("content-type: application/json"), text)
+            let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined()
+            let json = try JSON.parse(Array(body.utf8))
+            XCTAssertEqual(json["code"], 1_009_001, body)
+            XCTAssertTrue(json["message"]?.stringValue?.hasPrefix("malformed request URI") ?? false, body)
+        }
+        XCTAssertEqual(try server.http("GET", "/healthz").text, "ok")
     }
 
     /// PROTOCOL.md: an invalid room ID is 404 on kick as on recording
