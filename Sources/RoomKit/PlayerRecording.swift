@@ -81,9 +81,16 @@ public struct RecordingSlice: Sendable, Hashable {
         }
         var frames: [RecordedFrame] = []
         frames.reserveCapacity(lines.count - 1)
+        // A frame's `t` is a server's number too: outside the recording
+        // (0 ... end - begin) it would overflow the player's clock, so such a
+        // frame is a bad frame, like one that is not JSON.
+        let times = 0...(endTimestamp - beginTimestamp)
         for line in lines.dropFirst() {
-            let push = try? JSON.parse(Array(line))
-            let t = push?["t"]?.int64Value ?? frames.last?.t ?? start
+            var push = try? JSON.parse(Array(line))
+            var t = frames.last?.t ?? start
+            if let value = push?["t"] {
+                if let checked = try? ExternalNumber.integer(value, field: "t", in: times) { t = checked } else { push = nil }
+            }
             guard let push, push.objectValue != nil else {
                 frames.append(RecordedFrame(t: t, seq: 0, push: .null))
                 continue
