@@ -101,6 +101,31 @@ final class NamesProcessTests: XCTestCase {
         }
     }
 
+    /// A scenario is outside input too: `roombot simulate` trapped (or ran
+    /// forever) on times at Int64.max.
+    func testSimulate_withTimesAtInt64Max_exits2NamingTheField() throws {
+        let manifest = try write(["manifestVersion": 1, "plugins": []], "plugins.json")
+        let login: JSON = ["at": 0, "login": ["room": "lobby"]]
+        let max = JSON.int(.max)
+        for (steps, server, field) in [
+            ([login, ["at": max, "logout": ["room": "lobby"]]], nil, "steps[1].at"),
+            ([login, ["at": 10, "disconnect": ["for": max]]], nil, "steps[1].disconnect.for"),
+            ([login, ["at": 1, "expect": ["within": max, "event": ["event": "x"]]]], nil, "steps[1].expect.within"),
+            ([login, ["at": 1, "tokenWillExpire": ["room": "lobby", "in": max]]], nil, "steps[1].tokenWillExpire.in"),
+            ([login], ["heartbeatInterval": max] as JSON, "server.heartbeatInterval"),
+        ] as [([JSON], JSON?, String)] {
+            var object: [String: JSON] = ["steps": .array(steps)]
+            object["server"] = server
+            let script = try write(.object(object), "scenario.json")
+            let child = try ChildProcess("roombot", ["simulate", "--manifest", manifest, "--script", script])
+            let (status, _, errors) = child.finish(timeout: 20)
+            XCTAssertEqual(child.process.terminationReason, .exit, "\(field): \(errors.prefix(300))")
+            XCTAssertEqual(status, 2, "\(field): \(errors.prefix(300))")
+            XCTAssertTrue(errors.contains("\(field): must be in "), "\(field): \(errors)")
+            XCTAssertEqual(errors.filter { $0 == "\n" }.count, 1, errors)
+        }
+    }
+
     /// §6: an interval longer than the timeout is refused; a timeout under
     /// two intervals and `--secret` on the command line are warned about.
     func testRoomd_heartbeatAndSecretChecks() throws {

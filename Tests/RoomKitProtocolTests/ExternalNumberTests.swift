@@ -29,6 +29,12 @@ final class ExternalNumberTests: XCTestCase {
         }
     }
 
+    func testDurationMilliseconds_saturatesInsteadOfTrapping() {
+        XCTAssertEqual(Duration.seconds(Int64.max).milliseconds, .max)
+        XCTAssertEqual(Duration.seconds(Int64.min).milliseconds, 0)
+        XCTAssertEqual(Duration.milliseconds(1500).milliseconds, 1500)
+    }
+
     /// The recording query at Int64's edges: 10 of 54 such combinations
     /// trapped roomd (`to=9223372036854775807`, `from=-9223372036854775808`).
     func testRecordingWindow_atInt64Edges_isA1009006ErrorOrASaneWindow() throws {
