@@ -129,10 +129,20 @@ extension RoomHost {
         pending[id] = PendingRequest(room: nil, deadline: nil) { [self] result in
             switch result {
             case .success(let fields):
-                let interval = fields["heartbeatInterval"]?.int64Value ?? 10_000
-                let timeout = fields["heartbeatTimeout"]?.int64Value ?? 90_000
+                let heartbeat: (interval: Int64, timeout: Int64)
+                do throws(ProtocolError) {
+                    heartbeat = try HelloReply.heartbeat(fields: fields)
+                } catch {
+                    // A server's numbers are outside input too: out of range is
+                    // a protocol error that drops this connection, not a trap.
+                    logger.warning("bad hello reply", metadata: ["server": "\(url)", "error": "\(error)"])
+                    emit(.throwError(domain: "protocol", code: error.code, message: "bad hello reply: \(error.message)"), room: nil)
+                    linkClosed("bad hello reply: \(error)")
+                    connection?.abort()
+                    return
+                }
                 adoptPacing(burst: fields["requestBurst"]?.doubleValue, perSecond: fields["requestsPerSecond"]?.doubleValue)
-                linkHelloAnswered(interval: interval, timeout: timeout)
+                linkHelloAnswered(interval: heartbeat.interval, timeout: heartbeat.timeout)
             case .failure(let error):
                 if error.code != .connectionInterrupted {
                     linkClosed("hello refused: \(error)")

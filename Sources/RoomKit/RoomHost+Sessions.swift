@@ -365,8 +365,9 @@ extension RoomHost {
             do {
                 reply = try LoginReply(fields: fields)
             } catch {
-                emit(.throwError(domain: "protocol", code: .malformed, message: "bad login reply: \(error)"), room: nil)
-                return sessionFailed(record, code: .malformed, message: "bad login reply")
+                // The error's own code (1009001 or 1009006), not always 1009001.
+                emit(.throwError(domain: "protocol", code: error.code, message: "bad login reply: \(error.message)"), room: nil)
+                return sessionFailed(record, code: error.code, message: "bad login reply: \(error.message)")
             }
             let firstLogin = !record.resuming
             // The session this login asked to resume, and the last seq applied before it.

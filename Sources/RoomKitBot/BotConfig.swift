@@ -193,16 +193,18 @@ public struct BotConfig: Sendable {
         if let value = root["events"] {
             if let text = value.stringValue, !text.isEmpty { events = text == "-" ? "-" : resolve(text) } else { fail("events", "must be a path or -") }
         }
-        func seconds(_ key: String, _ fallback: Double) -> Duration {
-            guard let value = root[key] else { return .milliseconds(Int64(fallback * 1000)) }
-            guard let number = value.doubleValue, number > 0, number.isFinite else {
-                fail(key, "must be a positive number of seconds")
-                return .milliseconds(Int64(fallback * 1000))
+        // Checked once against its documented range (ExternalNumber).
+        func seconds(_ key: String, _ fallback: Duration) -> Duration {
+            guard let value = root[key] else { return fallback }
+            do {
+                return try ExternalNumber.seconds(value, field: key, in: ExternalNumber.longSeconds)
+            } catch {
+                fail(key, error.problem)
+                return fallback
             }
-            return .milliseconds(Int64((number * 1000).rounded()))
         }
-        let loginTimeout = seconds("loginTimeout", 30)
-        let reconnectWindow = seconds("reconnectWindow", 1200)
+        let loginTimeout = seconds("loginTimeout", .seconds(30))
+        let reconnectWindow = seconds("reconnectWindow", .seconds(1200))
         var (stateFile, legacyStateFile) = Self.storePaths(resolve(((file as NSString).deletingPathExtension) + ".state.json"))
         if let value = root["state"] {
             if let text = value.stringValue, !text.isEmpty { (stateFile, legacyStateFile) = Self.storePaths(resolve(text)) }

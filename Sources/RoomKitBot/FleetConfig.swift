@@ -55,10 +55,10 @@ public struct FleetConfig: Sendable, Hashable {
         }
         func seconds(_ key: String, _ apply: (Duration) -> Void) {
             guard let value = object[key] else { return }
-            if let number = value.doubleValue, number > 0, number.isFinite, number <= 86_400 {
-                apply(.milliseconds(Int64((number * 1000).rounded())))
-            } else {
-                fail("fleet.\(key)", "must be a positive number of seconds")
+            do {
+                apply(try ExternalNumber.seconds(value, field: "fleet.\(key)", in: ExternalNumber.shortSeconds))
+            } catch {
+                fail("fleet.\(key)", error.problem)
             }
         }
         seconds("leaseTTL") { config.leaseTTL = $0 }

@@ -82,13 +82,18 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
                 throw LoopError(code: .lws, function: "WebServer.init", detail: "cannot read TLS file \(file)")
             }
         }
+        // A name such as `localhost` is resolved here: libwebsockets would
+        // take it for an interface name and crash (BindCheck.numericAddress).
+        guard let address = BindCheck.numericAddress(host: configuration.host) else {
+            throw LoopError(code: .lws, function: "WebServer.init", detail: "cannot resolve host '\(configuration.host)'")
+        }
         var protocols: [LWSContext.ProtocolSpec] = [.init(name: "http", rxBufferSize: 0)]
         if configuration.webSocketPath != nil {
             protocols.append(.init(name: configuration.subprotocol, rxBufferSize: 65536))
         }
         let context = try LWSContext(loop: loop, target: self, options: .init(
             port: Int32(configuration.port),
-            interface: configuration.host,
+            interface: address,
             options: roomkit_lws_options_server(tls ? 1 : 0),
             protocols: protocols,
             tlsCertificateFile: configuration.tlsCertificateFile,

@@ -155,7 +155,7 @@ extension RoomServer {
         case .renewToken(let token):
             let claims = try verify(token, room: room.id, user: session.userId, now: now, context: "renewToken")
             session.role = claims.role
-            session.tokenExpiresAt = claims.exp * 1000
+            session.tokenExpiresAt = claims.expiresAtMilliseconds
             session.warnedOfExpiry = false
             persist(session)
             return ["expiresAt": .int(session.tokenExpiresAt), "writable": .bool(session.writable)]
@@ -231,7 +231,7 @@ extension RoomServer {
             session.lastSeen = now
             session.role = claims.role
             session.wantsWritable = login.writable
-            session.tokenExpiresAt = claims.exp * 1000
+            session.tokenExpiresAt = claims.expiresAtMilliseconds
             session.warnedOfExpiry = false
             link.sessions[roomID] = session
             if !session.visible {
@@ -265,7 +265,7 @@ extension RoomServer {
         let memberId = room.model.nextMemberId
         let session = ServerSession(id: sessionIdentifier(now: now), room: room, userId: login.user.id, memberId: memberId,
                                     role: claims.role, wantsWritable: login.writable,
-                                    tokenExpiresAt: claims.exp * 1000, now: now, visible: true)
+                                    tokenExpiresAt: claims.expiresAtMilliseconds, now: now, visible: true)
         let member = Member(memberId: memberId, userId: login.user.id, name: login.user.name,
                             payload: login.user.payload, memberState: [:])
         room.sessions[session.id] = session

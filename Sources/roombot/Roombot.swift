@@ -7,6 +7,7 @@ import RoomKitBot
 import RoomKitCLI
 import RoomKitLoop
 import RoomKitPluginHost
+import RoomKitProtocol
 
 /// `roombot`: the RoomKit bot host (CLI.md).
 struct Roombot: AsyncParsableCommand {
@@ -15,6 +16,11 @@ struct Roombot: AsyncParsableCommand {
         abstract: "Keeps a bot in many rooms, with plugins, a control API and an event log.",
         version: "roombot \(BuildInfo.versionText)",
         subcommands: [Run.self, Replay.self, Check.self, Simulate.self, NewPlugin.self])
+}
+
+/// A `--progress-interval` that `validate()` accepted, as a Duration.
+func progressDuration(_ seconds: Double) -> Duration {
+    (try? ExternalNumber.seconds(seconds, field: "--progress-interval", in: ExternalNumber.progressSeconds)) ?? .zero
 }
 
 /// Problems to print one per line before exiting 2.
@@ -48,9 +54,17 @@ struct Run: AsyncParsableCommand {
     var logLevel = "info"
     @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
     var logFormat = "text"
-    @Option(name: .customLong("progress-interval"),
-            help: "Seconds between login progress lines on stderr while joining more than 100 rooms; 0: only the last.")
+    @Option(name: .customLong("progress-interval"), parsing: .unconditional,
+            help: "Seconds between login progress lines on stderr while joining more than 100 rooms (0 to 86400); 0: only the last.")
     var progressInterval = 1.0
+
+    func validate() throws {
+        do {
+            _ = try ExternalNumber.seconds(progressInterval, field: "--progress-interval", in: ExternalNumber.progressSeconds)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
 
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
@@ -95,7 +109,7 @@ struct Run: AsyncParsableCommand {
         }
         // The control API and the signal watcher are up before the first
         // login: an operator can look (and stop) while the rooms join.
-        let logins = LoginProgress(host: runner.host, interval: .milliseconds(Int64(max(0, progressInterval) * 1000)),
+        let logins = LoginProgress(host: runner.host, interval: progressDuration(progressInterval),
                                    format: format, logger: logger)
         do {
             try runner.startServices()

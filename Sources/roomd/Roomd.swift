@@ -32,34 +32,27 @@ func resolveSecret(value: String?, file: String?) throws -> String {
     }
 }
 
-/// Seconds with decimals (`0.5`) as a Duration, validated.
-func seconds(_ value: Double, flag: String) throws -> Duration {
-    guard value.isFinite, value > 0 else { throw FlagError(flag: flag, problem: "must be a positive number of seconds") }
-    return .milliseconds(Int64((value * 1000).rounded()))
+/// Seconds with decimals (`0.5`) as a Duration, checked against `range`
+/// (ExternalNumber: NaN, infinities and out-of-range values are refused).
+func seconds(_ value: Double, flag: String, in range: ClosedRange<Double>) throws -> Duration {
+    do {
+        return try ExternalNumber.seconds(value, field: flag, in: range)
+    } catch {
+        throw FlagError(flag: flag, problem: error.problem)
+    }
 }
 
-/// Fails with a `--listen` error unless HOST:PORT can be bound right now (in
-/// use, not a local address). Checked before the server starts because a bind
-/// that libwebsockets refuses leaves the process unable to shut down cleanly.
-func checkBindable(host: String, port: Int) throws {
-    var hints = addrinfo()
-    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-    var found: UnsafeMutablePointer<addrinfo>?
-    guard getaddrinfo(host, String(port), &hints, &found) == 0, let address = found else {
-        throw FlagError(flag: "--listen", problem: "cannot resolve host '\(host)'")
+/// Resolves HOST (a name such as `localhost`, or a short form such as
+/// `127.1`) to the numeric address the server listens on, and fails with a
+/// `flag` error unless HOST:PORT can be bound right now (in use, not a local
+/// address). Checked before the server starts because a bind that
+/// libwebsockets refuses leaves the process unable to shut down cleanly.
+func bindableAddress(host: String, port: Int, flag: String) throws -> String {
+    if let problem = BindCheck.problem(host: host, port: port) { throw FlagError(flag: flag, problem: problem) }
+    guard let address = BindCheck.numericAddress(host: host) else {
+        throw FlagError(flag: flag, problem: "cannot resolve host '\(host)'")
     }
-    defer { freeaddrinfo(found) }
-    let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype, address.pointee.ai_protocol)
-    guard fd >= 0 else {
-        throw FlagError(flag: "--listen", problem: "cannot open a socket: \(String(cString: strerror(errno)))")
-    }
-    defer { close(fd) }
-    var yes: Int32 = 1
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-    guard bind(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 else {
-        throw FlagError(flag: "--listen", problem: "cannot listen on \(host):\(port): \(String(cString: strerror(errno)))")
-    }
+    return address
 }
 
 struct Serve: ParsableCommand {
@@ -76,11 +69,11 @@ struct Serve: ParsableCommand {
     var adminListen: String?
     @Option(help: "Directory for the durable room log (created if missing).")
     var data: String
-    @Option(name: .customLong("heartbeat-interval"), help: "Seconds between client pings.")
+    @Option(name: .customLong("heartbeat-interval"), parsing: .unconditional, help: "Seconds between client pings (0.001 to 86400; not above --heartbeat-timeout).")
     var heartbeatInterval = 10.0
-    @Option(name: .customLong("heartbeat-timeout"), help: "Seconds of silence after which a connection is dead.")
+    @Option(name: .customLong("heartbeat-timeout"), parsing: .unconditional, help: "Seconds of silence after which a connection is dead (0.001 to 86400).")
     var heartbeatTimeout = 90.0
-    @Option(name: .customLong("session-retention"), help: "Seconds a lost session stays resumable.")
+    @Option(name: .customLong("session-retention"), parsing: .unconditional, help: "Seconds a lost session stays resumable (0.001 to 31536000, 365 days).")
     var sessionRetention = 1200.0
     @Option(name: .customLong("tls-cert"), help: "PEM certificate (with --tls-key): serve wss://.")
     var tlsCert: String?
@@ -92,22 +85,22 @@ struct Serve: ParsableCommand {
     var logLevel = "info"
     @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
     var logFormat = "text"
-    @Option(name: .customLong("rate-limit"), help: "Requests per second per connection (token bucket refill).")
+    @Option(name: .customLong("rate-limit"), parsing: .unconditional, help: "Requests per second per connection (token bucket refill).")
     var rateLimit = 200.0
-    @Option(name: .customLong("rate-limit-burst"), help: "Requests a connection may send at once (token bucket size).")
+    @Option(name: .customLong("rate-limit-burst"), parsing: .unconditional, help: "Requests a connection may send at once (token bucket size).")
     var rateLimitBurst = 200.0
-    @Option(name: .customLong("service-rate-limit"),
+    @Option(name: .customLong("service-rate-limit"), parsing: .unconditional,
             help: "Requests per second of a service connection (hello with a service token).")
     var serviceRateLimit = 100_000.0
-    @Option(name: .customLong("service-rate-limit-burst"), help: "Requests a service connection may send at once.")
+    @Option(name: .customLong("service-rate-limit-burst"), parsing: .unconditional, help: "Requests a service connection may send at once.")
     var serviceRateLimitBurst = 100_000.0
-    @Option(name: .customLong("max-outbound-bytes"), help: "Bytes queued per connection before it is closed 1013.")
+    @Option(name: .customLong("max-outbound-bytes"), parsing: .unconditional, help: "Bytes queued per connection before it is closed 1013.")
     var maxOutboundBytes = 8 << 20
-    @Option(name: .customLong("max-message-bytes"), help: "Largest message accepted; larger closes the connection 1009.")
+    @Option(name: .customLong("max-message-bytes"), parsing: .unconditional, help: "Largest message accepted; larger closes the connection 1009.")
     var maxMessageBytes = 1 << 20
-    @Option(name: .customLong("max-connections"), help: "WebSocket connections open at once; more are refused with HTTP 503.")
+    @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "WebSocket connections open at once; more are refused with HTTP 503.")
     var maxConnections = 10_000
-    @Option(name: .customLong("max-connections-per-ip"), help: "WebSocket connections open at once from one address (HTTP 503 beyond).")
+    @Option(name: .customLong("max-connections-per-ip"), parsing: .unconditional, help: "WebSocket connections open at once from one address (HTTP 503 beyond).")
     var maxConnectionsPerIP = 1_000
 
     func makeConfiguration() throws -> ServerConfiguration {
@@ -117,7 +110,7 @@ struct Serve: ParsableCommand {
         }
         let host = parts.dropLast().joined(separator: ":")
         guard !host.isEmpty else { throw FlagError(flag: "--listen", problem: "missing host in '\(listen)'") }
-        try checkBindable(host: host, port: port)
+        let address = try bindableAddress(host: host, port: port, flag: "--listen")
         var admin: (host: String, port: Int)?
         if let adminListen {
             let adminParts = adminListen.split(separator: ":", omittingEmptySubsequences: false)
@@ -125,13 +118,11 @@ struct Serve: ParsableCommand {
                   !adminParts.dropLast().joined(separator: ":").isEmpty else {
                 throw FlagError(flag: "--admin-listen", problem: "expected HOST:PORT, got '\(adminListen)'")
             }
-            admin = (adminParts.dropLast().joined(separator: ":"), adminPort)
             if adminPort != 0 && adminPort == port {
                 throw FlagError(flag: "--admin-listen", problem: "must differ from --listen")
             }
-            do { try checkBindable(host: admin!.host, port: adminPort) } catch let error as FlagError {
-                throw FlagError(flag: "--admin-listen", problem: error.problem)
-            }
+            let adminHost = adminParts.dropLast().joined(separator: ":")
+            admin = (try bindableAddress(host: adminHost, port: adminPort, flag: "--admin-listen"), adminPort)
         }
         let secret = try resolveSecret(value: self.secret, file: secretFile)
         var configuration = ServerConfiguration(secret: secret, dataDirectory: data)
@@ -139,11 +130,17 @@ struct Serve: ParsableCommand {
         configuration.adminPort = admin?.port ?? 0
         configuration.buildVersion = BuildInfo.version
         configuration.buildRevision = BuildInfo.revision
-        configuration.host = host
+        configuration.host = address
         configuration.port = port
-        configuration.heartbeatInterval = try seconds(heartbeatInterval, flag: "--heartbeat-interval")
-        configuration.heartbeatTimeout = try seconds(heartbeatTimeout, flag: "--heartbeat-timeout")
-        configuration.sessionRetention = try seconds(sessionRetention, flag: "--session-retention")
+        configuration.heartbeatInterval = try seconds(heartbeatInterval, flag: "--heartbeat-interval",
+                                                      in: ExternalNumber.shortSeconds)
+        configuration.heartbeatTimeout = try seconds(heartbeatTimeout, flag: "--heartbeat-timeout",
+                                                     in: ExternalNumber.shortSeconds)
+        guard configuration.heartbeatInterval <= configuration.heartbeatTimeout else {
+            throw FlagError(flag: "--heartbeat-interval",
+                            problem: "\(heartbeatInterval) s is longer than --heartbeat-timeout \(heartbeatTimeout) s: every connection would time out")
+        }
+        configuration.sessionRetention = try seconds(sessionRetention, flag: "--session-retention", in: ExternalNumber.longSeconds)
         for (flag, value) in [("--rate-limit", rateLimit), ("--rate-limit-burst", rateLimitBurst),
                               ("--service-rate-limit", serviceRateLimit),
                               ("--service-rate-limit-burst", serviceRateLimitBurst)] where !(value.isFinite && value >= 1) {
@@ -197,6 +194,21 @@ struct Serve: ParsableCommand {
         return configuration
     }
 
+    /// Flags that work but are risky: a heartbeat timeout shorter than two
+    /// intervals (one late ping drops the connection), and a secret on the
+    /// command line (visible to every user in `ps`). Logged once, when the
+    /// server is listening.
+    func startWarnings() -> [String] {
+        var warnings: [String] = []
+        if heartbeatTimeout < 2 * heartbeatInterval {
+            warnings.append("--heartbeat-timeout \(heartbeatTimeout) s is shorter than two --heartbeat-interval (\(heartbeatInterval) s): one late ping drops a connection")
+        }
+        if secret != nil {
+            warnings.append("--secret is visible to every user in ps and /proc; prefer --secret-file or ROOMD_SECRET")
+        }
+        return warnings
+    }
+
     func run() throws {
         let configuration = try makeConfiguration()
         guard let level = Logger.Level(rawValue: logLevel) else {
@@ -231,6 +243,8 @@ struct Serve: ParsableCommand {
                 FileHandle.standardOutput.write(Data("admin listening on \(adminHost):\(adminPort)\n".utf8))
             }
             notifier.ready(status: "listening on \(configuration.host):\(port)")
+            // Once serving: a run that fails to start keeps its one-line error.
+            for warning in startWarnings() { logger.warning("\(warning)") }
         case .failure(let error):
             try? loop.shutdown()
             if error is StorageError { throw FlagError(flag: "--data", problem: "\(error)") }
@@ -254,7 +268,7 @@ struct Token: ParsableCommand {
     var room = "*"
     @Option(help: "reader, writer or admin.")
     var role = "writer"
-    @Option(help: "Seconds until the token expires.")
+    @Option(parsing: .unconditional, help: "Seconds until the token expires (up to 100 years).")
     var ttl = 3600.0
 
     func run() throws {
@@ -266,9 +280,14 @@ struct Token: ParsableCommand {
         }
         guard !user.isEmpty else { throw FlagError(flag: "--user", problem: "must not be empty") }
         let secret = try resolveSecret(value: self.secret, file: secretFile)
-        guard ttl.isFinite, ttl > 0 else { throw FlagError(flag: "--ttl", problem: "must be a positive number of seconds") }
+        let lifetime: Int64
+        do {
+            lifetime = try ExternalNumber.wholeSeconds(ttl, field: "--ttl", in: ExternalNumber.tokenLifetimeSeconds)
+        } catch {
+            throw FlagError(flag: "--ttl", problem: error.problem)
+        }
         let now = Int64(Date().timeIntervalSince1970)
-        let claims = TokenClaims(sub: user, room: room, role: role, exp: now + Int64(ttl.rounded(.up)), iat: now)
+        let claims = TokenClaims(sub: user, room: room, role: role, exp: now + lifetime, iat: now)
         print(TokenSigner(secret: secret).sign(claims))
     }
 }
