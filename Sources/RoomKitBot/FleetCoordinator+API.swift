@@ -101,7 +101,7 @@ extension FleetCoordinator {
         let started = Date()
         _ = loop.execute { [self] in
             draining = true
-            logger.notice("fleet: draining", metadata: ["shards": "\(held.count)", "rooms": "\(active.count)"])
+            logger.notice("fleet: draining", metadata: ["shards": .stringConvertible(held.count), "rooms": .stringConvertible(active.count)])
             renew()
             claim()
         }
@@ -114,7 +114,7 @@ extension FleetCoordinator {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let accepted = loop.execute { [self] in
                 if !held.isEmpty {
-                    logger.warning("fleet: drain timed out; leaving the rest to expire", metadata: ["shards": "\(held.count)"])
+                    logger.warning("fleet: drain timed out; leaving the rest to expire", metadata: ["shards": .stringConvertible(held.count)])
                 }
                 redis.command(["ZREM", keys.hosts, hostID]) { [self] _ in
                     redis.command(["SREM", keys.draining, hostID]) { [self] _ in

@@ -103,6 +103,7 @@ enum FleetScripts {
     /// Redis restart its owner may be alive and re-assert it). Takes up to
     /// min(target - owned, maxClaim) expired shards, each with a new fence.
     /// Returns {now, target, live, {shard, fence, ...}, {shard, {room, cursor fields...}...}}.
+    /// (The reply's sixth element: rooms in shards whose lease has expired.)
     static let claim = FleetScriptSource(name: "claim", source: now + """
 
         local host, ttl, S = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -140,7 +141,13 @@ enum FleetScripts {
             end
           end
         end
-        return {now, target, live, claimed, rooms}
+        -- Rooms whose shard no live host holds: only expired shards are
+        -- read (none in a healthy fleet), once per claim round, not per scrape.
+        local unhomed = 0
+        for _, shard in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
+          unhomed = unhomed + redis.call('SCARD', prefix .. 'rooms:' .. shard)
+        end
+        return {now, target, live, claimed, rooms, unhomed}
         """)
 
     /// Release. KEYS: lease, owner. ARGV: host, keep (0/1), then shard,
