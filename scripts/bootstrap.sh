@@ -35,6 +35,15 @@ if ! command -v promtool >/dev/null 2>&1 && [ "${ROOMKIT_SKIP_OPTIONAL:-0}" != 1
   [ "$added_policy" = 1 ] && $sudo_cmd rm -f "$policy"
 fi
 
+# stunnel4 (RedisTunnelTests: Redis over a TLS tunnel, docs/FLEET.md "TLS").
+if ! command -v stunnel4 >/dev/null 2>&1 && [ "${ROOMKIT_SKIP_OPTIONAL:-0}" != 1 ]; then
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  echo "bootstrap: installing stunnel4 (for the Redis TLS tunnel test)" >&2
+  { $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends stunnel4; } >&2 \
+    || echo "bootstrap: stunnel4 could not be installed; the tunnel test will be skipped" >&2
+fi
+
 if ! command -v swift >/dev/null 2>&1; then
   for dir in /opt/swift/usr/bin /usr/share/swift/usr/bin; do
     [ -x "$dir/swift" ] && export PATH="$dir:$PATH"
