@@ -36,7 +36,8 @@ public struct FleetConfig: Sendable, Hashable {
     }
 
     /// Parses the `fleet` object; problems go to `fail(field, problem)`.
-    static func parse(_ value: JSON, fail: (String, String) -> Void) -> FleetConfig? {
+    static func parse(_ value: JSON, environment: [String: String] = ProcessInfo.processInfo.environment,
+                      fail: (String, String) -> Void) -> FleetConfig? {
         guard let object = value.objectValue else {
             fail("fleet", "must be an object {redis, name, shards?, leaseTTL?, loadThreshold?}")
             return nil
@@ -56,7 +57,7 @@ public struct FleetConfig: Sendable, Hashable {
         }
         guard let endpoint, !name.isEmpty else { return nil }
         var config = FleetConfig(redis: endpoint, name: name)
-        resolvePassword(&config, object["passwordFile"], fail: fail)
+        resolvePassword(&config, object["passwordFile"], environment: environment, fail: fail)
         if let value = object["shards"] {
             if let shards = value.int64Value, (1...65536).contains(shards) { config.shards = Int(shards) }
             else { fail("fleet.shards", "must be an integer 1-65536") }
@@ -91,8 +92,8 @@ public struct FleetConfig: Sendable, Hashable {
     /// The password, in this order: in the URL, from `passwordFile` (trailing
     /// line breaks dropped, as for every secret file), from
     /// `ROOMBOT_REDIS_PASSWORD`. Problems name the field or variable.
-    private static func resolvePassword(_ config: inout FleetConfig, _ file: JSON?, fail: (String, String) -> Void,
-                                        environment: [String: String] = ProcessInfo.processInfo.environment) {
+    private static func resolvePassword(_ config: inout FleetConfig, _ file: JSON?, environment: [String: String],
+                                        fail: (String, String) -> Void) {
         if config.redis.password != nil { config.passwordSource = "fleet.redis" }
         if let file {
             guard let path = file.stringValue, !path.isEmpty else { return fail("fleet.passwordFile", "must be a file path") }

@@ -61,6 +61,22 @@ final class MetricsScrapeTests: XCTestCase {
         eventually(20, "redis down on /metrics") { self.value(self.scrape(bot.controlPort), "roombot_fleet_redis_up") == 0 }
     }
 
+    /// A fleet on a Redis that requires AUTH, as an ACL user whose password
+    /// comes from `fleet.passwordFile`: the host holds its rooms, and the
+    /// password is in no log line.
+    func testFleetOnRedisWithAnACLUser_passwordFromAFile_holdsItsRooms() throws {
+        let harness = try FleetHarness(hosts: 1, rooms: 2, ttl: 2,
+                                       redisArguments: ["--user", "fleet", "on", ">fleet-pass-0123", "~*", "&*", "+@all",
+                                                        "--user", "default", "off"],
+                                       redisUser: "fleet", redisPassword: "fleet-pass-0123")
+        defer { harness.close() }
+        try harness.startAll()
+        let held = harness.waitExactlyOnce(timeout: 60)
+        XCTAssertNotNil(held.seconds, harness.problems(held.last) + harness.hosts[0].log)
+        XCTAssertEqual(value(scrape(harness.hosts[0].controlPort), "roombot_fleet_redis_up"), 1)
+        XCTAssertFalse(harness.hosts[0].log.contains("fleet-pass-0123"), harness.hosts[0].log)
+    }
+
     /// A failed login (a bot with the wrong secret): roomd counts the error
     /// by code, the bot its login failure by the same code.
     func testWrongSecret_countsTheErrorOnRoomd_andTheLoginFailureOnTheBot_byCode() throws {
