@@ -9,6 +9,7 @@
 #   share/man/man1/            man pages (swift-argument-parser's GenerateManual)
 #   lib/systemd/system/        roomd.service, roombot.service (deploy/systemd)
 #   share/doc/roomkit/         README, CHANGELOG, LICENSE, docs/
+#   share/roomkit/package/     the Swift package (Swift plugins depend on it by path)
 # Set NO_BUILD=1 to install what the last release build left in .build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +67,16 @@ for unit in deploy/systemd/*.service; do
   sed "s|/usr/local/|$PREFIX/|g" "$unit" > "$root/lib/systemd/system/$(basename "$unit")"
   chmod 644 "$root/lib/systemd/system/$(basename "$unit")"
 done
+
+# The package itself, for Swift plugins (`roombot new-plugin --lang swift`
+# depends on it by path) and apps: sources and manifest, pinned versions.
+package="$root/share/roomkit/package"
+rm -rf "$package"
+mkdir -p "$package"
+cp -R Package.swift Package.resolved Sources Plugins Examples BuildTools "$package/"
+mkdir -p "$package/Tests"
+cp -R Tests/* "$package/Tests/"
+chmod -R u=rwX,go=rX "$package"
 
 for doc in README.md CHANGELOG.md LICENSE docs/*.md; do
   install -Dm644 "$doc" "$root/share/doc/roomkit/$doc"

@@ -36,9 +36,16 @@ final class ScaffoldTests: XCTestCase {
         try await scaffold(lang: "rust") { _ in ["CARGO_NET_OFFLINE": "true"] }
     }
 
-    func testSwiftScaffold_buildsAgainstThisCheckout_loadsAndRuns() async throws {
+    /// Without --roomkit-path: roombot finds the checkout it was built in, and
+    /// the scaffold depends on it by path (no URL, no version to resolve).
+    func testSwiftScaffold_dependsOnTheCheckoutByPath_buildsLoadsAndRuns() async throws {
         try require("swift")
-        try await scaffold(lang: "swift", extra: ["--roomkit-path", Self.repo]) { _ in [:] }
+        try await scaffold(lang: "swift") { project in
+            let manifest = (try? String(contentsOfFile: project + "/Package.swift", encoding: .utf8)) ?? ""
+            XCTAssertTrue(manifest.contains(".package(name: \"RoomKit\", path: \"\(Self.repo)\")"), manifest)
+            XCTAssertFalse(manifest.contains("github.com"), manifest)
+            return [:]
+        }
     }
 
     // MARK: Support
