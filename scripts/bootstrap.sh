@@ -4,7 +4,7 @@
 # Usage: scripts/bootstrap.sh [release|debug]   (default: debug)
 set -euo pipefail
 
-packages=(libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libsqlite3-dev libssl-dev pkg-config openssl redis-server libhiredis-dev)
+packages=(libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libsqlite3-dev libssl-dev pkg-config openssl redis-server libhiredis-dev patchelf)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -3,6 +3,7 @@
 # $DESTDIR$PREFIX (PREFIX default /usr/local, DESTDIR default empty):
 #   bin/                       roomd, roombot, multiroom-bot, roomkit-plugin-host
 #   lib/roomkit/plugins/       the shipped plugins and a manifest naming them
+#   lib/roomkit/               the Swift runtime libraries (runpaths are $ORIGIN-relative)
 #   include/roomkit_plugin.h   the plugin ABI header
 #   include/roomkit_json.h     the header-only JSON reader for C plugins
 #   lib/pkgconfig/             roomkit-plugin.pc
@@ -43,6 +44,28 @@ for library in liburl-rewrite.so liberror-log.so libecho-commands.so; do
   [ -f "$bin/$library" ] || { echo "install: $bin/$library is not built" >&2; exit 1; }
   install -Dm755 "$bin/$library" "$plugins/$library"
 done
+
+# The Swift runtime, so the binaries run without the toolchain: the
+# toolchain's libraries they load are copied to lib/roomkit/, and every
+# runpath is made $ORIGIN-relative (patchelf). roombot and the Swift plugins
+# it loads inline then share one runtime (one libswiftCore.so in the process);
+# a Swift plugin built elsewhere gets the already loaded runtime by soname.
+toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v "$SWIFT")")")")
+runtime="$root/lib/roomkit"
+mkdir -p "$runtime"
+for file in "$root"/bin/roomd "$root"/bin/roombot "$root"/bin/multiroom-bot "$root"/bin/roomkit-plugin-host "$plugins"/*.so; do
+  ldd "$file" | awk -v t="$toolchain/" 'index($3, t) == 1 { print $3 }'
+done | sort -u | while read -r library; do
+  install -m644 "$(readlink -f "$library")" "$runtime/$(basename "$library")"
+done
+if ls "$runtime"/*.so >/dev/null 2>&1; then
+  command -v patchelf >/dev/null 2>&1 || { echo "install: patchelf is needed (apt-get install patchelf; make bootstrap installs it)" >&2; exit 1; }
+  for file in "$root"/bin/roomd "$root"/bin/roombot "$root"/bin/multiroom-bot "$root"/bin/roomkit-plugin-host; do
+    patchelf --set-rpath '$ORIGIN/../lib/roomkit' "$file"
+  done
+  for file in "$plugins"/*.so; do patchelf --set-rpath '$ORIGIN/..' "$file"; done
+  for file in "$runtime"/*.so; do patchelf --set-rpath '$ORIGIN' "$file"; done
+fi
 # The example's manifest, with the libraries beside it.
 sed 's|"library": "lib/|"library": "|' Examples/MultiRoomBot/plugins.json > "$plugins/plugins.json.tmp"
 install -Dm644 "$plugins/plugins.json.tmp" "$plugins/plugins.json"
@@ -57,7 +80,15 @@ chmod 644 "$root/lib/pkgconfig/roomkit-plugin.pc"
 count=0
 for page in "$manuals"/*/*.1; do
   [ -f "$page" ] || continue
-  install -Dm644 "$page" "$root/share/man/man1/$(basename "$page")"
+  name=$(basename "$page" .1)
+  mkdir -p "$root/share/man/man1"
+  # DESCRIPTION, ENVIRONMENT, FILES and EXAMPLES from deploy/man/NAME.mdoc.
+  if [ -f "deploy/man/$name.mdoc" ]; then
+    scripts/man-sections.sh "$page" "deploy/man/$name.mdoc" > "$root/share/man/man1/$name.1"
+  else
+    cp "$page" "$root/share/man/man1/$name.1"
+  fi
+  chmod 644 "$root/share/man/man1/$name.1"
   count=$((count + 1))
 done
 [ "$count" -ge 3 ] || { echo "install: expected 3 man pages in $manuals, found $count" >&2; exit 1; }

@@ -17,6 +17,16 @@ extension Scaffold {
         return nil
     }
 
+    /// The roombot writing the project (an absolute path), for the C Makefile.
+    var roombotPath: String {
+        URL(fileURLWithPath: Scaffold.executablePath).resolvingSymlinksInPath().path
+    }
+
+    /// The PREFIX that roombot was installed into (its directory's parent).
+    var roombotPrefix: String {
+        URL(fileURLWithPath: roombotPath).deletingLastPathComponent().deletingLastPathComponent().path
+    }
+
     /// This process's executable (`/proc/self/exe`, else argv[0]).
     static var executablePath: String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]

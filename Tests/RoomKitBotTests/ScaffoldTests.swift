@@ -15,6 +15,12 @@ final class ScaffoldTests: XCTestCase {
         try require("make")
         try require("pkg-config")
         try await scaffold(lang: "c") { directory in
+            // The Makefile knows where the roombot that wrote it lives (its PREFIX after `make install`).
+            let makefile = (try? String(contentsOfFile: directory + "/Makefile", encoding: .utf8)) ?? ""
+            let roombot = URL(fileURLWithPath: try builtProduct("roombot")).resolvingSymlinksInPath()
+            XCTAssertTrue(makefile.contains("ROOMKIT_PREFIX ?= \(roombot.deletingLastPathComponent().deletingLastPathComponent().path)\n"), makefile)
+            XCTAssertTrue(makefile.contains("$(wildcard \(roombot.path))"), makefile)
+            XCTAssertTrue(makefile.contains("run `make install` of RoomKit first"), makefile)
             // What `make install` writes, pointing at this checkout's headers.
             let pc = directory + "/../pkgconfig"
             try FileManager.default.createDirectory(atPath: pc, withIntermediateDirectories: true)
