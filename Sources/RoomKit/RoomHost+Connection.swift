@@ -20,7 +20,7 @@ final class HostConnectionDelegate: WebSocketDelegate {
     }
 
     func webSocket(_ connection: WebSocketConnection, didCloseWith event: WebSocketCloseEvent) {
-        host?.transportDidClose(connection, why: "\(event)")
+        host?.transportDidClose(connection, why: "\(event)", kind: event.kind)
     }
 }
 
@@ -51,7 +51,10 @@ extension RoomHost {
     /// backoff that needs the jitter; a draw from the system generator (a
     /// getrandom syscall) for every received message was about 5% of the
     /// engine's CPU under load.
-    func linkClosed(_ why: String) {
+    /// The link closed; `kind` is one word for the metrics' `reason` label.
+    func linkClosed(_ why: String, kind: String) {
+        metrics.pendingLossKind = kind
+        defer { metrics.pendingLossKind = nil }
         perform(link.closed(why, now: nowMonotonic, random: Double.random(in: 0..<1, using: &random)))
     }
 
@@ -59,6 +62,7 @@ extension RoomHost {
         switch link.helloAnswered(interval: interval, timeout: timeout, now: nowMonotonic) {
         case .becameReady:
             logger.debug("connection ready", metadata: ["server": "\(url)"])
+            metrics.connection(up: true)
             flushOutbox()
             for record in Array(sessions.values) { sessionConnectionReady(record) }
         case .none:
@@ -88,8 +92,10 @@ extension RoomHost {
                 connection = nil
                 dropped?.abort()
             }
+            metrics.connection(up: false)
             if drop.lost {
                 logger.info("connection lost", metadata: ["why": "\(drop.why)"])
+                metrics.connectionLost(kind: metrics.pendingLossKind ?? "timeout")
                 failPending(RoomError.interrupted("a request"))
                 for record in Array(sessions.values) { sessionConnectionLost(record, why: drop.why) }
             } else {
@@ -118,7 +124,7 @@ extension RoomHost {
             connection = try environment.connect(to: url, for: self)
         } catch {
             logger.error("cannot create the WebSocket client", metadata: ["error": "\(error)"])
-            return linkClosed("\(error)")
+            return linkClosed("\(error)", kind: "connect_failed")
         }
     }
 
@@ -145,7 +151,7 @@ extension RoomHost {
                 linkHelloAnswered(interval: heartbeat.interval, timeout: heartbeat.timeout)
             case .failure(let error):
                 if error.code != .connectionInterrupted {
-                    linkClosed("hello refused: \(error)")
+                    linkClosed("hello refused: \(error)", kind: "hello_refused")
                     connection?.abort()
                     if error.code == .tokenInvalid, configuration.serviceToken != nil { serviceTokenRefused(error) }
                 }

@@ -117,7 +117,7 @@ public final class RoomHost: @unchecked Sendable {
             livenessOverride: configuration.livenessTimeout?.milliseconds)
         engine = LoopBound(EngineState(link: link, pacing: (configuration.requestBurst, configuration.requestsPerSecond),
                                         jitterSeed: environment.jitterSeed), loop: loop)
-        metrics = RoomHostMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
+        metrics = RoomHostMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory, server: configuration.serverURL)
     }
 
     /// Registers the custom global state type (the seed's

@@ -35,7 +35,7 @@ extension BotRunner {
                     return forgetFailed(room)
                 }
                 logger.warning("login failed; retrying", metadata: [
-                    "room": "\(room)", "error": "\(error)", "attempt": "\(attempt)", "retryIn": "\(delay)"])
+                    "room": "\(room)", "error": "\(error)", "attempt": .stringConvertible(attempt), "retryIn": "\(delay)"])
                 do {
                     try await Task.sleep(for: delay)
                 } catch {

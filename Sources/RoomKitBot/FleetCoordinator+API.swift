@@ -105,7 +105,7 @@ extension FleetCoordinator {
             // Only a claim round sent after this one's renew can say whether
             // anyone else serves: forget what the last one said.
             servingHosts = nil
-            logger.notice("fleet: draining", metadata: ["shards": "\(held.count)", "rooms": "\(active.count)"])
+            logger.notice("fleet: draining", metadata: ["shards": .stringConvertible(held.count), "rooms": .stringConvertible(active.count)])
             renew()
             claim()
         }
@@ -126,9 +126,9 @@ extension FleetCoordinator {
             let accepted = loop.execute { [self] in
                 if alone {
                     logger.notice("fleet: no other live host can take the rooms; not waiting for the drain timeout",
-                                  metadata: ["shards": "\(held.count)", "rooms": "\(active.count)"])
+                                  metadata: ["shards": .stringConvertible(held.count), "rooms": .stringConvertible(active.count)])
                 } else if !held.isEmpty {
-                    logger.warning("fleet: drain timed out; leaving the rest to expire", metadata: ["shards": "\(held.count)"])
+                    logger.warning("fleet: drain timed out; leaving the rest to expire", metadata: ["shards": .stringConvertible(held.count)])
                 }
                 redis.command(["ZREM", keys.hosts, hostID]) { [self] _ in
                     redis.command(["SREM", keys.draining, hostID]) { [self] _ in

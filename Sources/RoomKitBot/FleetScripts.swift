@@ -102,9 +102,10 @@ enum FleetScripts {
     /// with no lease record yet is entered as leased for one TTL (after a
     /// Redis restart its owner may be alive and re-assert it). Takes up to
     /// min(target - owned, maxClaim) expired shards, each with a new fence.
-    /// Returns {now, target, live, {shard, fence, ...}, {shard, {room, cursor fields...}...}, serving}:
+    /// Returns {now, target, live, {shard, fence, ...}, {shard, {room, cursor fields...}...}, serving, unhomed}:
     /// `live` is at least 1 (for the target), `serving` the true number of
-    /// live non-draining hosts (0 when the caller drains and nobody else is up).
+    /// live non-draining hosts (0 when the caller drains and nobody else is up),
+    /// `unhomed` the rooms in shards whose lease has expired.
     static let claim = FleetScriptSource(name: "claim", source: now + """
 
         local host, ttl, S = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -143,7 +144,13 @@ enum FleetScripts {
             end
           end
         end
-        return {now, target, live, claimed, rooms, serving}
+        -- Rooms whose shard no live host holds: only expired shards are
+        -- read (none in a healthy fleet), once per claim round, not per scrape.
+        local unhomed = 0
+        for _, shard in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
+          unhomed = unhomed + redis.call('SCARD', prefix .. 'rooms:' .. shard)
+        end
+        return {now, target, live, claimed, rooms, serving, unhomed}
         """)
 
     /// Release. KEYS: lease, owner. ARGV: host, keep (0/1), then shard,

@@ -66,6 +66,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// back, each NUL-terminated; the turn's calls point into it, and every
     /// plugin's batch shares it (one buffer per turn, not one per event).
     @exclusivity(unchecked) private var turnPayloads: [UInt8] = []
+    /// Loop thread only: when the turn's first batched event was raised
+    /// (uptime ns), the start of its plugins' dispatch latency.
+    @exclusivity(unchecked) private var turnStarted: UInt64 = 0
     /// Bumped whenever `runtimes` changes (under its lock), so that dispatch
     /// knows when its `targets` are stale without taking the lock per event.
     let runtimesVersion = Atomic<Int>(0)
@@ -317,6 +320,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             let range = payload ?? Self.appendRoomEventPayload(event, to: &turnPayloads)
             payload = range
             let call = TurnCall(kind: Int32(kind.rawValue), room: room, payload: range)
+            if turnBatch.isEmpty { turnStarted = DispatchTime.now().uptimeNanoseconds }
             if let index = turnBatch.firstIndex(where: { $0.runtime === runtime }) {
                 turnBatch[index].calls.append(call)
             } else {
@@ -355,7 +359,8 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         turnPayloads = []
         turnPayloads.reserveCapacity(payloads.count)
         for (runtime, calls) in batch {
-            runtime.post(roomEvents: calls.map { PluginRoomEvent(kind: $0.kind, room: $0.room, payload: payloads[$0.payload]) })
+            runtime.post(roomEvents: calls.map { PluginRoomEvent(kind: $0.kind, room: $0.room, payload: payloads[$0.payload]) },
+                         since: turnStarted)
         }
     }
 

@@ -130,14 +130,14 @@ final class PluginRuntime: @unchecked Sendable {
 
     func playerEvent(kind: Int32, room: String, payload: String) {
         guard descriptor.pointee.on_player_event != nil else { return }
-        post { [self] in
+        post(hook: .playerEvent) { [self] in
             room.withCString { r in payload.withCString { descriptor.pointee.on_player_event?(descriptor.pointee.`self`, kind, r, $0) } }
         }
     }
 
     func throwError(domain: String, code: Int64, message: String) {
         guard descriptor.pointee.throw_error != nil else { return }
-        post { [self] in
+        post(hook: .throwError) { [self] in
             domain.withCString { d in message.withCString { descriptor.pointee.throw_error?(descriptor.pointee.`self`, d, code, $0) } }
         }
     }
@@ -172,15 +172,15 @@ final class PluginRuntime: @unchecked Sendable {
         }, watched: 0)
         let limit = timeout ?? spec.timeout
         if done.wait(timeout: .now() + .nanoseconds(Int(limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000))) == .timedOut {
-            if counted { record(failure: "a call took longer than \(limit)", started: started) }
+            if counted { record(failure: "a call took longer than \(limit)", started: started, hook: nil) }
             return nil
         }
         let value = result.withLock { $0 }
         guard counted else { return value }
         if case .some(.some) = value {
-            record(failure: nil, started: started)
+            record(failure: nil, started: started, hook: .urlInterrupter)
         } else {
-            record(failure: "a call returned no result", started: started)
+            record(failure: "a call returned no result", started: started, hook: .urlInterrupter)
         }
         return value
     }
@@ -189,17 +189,18 @@ final class PluginRuntime: @unchecked Sendable {
     /// A call fails when it runs longer than `timeoutMs` once it is first in
     /// the plugin's queue; one watchdog per runtime checks the oldest call
     /// (PluginRuntime+Watchdog.swift), rather than a dispatch timer per call.
-    func post(_ body: @escaping @Sendable () -> Void) {
-        post(batch: [body])
+    func post(hook: PluginHookKind, _ body: @escaping @Sendable () -> Void) {
+        post(hook: hook, batch: [body])
     }
 
-    func record(failure: String?, started: DispatchTime) {
-        record(failure: failure, nanoseconds: DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds)
+    func record(failure: String?, started: DispatchTime, hook: PluginHookKind?) {
+        record(failure: failure, nanoseconds: DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds, hook: hook)
     }
 
-    /// Counts one call that took `elapsed` ns (a failure when `failure` is set).
-    func record(failure: String?, nanoseconds elapsed: UInt64) {
-        metrics.record(nanoseconds: elapsed, failed: failure != nil)
+    /// Counts one call that took `elapsed` ns (a failure when `failure` is
+    /// set), timed under `hook` (nil: the watchdog's failure, not timed).
+    func record(failure: String?, nanoseconds elapsed: UInt64, hook: PluginHookKind?) {
+        metrics.record(nanoseconds: elapsed, failed: failure != nil, hook: hook)
         let quarantined = state.withLock { counters -> String? in
             counters.calls += 1
             counters.totalNanoseconds &+= elapsed
@@ -237,7 +238,7 @@ final class PluginRuntime: @unchecked Sendable {
     /// waiting to be reset, so a run of failures is never counted across a
     /// success (quarantine sees what per-call counting would show).
     func recordSuccess(nanoseconds elapsed: UInt64, into tally: inout SuccessTally) {
-        metrics.recordLatency(nanoseconds: elapsed)
+        metrics.recordLatency(nanoseconds: elapsed, hook: .roomEvent)
         tally.calls += 1
         tally.nanoseconds &+= elapsed
         tally.failuresAtLastSuccess = failureCount.load(ordering: .acquiring)

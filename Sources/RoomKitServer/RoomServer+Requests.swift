@@ -52,8 +52,10 @@ extension RoomServer {
                 afterLogin(session, now: now)  // a short-lived new token is announced at once
             }
         } catch let error as ProtocolError {
+            metrics.sent(error)
             link.send(ServerMessage.replyError(id: id, error))
         } catch {
+            metrics.sent(ProtocolError(code: .internalError, message: ""))
             link.send(ServerMessage.replyError(id: id, ProtocolError(code: .internalError, message: "\(error)")))
         }
     }
@@ -244,6 +246,7 @@ extension RoomServer {
             }
             persist(session)
             let recovered = resume.seq >= room.recoverableAfter && resume.seq <= room.seq
+            metrics.recoveries[recovered ? "recovered" : "resumed", default: 0] += 1
             let reply = LoginReply(session: session.id, memberId: session.memberId, seq: room.seq, recovered: recovered,
                                    writable: session.writable, expiresAt: session.tokenExpiresAt,
                                    snapshot: recovered ? nil : room.model.snapshot)
@@ -258,6 +261,8 @@ extension RoomServer {
             return
         }
 
+        // A resume of a session no longer retained becomes a fresh login.
+        if login.resume != nil { metrics.recoveries["expired", default: 0] += 1 }
         // Fresh login: newest wins over every other session of this user here.
         for other in room.sessions.values where other.userId == login.user.id && other.endedCode == nil {
             end(other, code: .kickedDuplicateLogin, reason: "logged in elsewhere", now: now)

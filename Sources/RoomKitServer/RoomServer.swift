@@ -18,6 +18,19 @@ struct ServerMetrics {
     var commitFailures = 0
     var eventsPerSecond = 0.0
     var lastRateSample: (at: Int64, events: Int) = (0, 0)
+    /// WebSocket messages and their bytes received from clients.
+    var messagesIn = 0
+    var bytesIn = 0
+    /// Error replies and error messages sent, by protocol error code.
+    var errors: [Int: Int] = [:]
+    /// Closed client connections, by close code (1006: none).
+    var disconnects: [UInt16: Int] = [:]
+    /// Logins that asked to resume a session, by outcome
+    /// (`recovered`, `resumed`, `expired`; see RoomServer+Metrics).
+    var recoveries: [String: Int] = [:]
+
+    /// Counts one error sent to a client.
+    mutating func sent(_ error: ProtocolError) { errors[error.code.rawValue, default: 0] += 1 }
 }
 
 /// The reference room server (`roomd`): PROTOCOL.md over one WebSocket/HTTP
@@ -229,8 +242,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             session.endedCode = stored.endedCode.map(ErrorCode.init(rawValue:))
             room.sessions[session.id] = session
         }
-        logger.info("restored", metadata: ["rooms": "\(rooms.count)",
-                                           "sessions": "\(rooms.values.reduce(0) { $0 + $1.sessions.count })"])
+        logger.info("restored", metadata: ["rooms": .stringConvertible(rooms.count),
+                                           "sessions": .stringConvertible(rooms.values.reduce(0) { $0 + $1.sessions.count })])
     }
 
     // MARK: Connections
@@ -250,8 +263,10 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
 
     func closed(_ link: ClientLink, _ event: WebSocketCloseEvent) {
         links.removeValue(forKey: ObjectIdentifier(link))
+        metrics.disconnects[event.code, default: 0] += 1
         detachSessions(of: link, now: wallMilliseconds())
-        logger.debug("connection closed", metadata: ["connection": "\(link.id)", "code": "\(event.code)"])
+        logger.debug("connection closed", metadata: ["connection": "\(link.id)", "code": .stringConvertible(Int(event.code)),
+                                                     "how": .string(event.kind)])
         if stopping && links.isEmpty {
             finishStop()
         }
@@ -274,6 +289,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         // A link given up for silence (`sweep`) no longer speaks for its sessions,
         // whatever arrives before its close handshake ends.
         guard !link.timedOut else { return }
+        metrics.messagesIn += 1
+        metrics.bytesIn += message.bytes.count
         let now = wallMilliseconds()
         // An attached session's sign of life is its link's lastMessageAt; it is
         // copied to the session's lastSeen when the link closes (`closed`), so
@@ -283,6 +300,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             // §1: one message = one text frame. A binary frame is not read.
             guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
             guard admitUnsolicited(link, now: now) else { return }
+            metrics.sent(ProtocolError(code: .malformed, message: ""))
             return link.send(ServerMessage.error(ProtocolError(code: .malformed,
                                                                message: "binary frames are not accepted; send text")))
         }
@@ -292,6 +310,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         } catch {
             guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
             guard admitUnsolicited(link, now: now) else { return }
+            metrics.sent(ProtocolError(code: .malformed, message: ""))
             return link.send(ServerMessage.error(ProtocolError(code: .malformed, message: "not JSON: \(error)")))
         }
         let envelope: ClientEnvelope
@@ -329,6 +348,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             return true
         case .refused:
             metrics.requestsOverLimit += 1
+            metrics.sent(ProtocolError(code: .rateLimited, message: ""))
             link.send(ServerMessage.replyError(id: id, ProtocolError(code: .rateLimited, message: "rate limited")))
         case .overTooLong:
             link.connection.close(code: 1008, reason: "rate limit exceeded", discardQueued: true)
@@ -454,7 +474,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         removeMember(session, now: now)
         persist(session)
-        logger.info("kicked", metadata: ["room": "\(session.room.id)", "user": "\(session.userId)", "code": "\(code.rawValue)"])
+        logger.info("kicked", metadata: ["room": "\(session.room.id)", "user": "\(session.userId)", "code": .stringConvertible(code.rawValue)])
     }
 
     // MARK: Timers

@@ -11,14 +11,14 @@ struct NewPlugin: ParsableCommand {
         commandName: "new-plugin",
         abstract: "Write a new plugin project (C, Swift or Rust) that builds, tests and loads as it is.")
 
-    @Argument(help: "The plugin's name: [a-z0-9-]{1,64} (its manifest name).")
+    @Argument(help: "The plugin's name: [a-z][a-z0-9-]{0,63} (its manifest name).")
     var name: String
     @Option(help: "c, swift or rust.")
     var lang: String
     @Option(help: "Where to write the project (default: ./NAME). Must not exist or be empty.")
     var dir: String?
     @Option(name: .customLong("roomkit-path"),
-            help: "Swift only: depend on RoomKit at this local checkout instead of by URL and version.")
+            help: "Swift only: the RoomKit package to depend on (default: the checkout this roombot was built in, or PREFIX/share/roomkit/package after make install).")
     var roomkitPath: String?
 
     func run() throws {
@@ -33,7 +33,12 @@ struct NewPlugin: ParsableCommand {
         switch lang {
         case "c": (files, next) = (scaffold.c, "cd \(target) && make")
         case "rust": (files, next) = (scaffold.rust, "cd \(target) && cargo build --release && cargo test")
-        case "swift": (files, next) = (scaffold.swift(roomkitPath: roomkitPath), "cd \(target) && swift build && swift test")
+        case "swift":
+            guard let package = roomkitPath ?? Scaffold.installedRoomKit() else {
+                throw UsageProblems(lines: ["--roomkit-path: no RoomKit package next to this roombot (neither a checkout around "
+                    + "its .build nor PREFIX/share/roomkit/package from make install); give the path of a RoomKit checkout"])
+            }
+            (files, next) = (scaffold.swift(roomkitPath: package), "cd \(target) && swift build && swift test")
         default: throw UsageProblems(lines: ["--lang: must be c, swift or rust, got '\(lang)'"])
         }
         let fm = FileManager.default

@@ -97,7 +97,8 @@ struct Run: AsyncParsableCommand {
         SignalWatcher.unblock([SIGINT, SIGTERM])
         let runner: BotRunner
         do {
-            runner = try BotRunner(config: botConfig, overrides: overrides, logger: logger)
+            runner = try BotRunner(config: botConfig, overrides: overrides, logger: logger,
+                                   build: (BuildInfo.version, BuildInfo.revision))
         } catch let errors as ConfigErrors {
             throw UsageProblems(lines: errors.errors.map(\.description))
         }

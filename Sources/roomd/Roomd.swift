@@ -266,14 +266,14 @@ struct Token: ParsableCommand {
     var user: String
     @Option(help: "Room ID, or * for any room.")
     var room = "*"
-    @Option(help: "reader, writer or admin.")
+    @Option(help: "reader, writer, admin, or service (a bot's serviceToken: hello gets the service request bucket).")
     var role = "writer"
     @Option(parsing: .unconditional, help: "Seconds until the token expires (up to 100 years).")
     var ttl = 3600.0
 
     func run() throws {
         guard let role = TokenRole(rawValue: role) else {
-            throw FlagError(flag: "--role", problem: "expected reader, writer or admin, got '\(self.role)'")
+            throw FlagError(flag: "--role", problem: "expected reader, writer, admin or service, got '\(self.role)'")
         }
         guard room == "*" || RoomID.isValid(room) else {
             throw FlagError(flag: "--room", problem: "invalid room ID '\(room)'")
