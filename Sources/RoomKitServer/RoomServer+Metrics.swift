@@ -28,6 +28,10 @@ final class ServerMetricsExporter {
         "roomd_request_duration_seconds": "Time to handle one request message, by op (decoding excluded).",
         "roomd_append_commit_duration_seconds": "Time to commit one room event to SQLite (WAL), snapshot included.",
         "roomd_fanout_duration_seconds": "Time to queue one room event to every recipient.",
+        "roomd_recording_downloads": "Recording downloads streaming now.",
+        "roomd_recording_downloads_refused_total": "Recording downloads answered 503 at --max-recording-downloads.",
+        "roomd_recording_buffered_bytes": "Bytes of recording downloads waiting for their clients now.",
+        "roomd_recording_buffered_bytes_peak": "The most bytes one recording download had waiting for its client since start.",
         "roomd_build_info": "Version and git revision of this roomd; always 1.",
     ]) { $1 }
 
@@ -84,6 +88,10 @@ final class ServerMetricsExporter {
         carry("roomd_requests_over_limit_total", total: metrics.requestsOverLimit)
         carry("roomd_commits_total", total: metrics.commits)
         carry("roomd_commit_failures_total", total: metrics.commitFailures)
+        gauge("roomd_recording_downloads", Double(server.recordings.active.count))
+        gauge("roomd_recording_buffered_bytes", Double(server.recordings.bufferedBytes))
+        gauge("roomd_recording_buffered_bytes_peak", Double(server.recordings.peakBufferedBytes))
+        carry("roomd_recording_downloads_refused_total", total: server.recordings.refused)
         process.update()
         return factory.registry.emitToString()
     }

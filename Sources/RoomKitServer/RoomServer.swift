@@ -37,6 +37,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     var rooms: [String: ServerRoom] = [:]
     var links: [ObjectIdentifier: ClientLink] = [:]
     var metrics = ServerMetrics()
+    /// Recording downloads in flight (RoomServer+Recording.swift).
+    var recordings = RecordingDownloads()
     /// `/metrics` (RoomServer+Metrics.swift): histograms, process metrics, the registry.
     let exporter: ServerMetricsExporter
     /// The admin/metrics listener (RoomServer+Admin.swift), when configured.
@@ -183,6 +185,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         state = .stopped
         commitPending()
+        endRecordings()
         turnHook?.cancel()
         turnHook = nil
         web.stop()
