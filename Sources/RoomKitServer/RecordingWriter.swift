@@ -36,7 +36,9 @@ struct RecordingPlan: Sendable {
 /// Builds a recording answer (PROTOCOL.md §10 and "Recording slices") from
 /// the store in two passes, so it can be streamed in bounded pieces: `plan()`
 /// replays up to the slice and measures the frames, `frames(_:chunkBytes:emit:)`
-/// serialises them in chunks. Pure apart from the reads; runs on whichever
+/// serialises them in chunks. Object members are written in sorted order,
+/// so two downloads of the same window are the same bytes (and the length
+/// the first pass measured is the length the second writes). Pure apart from the reads; runs on whichever
 /// thread owns `reads` (a download's reader thread in roomd).
 struct RecordingWriter {
     let request: RecordingRequest
@@ -98,7 +100,7 @@ struct RecordingWriter {
             header["snapshot"] = snapshot
         }
         var headerBytes: [UInt8] = []
-        JSON.object(header).serialize(into: &headerBytes)
+        JSON.object(header).serialize(into: &headerBytes, sortedKeys: true)
         headerBytes.append(10)
         let afterSeq = firstAfter ?? lastSeq
         return RecordingPlan(header: headerBytes, afterSeq: afterSeq, lastSeq: frames == 0 ? afterSeq : lastSeq,
@@ -147,7 +149,7 @@ struct RecordingWriter {
         var line = (try? JSON.parse(event.push).objectValue) ?? [:]
         line["t"] = .int(event.ts - request.begin)
         if let recipients = event.recipients { line["to"] = .array(recipients.map(JSON.string)) }
-        JSON.object(line).serialize(into: &bytes)
+        JSON.object(line).serialize(into: &bytes, sortedKeys: true)
         bytes.append(10)
     }
 }
