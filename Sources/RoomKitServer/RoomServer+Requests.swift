@@ -155,8 +155,9 @@ extension RoomServer {
         case .renewToken(let token):
             let claims = try verify(token, room: room.id, user: session.userId, now: now)
             session.role = claims.role
+            // A new exp is a new token to warn about (`afterLogin`, below
+            // the reply); the same one was warned already (`warnedForExpiry`).
             session.tokenExpiresAt = claims.exp * 1000
-            session.warnedOfExpiry = false
             persist(session)
             return ["expiresAt": .int(session.tokenExpiresAt), "writable": .bool(session.writable)]
 
@@ -228,7 +229,8 @@ extension RoomServer {
             session.role = claims.role
             session.wantsWritable = login.writable
             session.tokenExpiresAt = claims.exp * 1000
-            session.warnedOfExpiry = false
+            // A new connection: its client has not seen a warning yet.
+            session.warnedForExpiry = nil
             link.sessions[roomID] = session
             if !session.visible {
                 session.visible = true
@@ -283,8 +285,10 @@ extension RoomServer {
         afterLogin(session, now: now)
     }
 
+    /// Warns at once of a token with less than the notice left, unless this
+    /// token was warned of already (once per token, also across `renewToken`).
     private func afterLogin(_ session: ServerSession, now: Int64) {
-        if session.tokenExpiresAt - now <= configuration.tokenExpiryNotice.milliseconds {
+        if !session.warnedOfExpiry && session.tokenExpiresAt - now <= configuration.tokenExpiryNotice.milliseconds {
             warnOfExpiry(session, now: now)
         }
     }

@@ -502,7 +502,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     }
 
     func warnOfExpiry(_ session: ServerSession, now: Int64) {
-        session.warnedOfExpiry = true
+        session.warnedForExpiry = session.tokenExpiresAt
         let remaining = max(0, (session.tokenExpiresAt - now) / 1000)
         session.link?.send(ServerMessage.tokenWillExpire(room: session.room.id, remaining: remaining))
     }

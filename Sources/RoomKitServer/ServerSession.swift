@@ -14,7 +14,13 @@ final class ServerSession {
     var wantsWritable: Bool
     /// Token expiry, ms since the epoch.
     var tokenExpiresAt: Int64
-    var warnedOfExpiry = false
+    /// The expiry (`tokenExpiresAt`) that `tokenWillExpire` was sent for, if
+    /// any: PROTOCOL.md §8 warns once per token, so a `renewToken` with the
+    /// same token (or one with the same `exp`) is not warned again; that
+    /// re-warning fed a renew/warn loop of 1,100 round trips in 5 s (issue 27 §4).
+    var warnedForExpiry: Int64?
+    /// Whether this session's current token has been warned about.
+    var warnedOfExpiry: Bool { warnedForExpiry == tokenExpiresAt }
     /// The connection it is attached to; nil while detached.
     weak var link: ClientLink?
     /// When it lost its connection (ms); nil while attached.
