@@ -241,17 +241,16 @@ extension RoomServer {
                 }
             }
             persist(session)
-            let recovered = resume.seq >= room.recoverableAfter && resume.seq <= room.seq
+            // Recoverable events are replayed from memory, or from the store
+            // once the byte bounds evicted them (RoomServer+Recovery.swift).
+            let frames = resume.seq >= room.recoverableAfter && resume.seq <= room.seq
+                ? replay(room, after: resume.seq, for: session.userId) : nil
+            let recovered = frames != nil
             let reply = LoginReply(session: session.id, memberId: session.memberId, seq: room.seq, recovered: recovered,
                                    writable: session.writable, expiresAt: session.tokenExpiresAt,
                                    snapshot: recovered ? nil : room.model.snapshot)
             link.send(ServerMessage.reply(id: id, login: reply))
-            if recovered {
-                for entry in room.recoveryEntries(after: resume.seq) {
-                    if let recipients = entry.recipients, !recipients.contains(session.userId) { continue }
-                    link.send(entry.frame)
-                }
-            }
+            for frame in frames ?? [] { link.send(frame) }
             afterLogin(session, now: now)
             return
         }

@@ -219,15 +219,25 @@ final class RoomStore {
         try reads.countEvents(room: room, fromTime: fromTime, throughTime: throughTime)
     }
 
-    /// The oldest events still needed for recovery: the last `count` of the room.
-    func lastEvents(room: String, count: Int64) throws(StorageError) -> [StoredEvent] {
+    /// Seq, time, recipients and push size of the room's last `count`
+    /// events, oldest first, without reading the pushes (a restart's
+    /// recovery refill, RoomServer+Recovery.swift).
+    func lastEventHeads(room: String, count: Int64) throws(StorageError) -> [(seq: Int64, ts: Int64, recipients: [String]?, size: Int)] {
         let statement = try db.statement(
-            "SELECT seq, ts, push, mutation, recipients FROM events WHERE room = ? ORDER BY seq DESC LIMIT ?")
+            "SELECT seq, ts, length(push), recipients FROM events WHERE room = ? ORDER BY seq DESC LIMIT ?")
             .bind(1, room).bind(2, count)
         defer { statement.reset() }
-        var result: [StoredEvent] = []
+        var result: [(seq: Int64, ts: Int64, recipients: [String]?, size: Int)] = []
         while try statement.step() {
-            result.append(try reads.decodeEvent(room: room, statement))
+            var recipients: [String]?
+            if let bytes = statement.bytes(3) {
+                do {
+                    recipients = try JSON.parse(bytes).arrayValue?.compactMap(\.stringValue)
+                } catch {
+                    throw StorageError(code: -1, path: db.path, context: "event \(room)#\(statement.int64(0))", message: "\(error)")
+                }
+            }
+            result.append((statement.int64(0), statement.int64(1), recipients, Int(statement.int64(2))))
         }
         return result.reversed()
     }

@@ -54,6 +54,11 @@ public struct ServerConfiguration: Sendable {
     public var recoveryEvents = 1000
     /// ...or at least this much time, whichever keeps more.
     public var recoveryWindow: Duration = .seconds(300)
+    /// Bytes of pushes a room's recovery buffer keeps in memory; older
+    /// recoverable events are read back from the store on resume.
+    public var recoveryBytesPerRoom = 8 << 20
+    /// Bytes of pushes all recovery buffers keep in memory together.
+    public var recoveryBytesTotal = 512 << 20
     /// Notice before a token expires (`tokenWillExpire`).
     public var tokenExpiryNotice: Duration = .seconds(30)
     /// A snapshot is stored every this many events per room (bounds restart
