@@ -32,6 +32,7 @@ final class ServerMetricsExporter {
         "roomd_recording_downloads_refused_total": "Recording downloads answered 503 at --max-recording-downloads.",
         "roomd_recording_buffered_bytes": "Bytes of recording downloads waiting for their clients now.",
         "roomd_recording_buffered_bytes_peak": "The most bytes one recording download had waiting for its client since start.",
+        "roomd_recovery_bytes": "Bytes of recent events held in memory for resume, over every room.",
         "roomd_build_info": "Version and git revision of this roomd; always 1.",
     ]) { $1 }
 
@@ -88,6 +89,7 @@ final class ServerMetricsExporter {
         carry("roomd_requests_over_limit_total", total: metrics.requestsOverLimit)
         carry("roomd_commits_total", total: metrics.commits)
         carry("roomd_commit_failures_total", total: metrics.commitFailures)
+        gauge("roomd_recovery_bytes", Double(server.recoveryBytes))
         gauge("roomd_recording_downloads", Double(server.recordings.active.count))
         gauge("roomd_recording_buffered_bytes", Double(server.recordings.bufferedBytes))
         gauge("roomd_recording_buffered_bytes_peak", Double(server.recordings.peakBufferedBytes))
