@@ -39,8 +39,7 @@ final class RecordingStreamTests: ServerTestCase {
     private func recordingPath(to: Int64) -> String { "/v1/rooms/big/recording?to=\(to)" }
 
     private func download(_ child: RoomdProcess, to: Int64) throws -> HTTPReply {
-        try httpRequest(port: child.port, method: "GET", path: recordingPath(to: to),
-                        headers: [("Authorization", "Bearer \(reader)")], timeout: 30)
+        try XCTUnwrap(fetchWhole(port: child.port, path: recordingPath(to: to), token: reader), "no HTTP answer")
     }
 
     /// One gauge or counter from roomd's `/metrics`.
@@ -78,8 +77,7 @@ final class RecordingStreamTests: ServerTestCase {
             finished.enter()
             Thread.detachNewThread {
                 defer { finished.leave() }
-                if let reply = try? httpRequest(port: port, method: "GET", path: path,
-                                                headers: [("Authorization", "Bearer \(token)")], timeout: 30) {
+                if let reply = fetchWhole(port: port, path: path, token: token) {
                     replies.update { $0[index] = reply }
                 }
             }
@@ -148,6 +146,24 @@ final class RecordingStreamTests: ServerTestCase {
             + " vs \(String(decoding: expected.dropFirst(max(0, (differs ?? 0) - 100)).prefix(200), as: UTF8.self))")
         XCTAssertEqual(try download(child, to: to).status, 200, "the slot is free again")
     }
+}
+
+/// GET `path` over a fresh connection and read to EOF (roomd closes after a
+/// recording), parsing once at the end: `httpRequest` re-parses after every
+/// read, which is quadratic on a 30 MB body. A test-side probe only.
+private func fetchWhole(port: Int, path: String, token: String) -> HTTPReply? {
+    guard let fd = connectLoopback(port: port, receiveTimeout: 30) else { return nil }
+    defer { close(fd) }
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nConnection: close\r\n\r\n".utf8)
+    guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return nil }
+    var response: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n <= 0 { break }
+        response.append(contentsOf: buffer[0..<n])
+    }
+    return parseHTTPReply(response)
 }
 
 /// A raw TCP client with a small receive buffer that reads only when told.
