@@ -10,6 +10,10 @@ final class SessionRecord {
     var wantsWritable: Bool
     /// Token expiry, ms since the epoch (from the login reply).
     var tokenExpiresAt: Int64 = .max
+    /// An automatic renewal is in flight (RoomHost+Tokens.swift), and how
+    /// often in a row the provider returned the token in use.
+    var renewing = false
+    var sameTokenAnswers: UInt8 = 0
     /// The server's session ID, for resume.
     var session: String?
     /// The newest room seq seen (pushes and own replies): the resume point.

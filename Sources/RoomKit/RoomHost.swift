@@ -38,6 +38,13 @@ public struct RoomHostConfiguration: Sendable {
     /// the connection its larger service request bucket, for a bot in
     /// thousands of rooms on one connection. nil: an ordinary connection.
     public var serviceToken: String?
+    /// With a token provider: when the provider hands back the very token
+    /// that is about to expire (a `tokenFile` nobody has updated yet), the
+    /// host asks it again after this delay, doubling each time up to
+    /// `backoffCap`, until it gets a new token or the old one expires. It
+    /// never renews with the same token (issue 27 §4: that looped 1,100
+    /// times in 5 s).
+    public var tokenRecheckFirst: Duration = .seconds(1)
     /// Timer granularity of the engine (deadlines, pings, pacing).
     public var tick: Duration = .milliseconds(20)
     /// Sent in `hello`.

@@ -96,59 +96,13 @@ extension RoomServer {
         let (begin, end, sliceStart, sliceFrom, sliceTo) = (window.begin, window.end, window.sliceStart, window.sliceFrom, window.sliceTo)
         let wantsSnapshot = !["0", "false"].contains(request.queryValue("snapshot") ?? "")
 
-        // The state just before `sliceFrom`: nearest stored snapshot, then the events before it.
-        var model = RoomModel()
-        var cursor: Int64 = 0
-        if let snapshot = try store.snapshot(room: roomID, beforeTime: sliceFrom) {
-            if wantsSnapshot { model = try RoomModel(json: snapshot.body) }
-            cursor = snapshot.seq
-        }
-        var frames: [StoredEvent] = []
-        scan: while sliceFrom <= sliceTo || wantsSnapshot {
-            let batch = try store.events(room: roomID, afterSeq: cursor, throughSeq: room.seq, limit: 2000)
-            guard let last = batch.last else { break }
-            cursor = last.seq
-            for event in batch {
-                if event.ts < sliceFrom {
-                    if wantsSnapshot { try model.apply(push: JSON.parse(event.push), mutation: event.mutation) }
-                } else if event.ts <= sliceTo {
-                    frames.append(event)
-                } else {
-                    break scan
-                }
-            }
-        }
-        let total = window.isWhole
-            ? Int64(frames.count) : try store.countEvents(room: roomID, fromTime: begin, throughTime: end)
-        var header: [String: JSON] = [
-            "room": .string(roomID), "beginTimestamp": .int(begin), "endTimestamp": .int(end),
-            "framesCount": .int(total), "sliceStart": .int(sliceStart),
-            "sliceEnd": .int(window.answeredSliceEnd), "sliceFramesCount": .int(Int64(frames.count)),
-        ]
-        if wantsSnapshot {
-            var snapshot = model.snapshot.recordingJSON
-            if case .object(var fields) = snapshot {
-                fields["state"] = nil
-                for (key, value) in model.snapshot.state.json.objectValue ?? [:] { fields[key] = value }
-                snapshot = .object(fields)
-            }
-            header["snapshot"] = snapshot
-        }
-        var body: [UInt8] = []
-        JSON.object(header).serialize(into: &body)
-        body.append(10)
-        for event in frames {
-            var line = (try? JSON.parse(event.push).objectValue) ?? [:]
-            line["t"] = .int(event.ts - begin)
-            if let recipients = event.recipients { line["to"] = .array(recipients.map(JSON.string)) }
-            JSON.object(line).serialize(into: &body)
-            body.append(10)
-        }
-        let response = HTTPResponse(status: 200, contentType: "application/x-ndjson", body: body)
+        let query = RecordingRequest(room: roomID, begin: begin, end: end, sliceStart: sliceStart, sliceEnd: window.answeredSliceEnd,
+                                     sliceFrom: sliceFrom, sliceTo: sliceTo, wantsSnapshot: wantsSnapshot,
+                                     throughSeq: room.seq)
         if let delay = configuration.recordingDelay {
-            loop.schedule(after: delay) { responder.respond(response) }
+            loop.schedule(after: delay) { [self] in startRecording(query, responder: responder) }
         } else {
-            responder.respond(response)
+            startRecording(query, responder: responder)
         }
     }
 

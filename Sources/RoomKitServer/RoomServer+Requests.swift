@@ -157,8 +157,9 @@ extension RoomServer {
         case .renewToken(let token):
             let claims = try verify(token, room: room.id, user: session.userId, now: now, context: "renewToken")
             session.role = claims.role
+            // A new exp is a new token to warn about (`afterLogin`, below
+            // the reply); the same one was warned already (`warnedForExpiry`).
             session.tokenExpiresAt = claims.expiresAtMilliseconds
-            session.warnedOfExpiry = false
             persist(session)
             return ["expiresAt": .int(session.tokenExpiresAt), "writable": .bool(session.writable)]
 
@@ -234,7 +235,8 @@ extension RoomServer {
             session.role = claims.role
             session.wantsWritable = login.writable
             session.tokenExpiresAt = claims.expiresAtMilliseconds
-            session.warnedOfExpiry = false
+            // A new connection: its client has not seen a warning yet.
+            session.warnedForExpiry = nil
             link.sessions[roomID] = session
             if !session.visible {
                 session.visible = true
@@ -245,18 +247,17 @@ extension RoomServer {
                 }
             }
             persist(session)
-            let recovered = resume.seq >= room.recoverableAfter && resume.seq <= room.seq
+            // Recoverable events are replayed from memory, or from the store
+            // once the byte bounds evicted them (RoomServer+Recovery.swift).
+            let frames = resume.seq >= room.recoverableAfter && resume.seq <= room.seq
+                ? replay(room, after: resume.seq, for: session.userId) : nil
+            let recovered = frames != nil
             metrics.recoveries[recovered ? "recovered" : "resumed", default: 0] += 1
             let reply = LoginReply(session: session.id, memberId: session.memberId, seq: room.seq, recovered: recovered,
                                    writable: session.writable, expiresAt: session.tokenExpiresAt,
                                    snapshot: recovered ? nil : room.model.snapshot)
             link.send(ServerMessage.reply(id: id, login: reply))
-            if recovered {
-                for entry in room.recoveryEntries(after: resume.seq) {
-                    if let recipients = entry.recipients, !recipients.contains(session.userId) { continue }
-                    link.send(entry.frame)
-                }
-            }
+            for frame in frames ?? [] { link.send(frame) }
             afterLogin(session, now: now)
             return
         }
@@ -292,8 +293,10 @@ extension RoomServer {
         afterLogin(session, now: now)
     }
 
+    /// Warns at once of a token with less than the notice left, unless this
+    /// token was warned of already (once per token, also across `renewToken`).
     private func afterLogin(_ session: ServerSession, now: Int64) {
-        if session.tokenExpiresAt - now <= configuration.tokenExpiryNotice.milliseconds {
+        if !session.warnedOfExpiry && session.tokenExpiresAt - now <= configuration.tokenExpiryNotice.milliseconds {
             warnOfExpiry(session, now: now)
         }
     }

@@ -52,6 +52,10 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     var metrics = ServerMetrics()
     /// Rate limit of the "token rejected" lines (RoomServer+AuthLog.swift).
     var tokenRejectionLog = LogBudget(limit: RoomServer.tokenRejectionLogLimit, interval: RoomServer.tokenRejectionLogInterval)
+    /// Recording downloads in flight (RoomServer+Recording.swift).
+    var recordings = RecordingDownloads()
+    /// Bytes of pushes held by every room's recovery buffer (RoomServer+Recovery.swift).
+    var recoveryBytes = 0
     /// `/metrics` (RoomServer+Metrics.swift): histograms, process metrics, the registry.
     let exporter: ServerMetricsExporter
     /// The admin/metrics listener (RoomServer+Admin.swift), when configured.
@@ -198,6 +202,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         state = .stopped
         commitPending()
+        endRecordings()
         turnHook?.cancel()
         turnHook = nil
         web.stop()
@@ -213,6 +218,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     /// again after a failed group commit). Sessions come back detached at
     /// `now` unless storage says earlier.
     func restore(now: Int64) throws {
+        recoveryBytes = 0
         for stored in try store.loadRooms() {
             var model = RoomModel()
             if let snapshot = stored.snapshot {
@@ -224,11 +230,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
                 seq = event.seq
             }
             let room = ServerRoom(id: stored.room, created: stored.created, seq: max(seq, stored.seq), model: model)
-            for event in try store.lastEvents(room: stored.room, count: Int64(configuration.recoveryEvents)) {
-                room.remember(RecoveryEntry(seq: event.seq, ts: event.ts, frame: WebSocketFrame(bytes: event.push),
-                                            recipients: event.recipients),
-                              keepAtLeast: configuration.recoveryEvents, window: configuration.recoveryWindow.milliseconds, now: now)
-            }
+            try refillRecovery(room, now: now)
             rooms[stored.room] = room
         }
         for stored in try store.loadSessions() {
@@ -419,8 +421,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         room.seq = seq
         metrics.eventsTotal += 1
         let frame = WebSocketFrame(bytes: bytes)
-        room.remember(RecoveryEntry(seq: seq, ts: now, frame: frame, recipients: recipients),
-                      keepAtLeast: configuration.recoveryEvents, window: configuration.recoveryWindow.milliseconds, now: now)
+        remember(RecoveryEntry(seq: seq, ts: now, frame: frame, recipients: recipients), in: room, now: now)
         let fanoutStarted = monotonicNanoseconds()
         let allowed = recipients.map(Set.init)
         for session in room.sessions.values {
@@ -521,7 +522,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     }
 
     func warnOfExpiry(_ session: ServerSession, now: Int64) {
-        session.warnedOfExpiry = true
+        session.warnedForExpiry = session.tokenExpiresAt
         let remaining = max(0, (session.tokenExpiresAt - now) / 1000)
         session.link?.send(ServerMessage.tokenWillExpire(room: session.room.id, remaining: remaining))
     }

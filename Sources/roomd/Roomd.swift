@@ -102,6 +102,7 @@ struct Serve: ParsableCommand {
     var maxConnections = 10_000
     @Option(name: .customLong("max-connections-per-ip"), parsing: .unconditional, help: "WebSocket connections open at once from one address (HTTP 503 beyond).")
     var maxConnectionsPerIP = 1_000
+    @OptionGroup var limits: LimitOptions
 
     func makeConfiguration() throws -> ServerConfiguration {
         let parts = listen.split(separator: ":", omittingEmptySubsequences: false)
@@ -162,6 +163,7 @@ struct Serve: ParsableCommand {
         }
         configuration.maxConnections = maxConnections
         configuration.maxConnectionsPerAddress = maxConnectionsPerIP
+        try limits.apply(to: &configuration)
         switch (tlsCert, tlsKey) {
         case (nil, nil): break
         case (let cert?, let key?):

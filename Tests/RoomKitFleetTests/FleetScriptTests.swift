@@ -95,7 +95,7 @@ final class FleetScriptTests: XCTestCase {
         usleep(20_000)
         let unhomed = { (host: String, owned: Int, may: String) throws -> Int64? in
             try self.run(FleetScripts.claim, keys: [self.keys.lease, self.keys.owner, self.keys.hosts, self.keys.fence, self.keys.draining],
-                         [host, "60000", "8", String(owned), "8", may]).array[5].integer
+                         [host, "60000", "8", String(owned), "8", may]).array[6].integer
         }
         XCTAssertEqual(try unhomed("a", 0, "0"), 4, "every shard expired, none claimed: all 4 rooms unhomed")
         XCTAssertEqual(try unhomed("a", 0, "1"), 0, "a claimed every shard")
