@@ -143,7 +143,7 @@ extension RoomHost {
                     // a protocol error that drops this connection, not a trap.
                     logger.warning("bad hello reply", metadata: ["server": "\(url)", "error": "\(error)"])
                     emit(.throwError(domain: "protocol", code: error.code, message: "bad hello reply: \(error.message)"), room: nil)
-                    linkClosed("bad hello reply: \(error)")
+                    linkClosed("bad hello reply: \(error)", kind: "bad_hello")
                     connection?.abort()
                     return
                 }

@@ -7,7 +7,7 @@ import Dispatch
 /// - `roomkit_sessions{reason}` (gauge): rooms by their last reported reason;
 /// - `roomkit_reconnects_total{reason}` (counter): sessions that went
 ///   `RECONNECTING`, by how the connection ended (`closed_by_peer`, `closed`,
-///   `aborted`, `connect_failed`, `hello_refused`, `timeout`);
+///   `aborted`, `connect_failed`, `hello_refused`, `bad_hello`, `timeout`);
 /// - `roomkit_connection_losses_total{reason}` (counter): lost connections, same reasons;
 /// - `roomkit_connection_up{server}` (gauge): 1 while the connection to the
 ///   server is open and greeted, else 0;

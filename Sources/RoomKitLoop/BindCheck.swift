@@ -26,7 +26,8 @@ public enum BindCheck {
         var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
         guard getnameinfo(address.pointee.ai_addr, address.pointee.ai_addrlen, &text, socklen_t(text.count),
                           nil, 0, NI_NUMERICHOST) == 0 else { return nil }
-        return String(cString: text)
+        let bytes = text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// nil when `host:port` can be bound now, else why not, in one line
