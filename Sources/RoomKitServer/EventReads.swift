@@ -42,15 +42,21 @@ struct EventReads {
         return (statement.int64(0), statement.int64(1), body)
     }
 
-    /// Events with `afterSeq < seq <= throughSeq`, in order.
-    func events(room: String, afterSeq: Int64, throughSeq: Int64, limit: Int64 = Int64.max) throws(StorageError) -> [StoredEvent] {
+    /// Events with `afterSeq < seq <= throughSeq`, in order: at most `limit`
+    /// of them, and no more once their pushes reach `maxBytes` (at least
+    /// one), so a batch of large events stays small in memory.
+    func events(room: String, afterSeq: Int64, throughSeq: Int64, limit: Int64 = Int64.max,
+                maxBytes: Int = .max) throws(StorageError) -> [StoredEvent] {
         let statement = try db.statement(
             "SELECT seq, ts, push, mutation, recipients FROM events WHERE room = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
             .bind(1, room).bind(2, afterSeq).bind(3, throughSeq).bind(4, limit)
         defer { statement.reset() }
         var result: [StoredEvent] = []
-        while try statement.step() {
-            result.append(try decodeEvent(room: room, statement))
+        var bytes = 0
+        while bytes < maxBytes, try statement.step() {
+            let event = try decodeEvent(room: room, statement)
+            bytes += event.push.count
+            result.append(event)
         }
         return result
     }

@@ -43,8 +43,10 @@ struct RecordingPlan: Sendable {
 struct RecordingWriter {
     let request: RecordingRequest
     let reads: EventReads
-    /// Events read per query.
+    /// Events read per query: at most this many, and no more once their
+    /// pushes reach `batchBytes` (the reader's memory, whatever the events' size).
     var batchSize: Int64 = 2000
+    var batchBytes = 1 << 20
 
     /// The first pass: the state just before `sliceFrom` (nearest stored
     /// snapshot, then the events before it), the header, and the frames'
@@ -63,7 +65,8 @@ struct RecordingWriter {
         var frameBytes: Int64 = 0
         var line: [UInt8] = []
         scan: while r.sliceFrom <= r.sliceTo || r.wantsSnapshot {
-            let batch = try reads.events(room: r.room, afterSeq: cursor, throughSeq: r.throughSeq, limit: batchSize)
+            let batch = try reads.events(room: r.room, afterSeq: cursor, throughSeq: r.throughSeq, limit: batchSize,
+                                         maxBytes: batchBytes)
             guard let last = batch.last else { break }
             var previous = cursor
             cursor = last.seq
@@ -118,7 +121,7 @@ struct RecordingWriter {
         chunk.reserveCapacity(chunkBytes + 4096)
         while cursor < plan.lastSeq {
             let batch = try reads.events(room: request.room, afterSeq: cursor, throughSeq: plan.lastSeq,
-                                         limit: batchSize)
+                                         limit: batchSize, maxBytes: batchBytes)
             guard let last = batch.last else { break }
             cursor = last.seq
             for event in batch where event.ts >= request.sliceFrom && event.ts <= request.sliceTo {
