@@ -145,6 +145,9 @@ final class NamesProcessTests: XCTestCase {
         XCTAssertEqual(warned.components(separatedBy: "--secret is visible").count, 2, "warned once: \(warned)")
         let (_, quiet) = try serveAndStop(["--listen", "127.0.0.1:0", "--secret-file", try secretFile()])
         XCTAssertFalse(quiet.contains("warning"), quiet)
+        // A timeout alone below the default interval: the interval follows it (half), no refusal, no warning.
+        let (_, shrunk) = try serveAndStop(["--listen", "127.0.0.1:0", "--secret-file", try secretFile(), "--heartbeat-timeout", "5"])
+        XCTAssertFalse(shrunk.contains("warning"), shrunk)
     }
 
     private func secretFile() throws -> String {
