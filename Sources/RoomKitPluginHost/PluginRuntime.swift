@@ -262,12 +262,19 @@ final class PluginRuntime: @unchecked Sendable {
 
     // MARK: Timers (on the plugin's queue)
 
+    /// The longest timer delay or period a plugin gets: 10^12 ms (about 31
+    /// years). A plugin's numbers are outside input (issue #27 §1): a larger
+    /// one (`UINT64_MAX`) is clamped here, where `Int(delay)` and the
+    /// dispatch time in nanoseconds would otherwise trap the bot.
+    static let maxTimerMilliseconds: UInt64 = 1_000_000_000_000
+
     func setTimer(delay: UInt64, repeatEvery: UInt64, fire: roomkit_timer_fn, user: UnsafeMutableRawPointer?) -> UInt64 {
         let id = Self.nextTimer.add(1, ordering: .relaxed).newValue
         let timer = DispatchSource.makeTimerSource(queue: queue)
         let userAddress = UInt(bitPattern: user)
-        timer.schedule(deadline: .now() + .milliseconds(Int(delay)),
-                       repeating: repeatEvery > 0 ? .milliseconds(Int(repeatEvery)) : .never)
+        let delayMs = Int(min(delay, Self.maxTimerMilliseconds)), periodMs = Int(min(repeatEvery, Self.maxTimerMilliseconds))
+        timer.schedule(deadline: .now() + .milliseconds(delayMs),
+                       repeating: repeatEvery > 0 ? .milliseconds(periodMs) : .never)
         timer.setEventHandler { [weak self] in
             guard let self, isActive else { return }
             fire(UnsafeMutableRawPointer(bitPattern: userAddress), id)

@@ -69,8 +69,9 @@ struct Serve: ParsableCommand {
     var adminListen: String?
     @Option(help: "Directory for the durable room log (created if missing).")
     var data: String
-    @Option(name: .customLong("heartbeat-interval"), parsing: .unconditional, help: "Seconds between client pings (0.001 to 86400; not above --heartbeat-timeout).")
-    var heartbeatInterval = 10.0
+    @Option(name: .customLong("heartbeat-interval"), parsing: .unconditional,
+            help: "Seconds between client pings (0.001 to 86400; not above --heartbeat-timeout; default 10, or half the timeout when that is shorter than 20).")
+    var heartbeatIntervalFlag: Double?
     @Option(name: .customLong("heartbeat-timeout"), parsing: .unconditional, help: "Seconds of silence after which a connection is dead (0.001 to 86400).")
     var heartbeatTimeout = 90.0
     @Option(name: .customLong("session-retention"), parsing: .unconditional, help: "Seconds a lost session stays resumable (0.001 to 31536000, 365 days).")
@@ -133,10 +134,10 @@ struct Serve: ParsableCommand {
         configuration.buildRevision = BuildInfo.revision
         configuration.host = address
         configuration.port = port
-        configuration.heartbeatInterval = try seconds(heartbeatInterval, flag: "--heartbeat-interval",
-                                                      in: ExternalNumber.shortSeconds)
         configuration.heartbeatTimeout = try seconds(heartbeatTimeout, flag: "--heartbeat-timeout",
                                                      in: ExternalNumber.shortSeconds)
+        configuration.heartbeatInterval = try seconds(heartbeatInterval, flag: "--heartbeat-interval",
+                                                      in: ExternalNumber.shortSeconds)
         guard configuration.heartbeatInterval <= configuration.heartbeatTimeout else {
             throw FlagError(flag: "--heartbeat-interval",
                             problem: "\(heartbeatInterval) s is longer than --heartbeat-timeout \(heartbeatTimeout) s: every connection would time out")
@@ -194,6 +195,14 @@ struct Serve: ParsableCommand {
             }
         }
         return configuration
+    }
+
+    /// `--heartbeat-interval`, or its default: 10 s, but never more than half
+    /// of `--heartbeat-timeout` when only the timeout is given (a shrunk
+    /// timeout alone keeps a sane pair; both given, interval > timeout is
+    /// refused).
+    var heartbeatInterval: Double {
+        heartbeatIntervalFlag ?? max(0.001, min(10, heartbeatTimeout / 2))
     }
 
     /// Flags that work but are risky: a heartbeat timeout shorter than two

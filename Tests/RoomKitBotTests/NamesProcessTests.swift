@@ -101,6 +101,16 @@ final class NamesProcessTests: XCTestCase {
         }
     }
 
+    /// `--progress-interval=-1` was accepted; `-1` as its own argument was
+    /// "Missing value". Both are now the range error, exit 2.
+    func testNegativeProgressInterval_isARangeError_inBothSpellings() throws {
+        for arguments in [["--progress-interval=-1"], ["--progress-interval", "-1"]] {
+            let run = try ChildProcess("roombot", ["run", "--config", directory + "/missing.json"] + arguments).finish()
+            XCTAssertEqual(run.0, 2)
+            XCTAssertEqual(run.2, "roombot: --progress-interval: must be a number of seconds in 0...86400, got -1\n", "\(arguments)")
+        }
+    }
+
     /// A scenario is outside input too: `roombot simulate` trapped (or ran
     /// forever) on times at Int64.max.
     func testSimulate_withTimesAtInt64Max_exits2NamingTheField() throws {
@@ -145,6 +155,9 @@ final class NamesProcessTests: XCTestCase {
         XCTAssertEqual(warned.components(separatedBy: "--secret is visible").count, 2, "warned once: \(warned)")
         let (_, quiet) = try serveAndStop(["--listen", "127.0.0.1:0", "--secret-file", try secretFile()])
         XCTAssertFalse(quiet.contains("warning"), quiet)
+        // A timeout alone below the default interval: the interval follows it (half), no refusal, no warning.
+        let (_, shrunk) = try serveAndStop(["--listen", "127.0.0.1:0", "--secret-file", try secretFile(), "--heartbeat-timeout", "5"])
+        XCTAssertFalse(shrunk.contains("warning"), shrunk)
     }
 
     private func secretFile() throws -> String {

@@ -47,6 +47,36 @@ final class HostileHTTPTests: ServerTestCase {
         XCTAssertEqual(try server.http("GET", "/healthz").text, "ok")
     }
 
+    /// Wire fields at the edges (`id`, `resume.seq`, `fence`, `index`): a
+    /// reply (ok, or a request error 1009001/1009006/…) and a server that
+    /// keeps answering; never a trap.
+    func testWireNumbers_atTheEdges_getARequestErrorOrAreAccepted() throws {
+        let server = try startServer()
+        let (first, _) = try server.join("r1", user: "w")
+        try first.ok("putScenes", room: "r1", ["dir": "/d", "scenes": [["name": "a"]]])
+        let (resumed, login) = try server.join("r1", user: "u1")
+        let session = try XCTUnwrap(login.string("session"))
+        try resumed.close()
+        _ = try resumed.waitForClose()
+        let edges: [JSON] = [.int(.min), .int(.min + 1), -1, 0, 1, .int(9_300_000_000_000_000), .int(.max - 1), .int(.max),
+                             1e19, 1e300, -1e300, 0.5]
+        let client = try server.connect()
+        for number in edges {
+            for fields in [
+                RawClient.loginFields(token: makeToken(user: "u1"), user: "u1").merging(["resume": ["session": .string(session), "seq": number]]) { $1 },
+                RawClient.loginFields(token: makeToken(user: "u2"), user: "u2").merging(["fence": number]) { $1 },
+            ] {
+                let reply = try client.request("login", room: "r1", fields)
+                if reply["ok"] != true { XCTAssertNotNil(reply.code, "\(number): \(reply)") }
+            }
+            let put = try first.request("putScenes", room: "r1", ["dir": "/d", "scenes": [["name": "b"]], "index": number])
+            if put["ok"] != true { XCTAssertTrue([1_009_001, 1_009_006].contains(put.code ?? 0), "index \(number): \(put)") }
+            try first.send(["op": "setState", "id": number, "room": "r1", "patch": ["globalState": ["n": 1]]])
+            XCTAssertNotNil(try first.ok("setState", room: "r1", ["patch": ["globalState": ["n": 2]]]).int("seq"), "\(number)")
+        }
+        XCTAssertEqual(try server.http("GET", "/healthz").text, "ok")
+    }
+
     /// `.` and `..` are valid room IDs, but libwebsockets normalises them out
     /// of a path: the query-parameter forms reach them (docs/PROTOCOL.md).
     func testDotRooms_areReachableThroughTheRoomQueryParameter() throws {
