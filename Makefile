@@ -37,7 +37,8 @@ test: bootstrap
 test-browser: bootstrap
 	@scripts/browser-test.sh
 
-# libFuzzer targets (protocol messages, tokens, manifest, request bodies),
+# libFuzzer targets (protocol messages, tokens, manifest, request bodies,
+# edge numbers at every numeric entry point),
 # each for FUZZ_SECONDS (default 60) from the seed corpus in Fuzz/corpus.
 fuzz: bootstrap
 	@scripts/fuzz.sh

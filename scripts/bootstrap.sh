@@ -4,7 +4,7 @@
 # Usage: scripts/bootstrap.sh [release|debug]   (default: debug)
 set -euo pipefail
 
-packages=(libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libsqlite3-dev libssl-dev pkg-config openssl redis-server libhiredis-dev)
+packages=(libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libsqlite3-dev libssl-dev pkg-config openssl redis-server libhiredis-dev patchelf)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -33,6 +33,15 @@ if ! command -v promtool >/dev/null 2>&1 && [ "${ROOMKIT_SKIP_OPTIONAL:-0}" != 1
   { $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends prometheus; } >&2 \
     || echo "bootstrap: prometheus could not be installed; the promtool test will be skipped" >&2
   [ "$added_policy" = 1 ] && $sudo_cmd rm -f "$policy"
+fi
+
+# stunnel4 (RedisTunnelTests: Redis over a TLS tunnel, docs/FLEET.md "TLS").
+if ! command -v stunnel4 >/dev/null 2>&1 && [ "${ROOMKIT_SKIP_OPTIONAL:-0}" != 1 ]; then
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  echo "bootstrap: installing stunnel4 (for the Redis TLS tunnel test)" >&2
+  { $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends stunnel4; } >&2 \
+    || echo "bootstrap: stunnel4 could not be installed; the tunnel test will be skipped" >&2
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

@@ -62,13 +62,40 @@ printf '{"manifestVersion": 1, "plugins": [{"name": "mine", "library": "%s", "ab
 
 # A scaffolded C plugin builds (and passes its test) with no path into the repo.
 "$root/bin/roombot" new-plugin scaffolded --lang c --dir "$stage/scaffolded" >/dev/null || fail "roombot new-plugin"
-make -C "$stage/scaffolded" ROOMKIT_CFLAGS="$cflags" >/dev/null || fail "the C scaffold does not build against the installed headers"
+# Its Makefile finds roomkit-plugin.pc and roombot beside the installed
+# roombot that wrote it: no PKG_CONFIG_PATH, no PATH entry.
+env -u PKG_CONFIG_PATH PATH=/usr/bin:/bin make -C "$stage/scaffolded" >/dev/null \
+  || fail "the C scaffold does not build against the installed tree without extra environment"
 "$root/bin/roombot" check --manifest "$stage/scaffolded/plugins.json" || fail "roombot check of the C scaffold"
 
-# Man pages render.
+# Man pages render, with the sections beyond the argument parser's output.
 for page in roomd roombot multiroom-bot; do
-  MANWIDTH=80 man -l "$root/share/man/man1/$page.1" 2>/dev/null | grep -q -i "$page" || fail "man page $page.1 does not render"
+  text=$(MANWIDTH=80 man -l "$root/share/man/man1/$page.1" 2>/dev/null)
+  grep -q -i "$page" <<< "$text" || fail "man page $page.1 does not render"
+  for heading in DESCRIPTION ENVIRONMENT FILES EXAMPLES; do
+    grep -q "^$heading" <<< "$text" || fail "man page $page.1 has no $heading"
+  done
 done
+
+# The binaries run without the Swift toolchain: no library resolves into it,
+# and each runs with the toolchain's directories hidden (an empty
+# LD_LIBRARY_PATH cannot bring them back; the runpath must not point there).
+toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")
+for product in roomd roombot multiroom-bot roomkit-plugin-host; do
+  if ldd "$root/bin/$product" | grep -F "$toolchain"; then
+    fail "$product loads libraries from the toolchain ($toolchain)"
+  fi
+  ldd "$root/bin/$product" | grep -q "not found" && fail "$product has unresolved libraries: $(ldd "$root/bin/$product" | grep 'not found')"
+done
+if command -v unshare >/dev/null 2>&1 && unshare -m true 2>/dev/null; then
+  for product in roomd roombot multiroom-bot; do
+    unshare -m sh -c "mount -t tmpfs none '$toolchain' && '$root/bin/$product' --version" >/dev/null \
+      || fail "$product does not run with the toolchain hidden"
+  done
+  echo "check-install: the binaries run with $toolchain hidden" >&2
+else
+  echo "check-install: unshare -m unavailable; ldd checked only" >&2
+fi
 
 # The systemd units. verify resolves ExecStart on the real root, so the
 # copies checked point at the staged binaries; man: links resolve in DESTDIR.

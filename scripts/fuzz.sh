@@ -25,9 +25,11 @@ build manifest Fuzz/FuzzManifest.swift Sources/RoomKitPluginHost/PluginManifest.
   Sources/RoomKitPluginHost/PluginManifest+Isolation.swift Sources/RoomKitPluginHost/PluginManifest+Parsing.swift
 build control Fuzz/FuzzControl.swift
 build push Fuzz/FuzzPush.swift
+build numbers Fuzz/FuzzNumbers.swift Sources/RoomKitPluginHost/PluginManifest.swift \
+  Sources/RoomKitPluginHost/PluginManifest+Isolation.swift Sources/RoomKitPluginHost/PluginManifest+Parsing.swift
 
 status=0
-for target in ${FUZZ_TARGETS:-decode token manifest control push}; do
+for target in ${FUZZ_TARGETS:-decode token manifest control push numbers}; do
   scratch="$out/corpus/$target"
   mkdir -p "$scratch" "$out/crashes/$target"
   cp -n Fuzz/corpus/"$target"/* "$scratch"/ 2>/dev/null || true

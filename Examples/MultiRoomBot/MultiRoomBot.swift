@@ -15,7 +15,7 @@ struct MultiRoomBot: AsyncParsableCommand {
         abstract: "The RoomKit example: one bot in many rooms, with plugins, a live view and a guided tour.",
         discussion: """
             With no arguments it starts an embedded roomd on 127.0.0.1 (a free port, a temporary \
-            data directory), simulated participants in six rooms, and a bot that joins every room \
+            data directory), simulated participants in five rooms, and a bot that joins every room \
             and loads the shipped plugins. Then it plays a tour and exits 0.
             """,
         version: "multiroom-bot \(BuildInfo.versionText)")

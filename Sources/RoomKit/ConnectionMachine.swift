@@ -89,12 +89,29 @@ public struct ConnectionMachine: Sendable, Hashable {
         }
 
         private func pow2(_ n: Int) -> Double { Double(1 << n) }
+
+        /// The delay ceiling of retry `attempt`: min(cap, first * 2^attempt).
+        public func ceiling(attempt: Int) -> Int64 {
+            Int64(min(Double(cap), Double(first) * pow2(min(attempt, 30))))
+        }
+
+        /// Whether the failure of connection attempt `attempt` (0 the first
+        /// of a run of failures) deserves a log line: the first one, each one
+        /// that moves the backoff to its next step (the ceiling doubles),
+        /// and, once at the cap, attempts 2^k only. A server down for an hour
+        /// costs a dozen lines, not one per retry.
+        public func reportsFailure(ofAttempt attempt: Int) -> Bool {
+            if attempt <= 0 { return true }
+            if ceiling(attempt: attempt) != ceiling(attempt: attempt - 1) { return true }
+            return attempt & (attempt - 1) == 0
+        }
     }
 
     public private(set) var state: State = .idle
     /// Whether some room needs the connection.
     public private(set) var isWanted = false
-    private(set) var attempt = 0
+    /// Failed attempts since the connection was last ready.
+    public private(set) var attempt = 0
     /// Ping interval and silence limit in force (from hello, possibly tightened).
     public private(set) var pingInterval: Int64 = 10_000
     public private(set) var deadAfter: Int64 = 25_000

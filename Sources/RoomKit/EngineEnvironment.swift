@@ -106,9 +106,11 @@ extension RoomHost {
     }
 
     /// The transport closed or failed. Loop thread.
-    package func transportDidClose(_ closed: any EngineConnection, why: String) {
+    /// `kind`: one word for how (WebSocketCloseEvent.kind), the `reason`
+    /// label of `roomkit_reconnects_total`.
+    package func transportDidClose(_ closed: any EngineConnection, why: String, kind: String = "closed") {
         guard closed === connection else { return }
         connection = nil
-        linkClosed(why)
+        linkClosed(why, kind: kind)
     }
 }

@@ -53,15 +53,25 @@ public struct RecordingSlice: Sendable, Hashable {
     public init(ndjson body: [UInt8]) throws(PlayerError) {
         let lines = body.split(separator: 10, omittingEmptySubsequences: true)
         guard let first = lines.first, let header = try? JSON.parse(Array(first)),
-              let begin = header["beginTimestamp"]?.int64Value, let end = header["endTimestamp"]?.int64Value,
-              begin <= end else {
+              let begin = header["beginTimestamp"], let end = header["endTimestamp"] else {
             throw PlayerError(kind: .malformedRecording, code: .malformed, message: "the recording has no valid header line")
         }
-        beginTimestamp = begin
-        endTimestamp = end
+        // A server's numbers are outside input: each is checked once against
+        // its range, so `end - begin + 1` and the player's clock cannot overflow.
+        do {
+            beginTimestamp = try ExternalNumber.integer(begin, field: "beginTimestamp", in: ExternalNumber.epochMilliseconds)
+            endTimestamp = try ExternalNumber.integer(end, field: "endTimestamp", in: beginTimestamp...ExternalNumber.maxEpochMilliseconds)
+            start = try header["sliceStart"].map {
+                try ExternalNumber.integer($0, field: "sliceStart", in: ExternalNumber.offsetMilliseconds)
+            } ?? 0
+            let sliceEnd = try header["sliceEnd"].map {
+                try ExternalNumber.integer($0, field: "sliceEnd", in: ExternalNumber.offsetMilliseconds)
+            }
+            self.end = max(start, sliceEnd ?? (endTimestamp - beginTimestamp + 1))
+        } catch {
+            throw PlayerError(kind: .malformedRecording, code: .invalidArgument, message: "bad recording header: \(error)")
+        }
         framesCount = header["framesCount"]?.intValue ?? lines.count - 1
-        start = header["sliceStart"]?.int64Value ?? 0
-        self.end = max(start, header["sliceEnd"]?.int64Value ?? (end - begin + 1))
         if let json = header["snapshot"], json != .null {
             do {
                 snapshot = try RoomSnapshot(recordingJSON: json)
@@ -71,9 +81,16 @@ public struct RecordingSlice: Sendable, Hashable {
         }
         var frames: [RecordedFrame] = []
         frames.reserveCapacity(lines.count - 1)
+        // A frame's `t` is a server's number too: outside the recording
+        // (0 ... end - begin) it would overflow the player's clock, so such a
+        // frame is a bad frame, like one that is not JSON.
+        let times = 0...(endTimestamp - beginTimestamp)
         for line in lines.dropFirst() {
-            let push = try? JSON.parse(Array(line))
-            let t = push?["t"]?.int64Value ?? frames.last?.t ?? start
+            var push = try? JSON.parse(Array(line))
+            var t = frames.last?.t ?? start
+            if let value = push?["t"] {
+                if let checked = try? ExternalNumber.integer(value, field: "t", in: times) { t = checked } else { push = nil }
+            }
             guard let push, push.objectValue != nil else {
                 frames.append(RecordedFrame(t: t, seq: 0, push: .null))
                 continue

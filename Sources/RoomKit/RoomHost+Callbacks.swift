@@ -96,11 +96,13 @@ extension RoomHost {
         let (steps, common) = callbacks.state.withLock { state in
             (state.interrupters.filter { step in step.rooms.contains { RoomGlob.matches($0, room) } }, state.common)
         }
+        let started = ContinuousClock.now
         var current = url
         for step in steps.sorted(by: { ($0.order, $0.id) < ($1.order, $1.id) }) {
             current = await step.body(current)
         }
         if let common { current = await common.urlInterrupter(current) }
+        metrics.urlChain.recordInterval(since: started)
         return current
     }
 }

@@ -20,7 +20,7 @@ final class HostConnectionDelegate: WebSocketDelegate {
     }
 
     func webSocket(_ connection: WebSocketConnection, didCloseWith event: WebSocketCloseEvent) {
-        host?.transportDidClose(connection, why: "\(event)")
+        host?.transportDidClose(connection, why: "\(event)", kind: event.kind)
     }
 }
 
@@ -51,7 +51,10 @@ extension RoomHost {
     /// backoff that needs the jitter; a draw from the system generator (a
     /// getrandom syscall) for every received message was about 5% of the
     /// engine's CPU under load.
-    func linkClosed(_ why: String) {
+    /// The link closed; `kind` is one word for the metrics' `reason` label.
+    func linkClosed(_ why: String, kind: String) {
+        metrics.pendingLossKind = kind
+        defer { metrics.pendingLossKind = nil }
         perform(link.closed(why, now: nowMonotonic, random: Double.random(in: 0..<1, using: &random)))
     }
 
@@ -59,6 +62,7 @@ extension RoomHost {
         switch link.helloAnswered(interval: interval, timeout: timeout, now: nowMonotonic) {
         case .becameReady:
             logger.debug("connection ready", metadata: ["server": "\(url)"])
+            metrics.connection(up: true)
             flushOutbox()
             for record in Array(sessions.values) { sessionConnectionReady(record) }
         case .none:
@@ -88,14 +92,31 @@ extension RoomHost {
                 connection = nil
                 dropped?.abort()
             }
+            metrics.connection(up: false)
             if drop.lost {
                 logger.info("connection lost", metadata: ["why": "\(drop.why)"])
+                metrics.connectionLost(kind: metrics.pendingLossKind ?? "timeout")
                 failPending(RoomError.interrupted("a request"))
                 for record in Array(sessions.values) { sessionConnectionLost(record, why: drop.why) }
+            } else {
+                reportFailedAttempt(drop.why)
             }
         case .none:
             break
         }
+    }
+
+    /// A connection attempt failed (refused, timed out, DNS, a bad upgrade
+    /// answer, no hello reply) and the machine is backing off: say so at
+    /// warning, naming the URL, on the first failure and then once per
+    /// backoff step (`Backoff.reportsFailure`), never once per retry.
+    private func reportFailedAttempt(_ why: String) {
+        guard case .backingOff(let until) = link.state else { return }  // unwanted: nothing to retry
+        let failed = link.attempt - 1
+        guard link.backoff.reportsFailure(ofAttempt: failed) else { return }
+        logger.warning("cannot connect to the server; retrying", metadata: [
+            "url": "\(url)", "error": "\(why)", "attempt": "\(failed + 1)",
+            "retryInMs": "\(max(0, until - nowMonotonic))", "backoffCeilingMs": "\(link.backoff.ceiling(attempt: failed))"])
     }
 
     private func connect() {
@@ -103,7 +124,7 @@ extension RoomHost {
             connection = try environment.connect(to: url, for: self)
         } catch {
             logger.error("cannot create the WebSocket client", metadata: ["error": "\(error)"])
-            return linkClosed("\(error)")
+            return linkClosed("\(error)", kind: "connect_failed")
         }
     }
 
@@ -114,14 +135,25 @@ extension RoomHost {
         pending[id] = PendingRequest(room: nil, deadline: nil) { [self] result in
             switch result {
             case .success(let fields):
-                let interval = fields["heartbeatInterval"]?.int64Value ?? 10_000
-                let timeout = fields["heartbeatTimeout"]?.int64Value ?? 90_000
+                let heartbeat: (interval: Int64, timeout: Int64)
+                do throws(ProtocolError) {
+                    heartbeat = try HelloReply.heartbeat(fields: fields)
+                } catch {
+                    // A server's numbers are outside input too: out of range is
+                    // a protocol error that drops this connection, not a trap.
+                    logger.warning("bad hello reply", metadata: ["server": "\(url)", "error": "\(error)"])
+                    emit(.throwError(domain: "protocol", code: error.code, message: "bad hello reply: \(error.message)"), room: nil)
+                    linkClosed("bad hello reply: \(error)", kind: "bad_hello")
+                    connection?.abort()
+                    return
+                }
                 adoptPacing(burst: fields["requestBurst"]?.doubleValue, perSecond: fields["requestsPerSecond"]?.doubleValue)
-                linkHelloAnswered(interval: interval, timeout: timeout)
+                linkHelloAnswered(interval: heartbeat.interval, timeout: heartbeat.timeout)
             case .failure(let error):
                 if error.code != .connectionInterrupted {
-                    linkClosed("hello refused: \(error)")
+                    linkClosed("hello refused: \(error)", kind: "hello_refused")
                     connection?.abort()
+                    if error.code == .tokenInvalid, configuration.serviceToken != nil { serviceTokenRefused(error) }
                 }
             }
         }
@@ -132,6 +164,22 @@ extension RoomHost {
         bucket = pacing.burst - 1
         lastRefill = environment.nowMilliseconds
         connection?.send(WebSocketFrame(bytes: JSON.object(hello).serialized()))
+    }
+
+    /// roomd refused the hello's service token (1002033): no retry with the
+    /// same token can succeed, so every login and resume waiting for the
+    /// connection fails now with 1002033 and roomd's reason, instead of
+    /// timing out later as 1002053 with no reason at all.
+    private func serviceTokenRefused(_ error: RoomError) {
+        let message = "roomd refused the service token: \(error.message)"
+        logger.error("roomd refused the service token (1002033); check serviceToken or --service-token-file",
+                     metadata: ["url": "\(url)", "reason": "\(error.message)"])
+        for record in Array(sessions.values) {
+            switch record.machine.state {
+            case .logining, .reconnecting: sessionFailed(record, code: .tokenInvalid, message: message)
+            case .idle, .active, .disconnecting: break
+            }
+        }
     }
 
     // MARK: Ticks

@@ -5,17 +5,31 @@ import Dispatch
 /// it (not only roombot) gets them from whatever backend it bootstraps:
 ///
 /// - `roomkit_sessions{reason}` (gauge): rooms by their last reported reason;
-/// - `roomkit_reconnects_total` (counter): sessions that went `RECONNECTING`;
+/// - `roomkit_reconnects_total{reason}` (counter): sessions that went
+///   `RECONNECTING`, by how the connection ended (`closed_by_peer`, `closed`,
+///   `aborted`, `connect_failed`, `hello_refused`, `bad_hello`, `timeout`);
+/// - `roomkit_connection_losses_total{reason}` (counter): lost connections, same reasons;
+/// - `roomkit_connection_up{server}` (gauge): 1 while the connection to the
+///   server is open and greeted, else 0;
+/// - `roomkit_kicks_total{code}`, `roomkit_login_failures_total{code}` (counters);
+/// - `roomkit_login_seconds`, `roomkit_resume_seconds` (timers): `LOGINING`
+///   to `LOGINED`, `RECONNECTING` to `RECONNECTED`, per room;
+/// - `roomkit_url_interrupter_seconds` (timer): one run of the URL chain;
 /// - `roomkit_events_total{event}` (counter): events raised, by event-log name;
 /// - `roomkit_dispatch_seconds` (timer): how long one event took to reach the
 ///   loop observers (event log, plugin dispatch) and the streams.
 ///
-/// Loop thread only (`emit` runs there); the instruments themselves are
-/// thread-safe.
+/// Loop thread only (`emit` runs there), except `urlChain` (any thread); the
+/// instruments themselves are thread-safe.
 final class RoomHostMetrics {
     private let factory: any MetricsFactory
-    private let reconnects: Counter
     private let dispatch: Timer
+    private let login: Timer
+    private let resume: Timer
+    /// The URL chain's timer; any thread (`interruptURL` is async).
+    let urlChain: Timer
+    private let connectionUp: Gauge
+    private var labelled: [String: Counter] = [:]
     private var events: [String: Counter] = [:]
     /// `events["magix"]`, once made.
     private var magixEvents: Counter?
@@ -23,19 +37,40 @@ final class RoomHostMetrics {
     /// Each room's last reported reason, to move it between the gauges.
     private var reasons: [String: RoomReason] = [:]
     private var counts: [RoomReason: Int] = [:]
+    /// When each room began logging in or reconnecting (uptime ns).
+    private var started: [String: UInt64] = [:]
+    /// How the connection ended, while `linkClosed` handles it.
+    var pendingLossKind: String?
+    /// How the connection last ended: the reason of the reconnects it causes.
+    private var lastLossKind = "timeout"
 
     /// Whether the dispatch timer goes anywhere: with swift-metrics' no-op
     /// factory (nothing bootstrapped) the two clock reads per event are skipped.
     private let timesDispatch: Bool
 
-    init(factory: any MetricsFactory) {
+    init(factory: any MetricsFactory, server: String) {
         self.factory = factory
-        reconnects = Counter(label: "roomkit_reconnects_total", dimensions: [], factory: factory)
         dispatch = Timer(label: "roomkit_dispatch_seconds", dimensions: [], factory: factory)
+        login = Timer(label: "roomkit_login_seconds", dimensions: [], factory: factory)
+        resume = Timer(label: "roomkit_resume_seconds", dimensions: [], factory: factory)
+        urlChain = Timer(label: "roomkit_url_interrupter_seconds", dimensions: [], factory: factory)
+        connectionUp = Gauge(label: "roomkit_connection_up", dimensions: [("server", server)], factory: factory)
+        connectionUp.record(0)
         timesDispatch = !(factory is NOOPMetricsHandler)
     }
 
     func clock() -> UInt64 { timesDispatch ? DispatchTime.now().uptimeNanoseconds : 0 }
+
+    /// The connection became ready (hello answered), or went away.
+    func connection(up: Bool) {
+        connectionUp.record(up ? 1 : 0)
+    }
+
+    /// A ready connection was lost; `kind` says how (one word).
+    func connectionLost(kind: String) {
+        lastLossKind = kind
+        counter("roomkit_connection_losses_total", ("reason", kind)).increment()
+    }
 
     /// Counts `event`, moves its room between the session gauges on a
     /// reason change, and records the dispatch time since `started`.
@@ -48,12 +83,43 @@ final class RoomHostMetrics {
             return (magixEvents ?? counter(named: "magix", keepingMagix: true)).increment()
         }
         counter(named: event.logName).increment()
-        guard case .roomStateChanged(let room, let reason, _, _) = event else { return }
-        if reason == .reconnecting { reconnects.increment() }
+        if case .kickedWithReason(_, let code, _) = event {
+            counter("roomkit_kicks_total", ("code", String(code.rawValue))).increment()
+        }
+        guard case .roomStateChanged(let room, let reason, let code, _) = event else { return }
+        time(reason, room: room)
+        switch reason {
+        case .reconnecting: counter("roomkit_reconnects_total", ("reason", lastLossKind)).increment()
+        case .loginFailed: counter("roomkit_login_failures_total", ("code", String(code.rawValue))).increment()
+        case .logining, .logined, .reconnected, .reconnectFailed, .kickOut, .logout, .logoutFailed: break
+        }
         let previous = reasons.updateValue(reason, forKey: room)
         guard previous != reason else { return }
         if let previous { move(previous, by: -1) }
         move(reason, by: 1)
+    }
+
+    /// Login and resume latency: from LOGINING or RECONNECTING to their success.
+    private func time(_ reason: RoomReason, room: String) {
+        switch reason {
+        case .logining, .reconnecting:
+            started[room] = DispatchTime.now().uptimeNanoseconds
+        case .logined, .reconnected:
+            guard let since = started.removeValue(forKey: room) else { return }
+            let elapsed = Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds &- since)
+            (reason == .logined ? login : resume).recordNanoseconds(elapsed)
+        case .loginFailed, .reconnectFailed, .kickOut, .logout, .logoutFailed:
+            started.removeValue(forKey: room)
+        }
+    }
+
+    /// The counter `label` with one dimension (made on first use).
+    private func counter(_ label: String, _ dimension: (String, String)) -> Counter {
+        let key = label + "|" + dimension.1
+        if let made = labelled[key] { return made }
+        let made = Counter(label: label, dimensions: [dimension], factory: factory)
+        labelled[key] = made
+        return made
     }
 
     private func counter(named name: String, keepingMagix: Bool = false) -> Counter {
@@ -75,5 +141,13 @@ final class RoomHostMetrics {
             return made
         }()
         gauge.record(count)
+    }
+}
+
+extension Timer {
+    /// Records the time since `start` on the continuous clock.
+    func recordInterval(since start: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - start
+        recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
     }
 }

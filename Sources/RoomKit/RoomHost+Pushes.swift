@@ -44,14 +44,7 @@ extension RoomHost {
         case .state(let from, let patch):
             if from == me { return }
             let state = room.state
-            if patch["globalState"] != nil, let custom = globalStateType {
-                do {
-                    try custom.check(.object(state.globalState))
-                } catch {
-                    emit(.catchErrorWhenAppendFrame(room: room.id, memberId: from,
-                                                    error: "globalState does not decode as \(custom.name): \(error)"), room: room)
-                }
-            }
+            if patch["globalState"] != nil { checkGlobalState(state.globalState, from: from, record: record) }
             var diff = RoomStateDiff()
             if change.stateKeys.contains("globalState") { diff.globalState = state.globalState }
             if change.stateKeys.contains("sceneState") { diff.sceneState = state.sceneState }
@@ -86,6 +79,20 @@ extension RoomHost {
 
         case .magix:
             break  // applyMagix
+        }
+    }
+
+    /// The seed's `setCustomGlobalStateClass` contract: whenever the room's
+    /// `globalState` does not decode as the registered type (a push from
+    /// member `from`, or a login or resume snapshot, `from` 0), the app
+    /// hears `catchErrorWhenAppendFrame`; the session goes on.
+    func checkGlobalState(_ globalState: [String: JSON], from: Int64, record: SessionRecord) {
+        guard let custom = globalStateType else { return }
+        do {
+            try custom.check(.object(globalState))
+        } catch {
+            emit(.catchErrorWhenAppendFrame(room: record.room.id, memberId: from,
+                                            error: "globalState does not decode as \(custom.name): \(error)"), room: record.room)
         }
     }
 

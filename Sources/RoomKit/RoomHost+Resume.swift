@@ -65,7 +65,7 @@ extension RoomHost {
             content.seq = cursor.seq
             content.writable = cursor.writable
         }
-        logger.debug("resuming a stored session", metadata: ["room": "\(record.room.id)", "seq": "\(cursor.seq)"])
+        logger.debug("resuming a stored session", metadata: ["room": "\(record.room.id)", "seq": .stringConvertible(cursor.seq)])
     }
 
     /// A stored resume was refused: log in fresh, and report the gap when
@@ -73,7 +73,7 @@ extension RoomHost {
     func abandonRestoredCursor(_ record: SessionRecord, _ error: RoomError) {
         guard let cursor = record.restored else { return }
         logger.info("stored session not resumable; logging in fresh",
-                    metadata: ["room": "\(record.room.id)", "code": "\(error.code.rawValue)"])
+                    metadata: ["room": "\(record.room.id)", "code": .stringConvertible(error.code.rawValue)])
         record.restored = nil
         record.pendingResync = (.resumeRefused, cursor.seq)
         transmitLogin(record, resume: false)

@@ -10,6 +10,10 @@ final class SessionRecord {
     var wantsWritable: Bool
     /// Token expiry, ms since the epoch (from the login reply).
     var tokenExpiresAt: Int64 = .max
+    /// An automatic renewal is in flight (RoomHost+Tokens.swift), and how
+    /// often in a row the provider returned the token in use.
+    var renewing = false
+    var sameTokenAnswers: UInt8 = 0
     /// The server's session ID, for resume.
     var session: String?
     /// The newest room seq seen (pushes and own replies): the resume point.
@@ -365,8 +369,9 @@ extension RoomHost {
             do {
                 reply = try LoginReply(fields: fields)
             } catch {
-                emit(.throwError(domain: "protocol", code: .malformed, message: "bad login reply: \(error)"), room: nil)
-                return sessionFailed(record, code: .malformed, message: "bad login reply")
+                // The error's own code (1009001 or 1009006), not always 1009001.
+                emit(.throwError(domain: "protocol", code: error.code, message: "bad login reply: \(error.message)"), room: nil)
+                return sessionFailed(record, code: error.code, message: "bad login reply: \(error.message)")
             }
             let firstLogin = !record.resuming
             // The session this login asked to resume, and the last seq applied before it.
@@ -413,6 +418,9 @@ extension RoomHost {
                 diff.roomMembers = snapshot.members
                 emit(.roomStateModified(room: room.id, from: nil, diff: diff), room: room)
             }
+            // The first state the app sees must fit the custom type too, not
+            // only later pushes (RoomHost+Pushes.swift).
+            if let snapshot = reply.snapshot { checkGlobalState(snapshot.state.globalState, from: 0, record: record) }
         case .failure(let error):
             if error.code == .connectionInterrupted { return }  // the connection machine reports the loss
             if error.code == .rateLimited {

@@ -38,6 +38,13 @@ public struct RoomHostConfiguration: Sendable {
     /// the connection its larger service request bucket, for a bot in
     /// thousands of rooms on one connection. nil: an ordinary connection.
     public var serviceToken: String?
+    /// With a token provider: when the provider hands back the very token
+    /// that is about to expire (a `tokenFile` nobody has updated yet), the
+    /// host asks it again after this delay, doubling each time up to
+    /// `backoffCap`, until it gets a new token or the old one expires. It
+    /// never renews with the same token (issue 27 §4: that looped 1,100
+    /// times in 5 s).
+    public var tokenRecheckFirst: Duration = .seconds(1)
     /// Timer granularity of the engine (deadlines, pings, pacing).
     public var tick: Duration = .milliseconds(20)
     /// Sent in `hello`.
@@ -117,13 +124,15 @@ public final class RoomHost: @unchecked Sendable {
             livenessOverride: configuration.livenessTimeout?.milliseconds)
         engine = LoopBound(EngineState(link: link, pacing: (configuration.requestBurst, configuration.requestsPerSecond),
                                         jitterSeed: environment.jitterSeed), loop: loop)
-        metrics = RoomHostMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
+        metrics = RoomHostMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory, server: configuration.serverURL)
     }
 
     /// Registers the custom global state type (the seed's
     /// `setCustomGlobalStateClass`): another member's change whose
     /// `globalState` does not decode as `type` raises
-    /// `fireCatchErrorWhenAppendFrame`, and the session goes on.
+    /// `fireCatchErrorWhenAppendFrame` with that member's ID, and so does a
+    /// login or resume whose snapshot does not (member ID 0): the first
+    /// state the app sees is checked too. The session goes on.
     public func registerGlobalStateType<T: Decodable & SendableMetatype>(_ type: T.Type) {
         let check: @Sendable (JSON) throws -> Void = { json in _ = try json.decode(T.self) }
         customGlobalState.withLock { $0 = ("\(type)", check) }

@@ -135,9 +135,16 @@ public struct BotConfig: Sendable {
         var rooms: [String] = []
         if let list = root["rooms"] {
             if let array = list.arrayValue {
+                var seen: [String: Int] = [:]
                 for (index, value) in array.enumerated() {
-                    if let room = value.stringValue, RoomID.isValid(room) { rooms.append(room) }
-                    else { fail("rooms[\(index)]", "must be a room ID (1-128 of [A-Za-z0-9_.:-])") }
+                    guard let room = value.stringValue, RoomID.isValid(room) else {
+                        fail("rooms[\(index)]", "must be a room ID (1-128 of [A-Za-z0-9_.:-])")
+                        continue
+                    }
+                    // A room listed twice would be joined twice: the second
+                    // login fails with a misleading "already logged in".
+                    if let first = seen[room] { fail("rooms[\(index)]", "duplicate room '\(room)' (also rooms[\(first)])") }
+                    else { seen[room] = index; rooms.append(room) }
                 }
             } else {
                 fail("rooms", "must be an array of room IDs")
@@ -174,16 +181,18 @@ public struct BotConfig: Sendable {
         if let value = root["events"] {
             if let text = value.stringValue, !text.isEmpty { events = text == "-" ? "-" : resolve(text) } else { fail("events", "must be a path or -") }
         }
-        func seconds(_ key: String, _ fallback: Double) -> Duration {
-            guard let value = root[key] else { return .milliseconds(Int64(fallback * 1000)) }
-            guard let number = value.doubleValue, number > 0, number.isFinite else {
-                fail(key, "must be a positive number of seconds")
-                return .milliseconds(Int64(fallback * 1000))
+        // Checked once against its documented range (ExternalNumber).
+        func seconds(_ key: String, _ fallback: Duration) -> Duration {
+            guard let value = root[key] else { return fallback }
+            do {
+                return try ExternalNumber.seconds(value, field: key, in: ExternalNumber.longSeconds)
+            } catch {
+                fail(key, error.problem)
+                return fallback
             }
-            return .milliseconds(Int64((number * 1000).rounded()))
         }
-        let loginTimeout = seconds("loginTimeout", 30)
-        let reconnectWindow = seconds("reconnectWindow", 1200)
+        let loginTimeout = seconds("loginTimeout", .seconds(30))
+        let reconnectWindow = seconds("reconnectWindow", .seconds(1200))
         var (stateFile, legacyStateFile) = Self.storePaths(resolve(((file as NSString).deletingPathExtension) + ".state.json"))
         if let value = root["state"] {
             if let text = value.stringValue, !text.isEmpty { (stateFile, legacyStateFile) = Self.storePaths(resolve(text)) }

@@ -1,39 +1,51 @@
+import CoreMetrics
 import Foundation
 import Prometheus
 import RoomKit
 import RoomKitLoop
+import RoomKitMetrics
 import RoomKitPluginHost
 import Synchronization
 
-/// `/metrics` in Prometheus exposition, every family with a `# HELP` line.
-/// Each bot has its own registry (no process-wide bootstrap), so several
-/// bots in one process, as in tests, do not mix their numbers.
+/// `/metrics` in Prometheus exposition, every family with a `# HELP` line
+/// (`DocumentedMetricsFactory`). Each bot has its own registry (no
+/// process-wide bootstrap), so several bots in one process, as in tests, do
+/// not mix their numbers. The same factory goes to the engine (`roomkit_*`
+/// of `RoomHost`) and to the plugin manager (`roomkit_plugin_*`), so their
+/// histograms reach this `/metrics` too.
 ///
 /// Rates are left to Prometheus (`rate(roombot_events_total[1m])`): a scrape
 /// only reads, so any number of scrapers see the same monotonic counters.
 final class BotMetrics: @unchecked Sendable {
-    // @unchecked Sendable: Prometheus metrics are thread-safe; `pluginTotals`
-    // is guarded by its lock; `lagTimer` is touched on the loop thread only.
-    let registry = PrometheusCollectorRegistry()
-    private let events: Prometheus.Counter
-    private let loopLag: Prometheus.Gauge
+    // @unchecked Sendable: Prometheus metrics are thread-safe; the totals
+    // are guarded by their locks; `lagTimer` is touched on the loop thread only.
+    let factory: DocumentedMetricsFactory
+    var registry: PrometheusCollectorRegistry { factory.registry }
+    private let process: ProcessMetrics
+    private let events: CoreMetrics.Counter
+    private let loopLag: CoreMetrics.Gauge
     private let pluginTotals = LockedValue<[String: (calls: Int, failures: Int)]>([:])
     /// Last exported crash/restart/drop/skip totals of process-isolated plugins.
     private let processTotals = LockedValue<[String: [Int]]>([:])
     private var lagTimer: LoopTimer?
 
-    init() {
-        events = registry.makeCounter(descriptor: Self.named("roombot_events_total", "Framework events raised since the bot started (one per event-log line)."), labels: [])
-        loopLag = registry.makeGauge(descriptor: Self.named("roombot_event_loop_lag_seconds", "How late the last 100 ms event-loop timer fired."), labels: [])
-    }
-
-    /// A metric's name and `# HELP` text (the unit is part of `name`).
-    private static func named(_ name: String, _ help: String) -> MetricNameDescriptor {
-        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+    init(version: String, revision: String) {
+        factory = DocumentedMetricsFactory(help: Self.help)
+        process = ProcessMetrics(factory: factory)
+        events = CoreMetrics.Counter(label: "roombot_events_total", dimensions: [], factory: factory)
+        loopLag = CoreMetrics.Gauge(label: "roombot_event_loop_lag_seconds", dimensions: [], factory: factory)
+        CoreMetrics.Gauge(label: "roombot_build_info", dimensions: [("version", version), ("revision", revision)], factory: factory)
+            .record(1)
     }
 
     func count(_ event: RoomEvent) {
         events.increment()
+    }
+
+    /// A plugin's status changed (the manager's `onStatus`): quarantines are counted.
+    func pluginStatus(_ plugin: String, _ status: PluginStatus) {
+        guard status == .quarantined else { return }
+        CoreMetrics.Counter(label: "roombot_plugin_quarantines_total", dimensions: [("plugin", plugin)], factory: factory).increment()
     }
 
     /// Measures how late a 100 ms loop timer fires: the event loop's lag.
@@ -43,7 +55,7 @@ final class BotMetrics: @unchecked Sendable {
             var expected = Date().addingTimeInterval(period)
             lagTimer = try loop.scheduleTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { [loopLag] _ in
                 let now = Date()
-                loopLag.set(max(0, now.timeIntervalSince(expected)))
+                loopLag.record(max(0, now.timeIntervalSince(expected)))
                 expected = now.addingTimeInterval(period)
             }
         }
@@ -60,23 +72,28 @@ final class BotMetrics: @unchecked Sendable {
         var byReason: [RoomReason: Int] = [:]
         for room in host.allRooms { byReason[room.reason, default: 0] += 1 }
         for reason in RoomReason.allCases {
-            registry.makeGauge(descriptor: Self.named("roombot_sessions", "Rooms of this bot by their last reported reason."), labels: [("reason", reason.rawValue)])
-                .set(Double(byReason[reason] ?? 0))
+            CoreMetrics.Gauge(label: "roombot_sessions", dimensions: [("reason", reason.rawValue)], factory: factory)
+                .record(byReason[reason] ?? 0)
         }
+        let depths = plugins.queueDepths
         for report in plugins.reports {
             let labels = [("plugin", report.name)]
             let previous = pluginTotals.withLock { totals -> (calls: Int, failures: Int) in
                 defer { totals[report.name] = (report.calls, report.failures) }
                 return totals[report.name] ?? (0, 0)
             }
-            registry.makeCounter(descriptor: Self.named("roombot_plugin_calls_total", "Calls into each plugin."), labels: labels)
-                .increment(by: Int64(max(0, report.calls - previous.calls)))
-            registry.makeCounter(descriptor: Self.named("roombot_plugin_failures_total", "Plugin calls that failed or ran over their timeoutMs."), labels: labels)
-                .increment(by: Int64(max(0, report.failures - previous.failures)))
-            registry.makeGauge(descriptor: Self.named("roombot_plugin_latency_seconds", "Mean duration of one plugin call."), labels: labels)
-                .set(report.meanMicroseconds / 1_000_000)
+            CoreMetrics.Counter(label: "roombot_plugin_calls_total", dimensions: labels, factory: factory)
+                .increment(by: max(0, report.calls - previous.calls))
+            CoreMetrics.Counter(label: "roombot_plugin_failures_total", dimensions: labels, factory: factory)
+                .increment(by: max(0, report.failures - previous.failures))
+            CoreMetrics.Counter(label: "roombot_plugin_quarantines_total", dimensions: labels, factory: factory).increment(by: 0)
+            CoreMetrics.Gauge(label: "roombot_plugin_quarantined", dimensions: labels, factory: factory)
+                .record(report.status == .quarantined ? 1 : 0)
+            CoreMetrics.Gauge(label: "roombot_plugin_queue_depth", dimensions: labels, factory: factory)
+                .record(report.process?.pending ?? depths[report.name] ?? 0)
             if let process = report.process { exportProcess(process, plugin: report.name) }
         }
+        process.update()
         return registry.emitToString()
     }
 
@@ -87,15 +104,11 @@ final class BotMetrics: @unchecked Sendable {
             defer { totals[plugin] = now }
             return totals[plugin] ?? [0, 0, 0, 0]
         }
-        let families = [
-            ("roombot_plugin_crashes_total", "Crashes of each process-isolated plugin (signal, exit, broken pipe, bad frame)."),
-            ("roombot_plugin_restarts_total", "Restarts of each process-isolated plugin after a crash or a hang."),
-            ("roombot_plugin_dropped_events_total", "Events dropped for a plugin whose queue was full during a restart."),
-            ("roombot_plugin_skipped_events_total", "Poison events skipped for a plugin after they crashed it twice."),
-        ]
-        for (index, (name, help)) in families.enumerated() {
-            registry.makeCounter(descriptor: Self.named(name, help), labels: [("plugin", plugin)])
-                .increment(by: Int64(max(0, now[index] - previous[index])))
+        let families = ["roombot_plugin_crashes_total", "roombot_plugin_restarts_total",
+                        "roombot_plugin_dropped_events_total", "roombot_plugin_skipped_events_total"]
+        for (index, name) in families.enumerated() {
+            CoreMetrics.Counter(label: name, dimensions: [("plugin", plugin)], factory: factory)
+                .increment(by: max(0, now[index] - previous[index]))
         }
     }
 }

@@ -35,7 +35,7 @@ extension BotRunner {
                     return forgetFailed(room)
                 }
                 logger.warning("login failed; retrying", metadata: [
-                    "room": "\(room)", "error": "\(error)", "attempt": "\(attempt)", "retryIn": "\(delay)"])
+                    "room": "\(room)", "error": "\(error)", "attempt": .stringConvertible(attempt), "retryIn": "\(delay)"])
                 do {
                     try await Task.sleep(for: delay)
                 } catch {
@@ -52,16 +52,33 @@ extension BotRunner {
         code == .timedOut || code == .connectionInterrupted || code == .rateLimited || code == .internalError
     }
 
+    /// An operator joined or left `room` through the control API: the room
+    /// set follows, and so does readiness (a configured room left this way
+    /// is not waited for until it is joined again, or the bot restarts).
+    func operatorChose(_ room: String, joined: Bool) {
+        remember(room, joined: joined)
+        leftByOperator.withLock { left in
+            if joined {
+                _ = left.remove(room)
+            } else {
+                _ = left.insert(room)
+            }
+        }
+    }
+
     /// A remembered room whose login failed for good is no room the bot is in.
     private func forgetFailed(_ room: String) {
         guard !isStopping else { return }
         remember(room, joined: false)
     }
 
-    /// The rooms the bot should be in (`targetRooms`) that are not
+    /// The rooms the bot should be in (`targetRooms`, less the configured
+    /// rooms an operator left through the control API) that are not
     /// `LOGINED` or `RECONNECTED`, with their reason and code (`/readyz`).
     public var roomsNotReady: [(room: String, reason: RoomReason, errorCode: ErrorCode)] {
-        targetRooms.compactMap { id in
+        let left = leftByOperator.withLock { $0 }
+        return targetRooms.compactMap { id in
+            if left.contains(id) { return nil }
             let content = host.room(id)?.content
             let reason = content?.reason ?? .logout
             if reason == .logined || reason == .reconnected { return nil }

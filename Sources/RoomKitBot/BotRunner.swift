@@ -45,6 +45,9 @@ public final class BotRunner: @unchecked Sendable {
     let joining = LockedValue<Task<Void, Never>?>(nil)
     /// The group running the bot's parts (`start()`), stopped by `stop()`.
     let running = LockedValue<(group: ServiceGroup, task: Task<Void, any Error>)?>(nil)
+    /// Configured rooms an operator left through the control API, until
+    /// joined again: the bot no longer means to be in them (`/readyz`).
+    let leftByOperator = LockedValue<Set<String>>([])
     /// Fleet mode's coordinator (docs/FLEET.md); nil for a standalone bot.
     let fleet: FleetCoordinator?
     var control: ControlAPI?
@@ -52,7 +55,11 @@ public final class BotRunner: @unchecked Sendable {
 
     /// Validates everything that can be checked before starting (manifest
     /// included); throws `ConfigErrors` naming file and field.
-    public init(config: BotConfig, overrides: BotOverrides = BotOverrides(), logger: Logger) throws {
+    /// `build`: the version and revision `roombot_build_info` reports.
+    public init(config: BotConfig, overrides: BotOverrides = BotOverrides(), logger: Logger,
+                build: (version: String, revision: String) = ("unknown", "unknown")) throws {
+        // Once, at start: a config file holding a secret must be private.
+        if let warning = config.permissionWarning { logger.warning("\(warning)") }
         var config = config
         if let server = overrides.server { config.server = server }
         if let control = overrides.control { config.control = control }
@@ -118,18 +125,21 @@ public final class BotRunner: @unchecked Sendable {
         // A fleet host resumes from the cursors in Redis, not from its own file.
         let fleetStore = config.fleet.map { _ in FleetSessionStore() }
         hostConfiguration.sessionStore = fleetStore ?? store
+        let metrics = BotMetrics(version: build.version, revision: build.revision)
+        self.metrics = metrics
+        hostConfiguration.metricsFactory = metrics.factory
         host = try RoomHost(loop: loop, configuration: hostConfiguration, logger: logger,
                             tokenProvider: tokens.canRenew ? tokens : nil)
         let events = self.events
-        plugins = PluginManager(host: host, logger: logger) { name, status, message in
+        plugins = PluginManager(host: host, logger: logger, metricsFactory: metrics.factory) { name, status, message in
+            metrics.pluginStatus(name, status)
             var fields: [String: JSON] = ["plugin": .string(name), "status": .string(status.rawValue)]
             if let message { fields["message"] = .string(message) }
             events.write("plugin", fields)
         }
-        metrics = BotMetrics()
         if let fleetConfig = config.fleet, let fleetStore {
             fleet = FleetCoordinator(config: fleetConfig, server: config.server, loop: loop, host: host, user: config.user, tokens: tokens,
-                                     store: fleetStore, metrics: FleetMetrics(registry: metrics.registry), logger: logger)
+                                     store: fleetStore, metrics: FleetMetrics(factory: metrics.factory), logger: logger)
         } else {
             fleet = nil
         }

@@ -238,7 +238,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
                     try database.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('migratedStateFile', ?)", [.text(legacyStateFile)])
                 }
                 if !rooms.isEmpty {
-                    logger.info("rooms imported from the old state file", metadata: ["from": "\(legacyStateFile)", "rooms": "\(rooms.count)"])
+                    logger.info("rooms imported from the old state file", metadata: ["from": "\(legacyStateFile)", "rooms": .stringConvertible(rooms.count)])
                 }
             } catch {
                 logger.error("old state file not imported", metadata: ["from": "\(legacyStateFile)", "error": "\(error)"])

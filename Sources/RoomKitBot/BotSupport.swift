@@ -21,7 +21,8 @@ public final class EventLog: Sendable {
             handle = LockedValue(FileHandle.standardOutput)
         case let path?:
             if !FileManager.default.fileExists(atPath: path) {
-                guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                // 0600: the log holds room contents (what the plugins see).
+                guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
                     throw ConfigError(file: path, field: "", problem: "cannot create the event log")
                 }
             }

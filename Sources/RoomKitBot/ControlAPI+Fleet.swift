@@ -14,8 +14,11 @@ enum FleetControl {
             case ("GET", []):
                 return (200, try await fleet.status())
             case ("POST", ["rooms"]):
-                guard let object = try? JSON.parse(body).objectValue, let list = object["rooms"]?.arrayValue else {
-                    return (400, error(.malformed, "body must be {\"rooms\": [room IDs]}"))
+                let list: [JSON]
+                do {
+                    list = try ControlBody(body, accepts: ["rooms": .array], requires: ["rooms"])["rooms"]?.arrayValue ?? []
+                } catch {
+                    return (400, self.error(.malformed, "\(error.message); the body is {\"rooms\": [room IDs]}"))
                 }
                 var rooms: [String] = []
                 for (index, value) in list.enumerated() {

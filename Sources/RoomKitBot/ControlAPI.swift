@@ -130,7 +130,7 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
                     let c = room.content
                     return ["room": .string(room.id), "reason": .string(c.reason.rawValue), "phase": .string(c.phase.rawValue),
                             "errorCode": .int(Int64(c.errorCode.rawValue)), "memberId": c.memberId.map(JSON.int) ?? .null,
-                            "members": .int(Int64(c.members.count)), "seq": .int(c.seq), "writable": .bool(c.writable)]
+                            "members": .int(Int64(RoomRow.members(c))), "seq": .int(c.seq), "writable": .bool(c.writable)]
                 }
                 return (200, .array(rooms))
             case ("GET", ["v1", "plugins"]):
@@ -144,11 +144,14 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
                     return .object(fields)
                 }))
             case ("POST", let p) where p.count == 4 && p[0] == "v1" && p[1] == "plugins" && p[3] == "reload":
+                _ = try ControlBody(request.body, accepts: [:])
                 return try reload(p[2], runner: runner)
             case ("PUT", let p) where p.count == 4 && p[0] == "v1" && p[1] == "plugins" && p[3] == "config":
                 return putPluginConfig(p[2], body: request.body, runner: runner)
             case ("POST", ["v1", "logout"]):
+                _ = try ControlBody(request.body, accepts: [:])
                 let rooms = await host.logoutRoom()
+                for room in rooms { runner.leftByOperator.withLock { _ = $0.insert(room) } }
                 return (200, ["rooms": .array(rooms.map(JSON.string))])
             case ("POST", let p) where p.count == 4 && p[0] == "v1" && p[1] == "rooms":
                 return try await roomAction(p[3], room: p[2], body: request.body, runner: runner)
@@ -168,53 +171,62 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
 
     private static func roomAction(_ action: String, room: String, body: [UInt8], runner: BotRunner) async throws -> (Int, JSON) {
         let host = runner.host
-        let fields = try parse(body)
         switch action {
         case "login":
+            let fields = try ControlBody(body, accepts: ["token": .string, "writable": .boolean])
             do {
                 // Without a token in the body the bot's auth supplies one; when
                 // it has none, the engine reports LOGINING then LOGIN_FAILED 1002033.
                 let handle = try await host.loginRoom(room, user: runner.config.user, token: fields["token"]?.stringValue,
                                                       tokenProvider: runner.tokens, writable: fields["writable"]?.boolValue ?? true)
-                runner.remember(room, joined: true)
+                runner.operatorChose(room, joined: true)
                 return (200, loginAnswer(handle))
             } catch let failure as RoomError {
                 return (409, ["reason": "LOGIN_FAILED", "errorCode": .int(Int64(failure.code.rawValue)), "message": .string(failure.message)])
             }
         case "logout":
+            _ = try ControlBody(body, accepts: [:])
             do {
                 try await host.logoutRoom(room)
-                runner.remember(room, joined: false)
+                runner.operatorChose(room, joined: false)
                 return (200, ["reason": "LOGOUT", "room": .string(room)])
             } catch let failure as RoomError where failure.code == .logoutNotLoggedIn {
                 return (404, ["reason": "LOGOUT_FAILED", "errorCode": .int(Int64(failure.code.rawValue))])
             }
         case "switch":
+            let fields = try ControlBody(body, accepts: ["to": .string, "token": .string], requires: ["to"])
             guard let target = fields["to"]?.stringValue else { throw BodyError(message: "body.to must be a room ID") }
             do {
                 // The engine checks the target (ID, already joined, token) before
                 // leaving `room`; the state file follows the LOGOUT it reports.
                 let handle = try await host.switchRoom(from: room, to: target, token: fields["token"]?.stringValue,
                                                        tokenProvider: runner.tokens)
-                runner.remember(target, joined: true)
+                runner.operatorChose(room, joined: false)
+                runner.operatorChose(target, joined: true)
                 return (200, loginAnswer(handle))
             } catch let failure as RoomError {
                 let reason = failure.reason == .logoutFailed ? "LOGOUT_FAILED" : "LOGIN_FAILED"
                 return (409, ["reason": .string(reason), "errorCode": .int(Int64(failure.code.rawValue)), "message": .string(failure.message)])
             }
         case "state":
+            let fields = try ControlBody(body, accepts: ["patch": .object], requires: ["patch"])
             guard let patch = fields["patch"]?.objectValue else { throw BodyError(message: "body.patch must be an object") }
             return (200, ["seq": .int(try await handle(room, host).setState(patch: patch))])
         case "magix":
+            let fields = try ControlBody(body, accepts: ["event": .string, "payload": .any, "to": .strings], requires: ["event"])
             guard let event = fields["event"]?.stringValue else { throw BodyError(message: "body.event must be a string") }
             let to = fields["to"]?.arrayValue?.compactMap(\.stringValue)
             return (200, ["seq": .int(try await handle(room, host).dispatchMagixEvent(event, payload: fields["payload"] ?? .null, to: to))])
         case "images":
+            let fields = try ControlBody(body, accepts: ["uuid": .string, "url": .string, "x": .number, "y": .number,
+                                                         "width": .number, "height": .number]).fields
             let image: Image
             do { image = try Image(json: .object(fields)) } catch { throw BodyError(message: "body: \(error)") }
             let (seq, url) = try await handle(room, host).insertImage(image)
             return (200, ["seq": .int(seq), "url": .string(url)])
         case "scenes":
+            let fields = try ControlBody(body, accepts: ["dir": .string, "scenes": .array, "index": .integer],
+                                         requires: ["dir", "scenes"])
             guard let dir = fields["dir"]?.stringValue, let list = fields["scenes"]?.arrayValue else {
                 throw BodyError(message: "body needs dir (string) and scenes (array)")
             }
@@ -262,13 +274,6 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
                 "memberId": c.memberId.map(JSON.int) ?? .null, "writable": .bool(c.writable), "seq": .int(c.seq)]
     }
 
-    private struct BodyError: Error { let message: String }
-
-    private static func parse(_ body: [UInt8]) throws -> [String: JSON] {
-        if body.isEmpty { return [:] }
-        guard let object = try? JSON.parse(body).objectValue else { throw BodyError(message: "body must be a JSON object") }
-        return object
-    }
 
     /// Compares without an early exit, so timing does not reveal the secret.
     static func constantTimeEqual(_ a: String, _ b: String) -> Bool {

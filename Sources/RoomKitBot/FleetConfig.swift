@@ -1,11 +1,18 @@
+import Foundation
 import RoomKitProtocol
 import RoomKitRedis
 
 /// `bot.json`'s `"fleet"` object (docs/FLEET.md): several roombot hosts
 /// share one room set through Redis; every room has one bot at a time.
 public struct FleetConfig: Sendable, Hashable {
-    /// Where Redis is (`redis://HOST[:PORT][/DB]`).
+    /// Where Redis is (`redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`); its
+    /// password may come from `passwordFile` or `ROOMBOT_REDIS_PASSWORD` instead.
     public var redis: RedisEndpoint
+    /// The file the Redis password was read from (`fleet.passwordFile`), if any.
+    public var passwordFile: String?
+    /// Where the Redis password came from: `fleet.redis`, `fleet.passwordFile`
+    /// or `ROOMBOT_REDIS_PASSWORD` (nil: no password).
+    public var passwordSource: String?
     /// The fleet's name: every key carries it as a hash tag, `{name}`.
     public var name: String
     /// Fixed number of shards (never change it for a running fleet). Default 4096.
@@ -29,17 +36,18 @@ public struct FleetConfig: Sendable, Hashable {
     }
 
     /// Parses the `fleet` object; problems go to `fail(field, problem)`.
-    static func parse(_ value: JSON, fail: (String, String) -> Void) -> FleetConfig? {
+    static func parse(_ value: JSON, environment: [String: String] = ProcessInfo.processInfo.environment,
+                      fail: (String, String) -> Void) -> FleetConfig? {
         guard let object = value.objectValue else {
             fail("fleet", "must be an object {redis, name, shards?, leaseTTL?, loadThreshold?}")
             return nil
         }
         let known: Set<String> = ["redis", "name", "shards", "leaseTTL", "loadThreshold", "claimInterval",
-                                  "drainTimeout", "releaseBatch"]
+                                  "drainTimeout", "releaseBatch", "passwordFile"]
         for key in object.keys.sorted() where !known.contains(key) { fail("fleet.\(key)", "unknown field") }
         var endpoint: RedisEndpoint?
         if let text = object["redis"]?.stringValue, let parsed = RedisEndpoint(url: text) { endpoint = parsed }
-        else { fail("fleet.redis", "must be a redis://HOST[:PORT][/DB] URL") }
+        else { fail("fleet.redis", "must be a redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] URL") }
         var name = ""
         if let text = object["name"]?.stringValue, !text.isEmpty, text.utf8.count <= 64,
            !text.contains(where: { "{}".contains($0) || $0.isWhitespace }) {
@@ -49,16 +57,17 @@ public struct FleetConfig: Sendable, Hashable {
         }
         guard let endpoint, !name.isEmpty else { return nil }
         var config = FleetConfig(redis: endpoint, name: name)
+        resolvePassword(&config, object["passwordFile"], environment: environment, fail: fail)
         if let value = object["shards"] {
             if let shards = value.int64Value, (1...65536).contains(shards) { config.shards = Int(shards) }
             else { fail("fleet.shards", "must be an integer 1-65536") }
         }
         func seconds(_ key: String, _ apply: (Duration) -> Void) {
             guard let value = object[key] else { return }
-            if let number = value.doubleValue, number > 0, number.isFinite, number <= 86_400 {
-                apply(.milliseconds(Int64((number * 1000).rounded())))
-            } else {
-                fail("fleet.\(key)", "must be a positive number of seconds")
+            do {
+                apply(try ExternalNumber.seconds(value, field: "fleet.\(key)", in: ExternalNumber.shortSeconds))
+            } catch {
+                fail("fleet.\(key)", error.problem)
             }
         }
         seconds("leaseTTL") { config.leaseTTL = $0 }
@@ -74,5 +83,35 @@ public struct FleetConfig: Sendable, Hashable {
             else { fail("fleet.releaseBatch", "must be a positive integer") }
         }
         return config
+    }
+
+    /// The environment variable holding the Redis password when neither
+    /// `fleet.redis` nor `fleet.passwordFile` gives one.
+    public static let passwordEnvironment = "ROOMBOT_REDIS_PASSWORD"
+
+    /// The password, in this order: in the URL, from `passwordFile` (trailing
+    /// line breaks dropped, as for every secret file), from
+    /// `ROOMBOT_REDIS_PASSWORD`. Problems name the field or variable.
+    private static func resolvePassword(_ config: inout FleetConfig, _ file: JSON?, environment: [String: String],
+                                        fail: (String, String) -> Void) {
+        if config.redis.password != nil { config.passwordSource = "fleet.redis" }
+        if let file {
+            guard let path = file.stringValue, !path.isEmpty else { return fail("fleet.passwordFile", "must be a file path") }
+            guard config.redis.password == nil else {
+                return fail("fleet.passwordFile", "fleet.redis already has a password: give it in one place")
+            }
+            guard let data = FileManager.default.contents(atPath: path), var text = String(data: data, encoding: .utf8) else {
+                return fail("fleet.passwordFile", "cannot read \(path)")
+            }
+            while let last = text.last, last == "\n" || last == "\r" || last == "\r\n" { text.removeLast() }
+            guard !text.isEmpty else { return fail("fleet.passwordFile", "\(path) is empty") }
+            config.redis.password = text
+            config.passwordFile = path
+            config.passwordSource = "fleet.passwordFile"
+        } else if config.redis.password == nil, let text = environment[passwordEnvironment] {
+            guard !text.isEmpty else { return fail(passwordEnvironment, "is set but empty") }
+            config.redis.password = text
+            config.passwordSource = passwordEnvironment
+        }
     }
 }

@@ -95,26 +95,40 @@ extension FleetCoordinator {
 
     /// Drain (SIGTERM): stop claiming, announce it, hand every shard back
     /// at `releaseBatch` per claim round (logging out of its rooms first),
-    /// then leave the host list. Returns when nothing is held or after
-    /// `drainTimeout`. Any thread but the loop's.
+    /// then leave the host list. Returns when nothing is held, when no other
+    /// live host is left to take the rooms (the last host of a fleet need
+    /// not wait), or after `drainTimeout`. Any thread but the loop's.
     func drain() async {
         let started = Date()
         _ = loop.execute { [self] in
             draining = true
-            logger.notice("fleet: draining", metadata: ["shards": "\(held.count)", "rooms": "\(active.count)"])
+            // Only a claim round sent after this one's renew can say whether
+            // anyone else serves: forget what the last one said.
+            servingHosts = nil
+            logger.notice("fleet: draining", metadata: ["shards": .stringConvertible(held.count), "rooms": .stringConvertible(active.count)])
             renew()
             claim()
         }
         let timeout = Double(config.drainTimeout.milliseconds) / 1000
+        var alone = false
         while Date().timeIntervalSince(started) < timeout {
-            let done = (try? await loop.submit { [self] in held.isEmpty && releasing.isEmpty && !releaseInFlight && handingOver.isEmpty }) ?? true
+            let (done, nobody) = (try? await loop.submit { [self] in
+                (held.isEmpty && releasing.isEmpty && !releaseInFlight && handingOver.isEmpty, servingHosts == 0)
+            }) ?? (true, false)
             if done { break }
+            if nobody {
+                alone = true
+                break
+            }
             try? await Task.sleep(for: .milliseconds(50))
         }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        await withCheckedContinuation { [alone] (continuation: CheckedContinuation<Void, Never>) in
             let accepted = loop.execute { [self] in
-                if !held.isEmpty {
-                    logger.warning("fleet: drain timed out; leaving the rest to expire", metadata: ["shards": "\(held.count)"])
+                if alone {
+                    logger.notice("fleet: no other live host can take the rooms; not waiting for the drain timeout",
+                                  metadata: ["shards": .stringConvertible(held.count), "rooms": .stringConvertible(active.count)])
+                } else if !held.isEmpty {
+                    logger.warning("fleet: drain timed out; leaving the rest to expire", metadata: ["shards": .stringConvertible(held.count)])
                 }
                 redis.command(["ZREM", keys.hosts, hostID]) { [self] _ in
                     redis.command(["SREM", keys.draining, hostID]) { [self] _ in

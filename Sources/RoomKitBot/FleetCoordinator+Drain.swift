@@ -25,7 +25,7 @@ extension FleetCoordinator {
             }
         }
         metrics.shardsHeld.record(held.count)
-        logger.info("fleet: draining shards", metadata: ["count": "\(chosen.count)", "rooms": "\(rooms.count)"])
+        logger.info("fleet: draining shards", metadata: ["count": .stringConvertible(chosen.count), "rooms": .stringConvertible(rooms.count)])
         let shards = chosen.map { ($0.key, $0.value.fence) }
         // Every cursor of these rooms is in Redis before anyone may claim them.
         flushCursors { [self] in

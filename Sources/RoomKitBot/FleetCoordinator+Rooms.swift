@@ -67,7 +67,7 @@ extension FleetCoordinator {
             metrics.fenceRefusals.increment()
             let current = error.currentFence ?? 0
             logger.notice("fleet: roomd refused a stale fence; moving the counter past it",
-                          metadata: ["room": "\(room)", "fence": "\(fence)", "current": "\(current)"])
+                          metadata: ["room": "\(room)", "fence": .stringConvertible(fence), "current": .stringConvertible(current)])
             redis.evaluate(scripts.refence, keys: [keys.fence, keys.owner],
                            arguments: [String(current), hostID, String(shard), String(entry.fence)]) { [self] result in
                 if case .success(.integer(let newFence)) = result, newFence > 0, held[shard]?.fence == entry.fence {

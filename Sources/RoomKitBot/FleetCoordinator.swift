@@ -50,6 +50,9 @@ final class FleetCoordinator: @unchecked Sendable {
     var draining = false
     var target = 0
     var liveHosts = 0
+    /// Live hosts that are not draining, as of the last claim round (nil:
+    /// none answered yet). 0 while this host drains: nobody can take its rooms.
+    var servingHosts: Int?
     var lastStreamID = "0-0"
     var renewInFlight = false
     var claimInFlight = false
@@ -104,7 +107,7 @@ final class FleetCoordinator: @unchecked Sendable {
         loop.preconditionInEventLoop()
         self.configRooms = configRooms
         logger.info("fleet host starting", metadata: ["host": "\(hostID)", "fleet": "\(config.name)",
-                                                      "redis": "\(config.redis)", "shards": "\(config.shards)"])
+                                                      "redis": "\(config.redis)", "shards": .stringConvertible(config.shards)])
         redis.onConnect = { [unowned self] in
             renew()
             // A new Redis process (its run_id changed) may have lost the room
@@ -168,7 +171,7 @@ final class FleetCoordinator: @unchecked Sendable {
         let healthy = roomdHealthy
         if !healthy, !held.isEmpty {
             logger.warning("fleet: roomd unreachable for a lease TTL; letting the shards lapse",
-                           metadata: ["shards": "\(held.count)"])
+                           metadata: ["shards": .stringConvertible(held.count)])
         }
         let sent = healthy ? held.merging(releasing) { current, _ in current } : [:]
         var arguments = [hostID, String(ttlMs), String(format: "%.3f", load), String(active.count),
@@ -192,7 +195,7 @@ final class FleetCoordinator: @unchecked Sendable {
             for shard in lost.sorted() { lose(shard, why: "lease taken or gone in Redis") }
             if !reasserted.isEmpty {
                 logger.notice("fleet: Redis had no record of held shards; re-asserted them",
-                              metadata: ["shards": "\(reasserted.count)"])
+                              metadata: ["shards": .stringConvertible(reasserted.count)])
                 let rooms = reasserted.flatMap { held[$0]?.rooms ?? [] }
                 addToRoomSet(rooms, then: { _ in })
             }
@@ -225,7 +228,7 @@ final class FleetCoordinator: @unchecked Sendable {
         metrics.losses.increment()
         metrics.shardsHeld.record(held.count)
         logger.warning("fleet: shard lost; logging out of its rooms",
-                       metadata: ["shard": "\(shard)", "rooms": "\(entry.rooms.count)", "why": "\(why)"])
+                       metadata: ["shard": .stringConvertible(shard), "rooms": .stringConvertible(entry.rooms.count), "why": "\(why)"])
         store.forget(rooms: entry.rooms)
         for room in entry.rooms {
             waiting.remove(room)
@@ -240,6 +243,7 @@ final class FleetCoordinator: @unchecked Sendable {
     /// them, at a bounded rate, when draining). Loop thread only.
     func claim() {
         sampleLoad()
+        metrics.redisUp.record(redis.isConnected ? 1 : 0)
         guard !claimInFlight, redis.isConnected, let firstClaimAt else { return }
         let now = loop.nowMilliseconds
         let mayClaim = !draining && roomdHealthy && now >= firstClaimAt && (held.isEmpty || load < config.loadThreshold)
@@ -249,12 +253,15 @@ final class FleetCoordinator: @unchecked Sendable {
         redis.evaluate(scripts.claim, keys: [keys.lease, keys.owner, keys.hosts, keys.fence, keys.draining],
                        arguments: arguments) { [self] result in
             claimInFlight = false
-            guard case .success(.array(let reply)) = result, reply.count == 5 else {
+            guard case .success(.array(let reply)) = result, reply.count == 7 else {
                 logger.warning("fleet claim failed", metadata: ["error": "\(result)"])
                 return
             }
             target = Int(reply[1].integer ?? 0)
             liveHosts = Int(reply[2].integer ?? 0)
+            servingHosts = reply[5].integer.map(Int.init)
+            metrics.liveHosts.record(liveHosts)
+            metrics.unhomedRooms.record(Int(reply[6].integer ?? 0))
             claimed(reply[3].array, rooms: reply[4].array, sentAt: now)
             rebalance()
         }
@@ -286,8 +293,8 @@ final class FleetCoordinator: @unchecked Sendable {
             index += 2
         }
         metrics.shardsHeld.record(held.count)
-        logger.info("fleet: claimed shards", metadata: ["count": "\(pairs.count / 2)", "rooms": "\(newRooms.count)",
-                                                        "held": "\(held.count)", "target": "\(target)"])
+        logger.info("fleet: claimed shards", metadata: ["count": .stringConvertible(pairs.count / 2), "rooms": .stringConvertible(newRooms.count),
+                                                        "held": .stringConvertible(held.count), "target": .stringConvertible(target)])
         for room in newRooms.sorted() { logIn(room) }
     }
 
@@ -312,7 +319,7 @@ final class FleetCoordinator: @unchecked Sendable {
         let rooms = released
         metrics.shardsHeld.record(held.count)
         logger.info(draining ? "fleet: draining shards" : "fleet: rebalancing shards",
-                    metadata: ["count": "\(chosen.count)", "rooms": "\(rooms.count)", "target": "\(target)"])
+                    metadata: ["count": .stringConvertible(chosen.count), "rooms": .stringConvertible(rooms.count), "target": .stringConvertible(target)])
         let shards = chosen.map { ($0.key, $0.value.fence) }
         let host = self.host
         Task {

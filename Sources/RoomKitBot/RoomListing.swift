@@ -30,7 +30,17 @@ struct RoomRow: Sendable, Equatable {
     init(_ room: Room, lastEventTs: Int64?) {
         let c = room.content
         self.init(room: room.id, reason: c.reason.rawValue, phase: c.phase.rawValue, errorCode: Int(c.errorCode.rawValue),
-                  memberId: c.memberId, members: c.members.count, seq: c.seq, writable: c.writable, lastEventTs: lastEventTs)
+                  memberId: c.memberId, members: Self.members(c), seq: c.seq, writable: c.writable, lastEventTs: lastEventTs)
+    }
+
+    /// The room's member count while the bot has a session there; 0 once the
+    /// session is over (LOGOUT, KICK_OUT, LOGIN_FAILED, RECONNECT_FAILED): the
+    /// cache still holds the last members seen, which the bot no longer knows.
+    static func members(_ c: RoomContent) -> Int {
+        switch c.reason {
+        case .logining, .logined, .reconnecting, .reconnected: return c.members.count
+        case .loginFailed, .reconnectFailed, .kickOut, .logout, .logoutFailed: return 0
+        }
     }
 
     var json: JSON {

@@ -36,7 +36,9 @@ public enum LogFormat: String, Sendable, CaseIterable {
 /// `{"ts":"2026-11-23T20:31:43.123Z","level":"info","label":"roomd","message":"…",
 /// "metadata":{…},"source":"RoomKitServer"}`, plus `"error"` when the event
 /// carries one. Metadata keeps its shape: strings, arrays and dictionaries
-/// become JSON strings, arrays and objects. Each line is written with one
+/// become JSON strings, arrays and objects, and a `.stringConvertible`
+/// integer, floating-point number or Bool becomes a JSON number or boolean
+/// (`"code":1006`, not `"code":"1006"`). Each line is written with one
 /// `write(2)` under a process-wide lock, so lines from several threads never
 /// interleave. Usable from any thread.
 public struct JSONLogHandler: LogHandler {
@@ -108,7 +110,14 @@ public struct JSONLogHandler: LogHandler {
     static func plain(_ value: Logger.Metadata.Value) -> Any {
         switch value {
         case .string(let text): return text
-        case .stringConvertible(let convertible): return convertible.description
+        case .stringConvertible(let convertible):
+            switch convertible {
+            case let flag as Bool: return flag
+            case let number as any BinaryInteger: return Int64(truncatingIfNeeded: number)
+            case let number as Double where number.isFinite: return number
+            case let number as Float where number.isFinite: return Double(number)
+            default: return convertible.description
+            }
         case .array(let values): return values.map(plain)
         case .dictionary(let values): return values.mapValues(plain)
         }

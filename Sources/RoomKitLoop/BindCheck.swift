@@ -8,6 +8,28 @@ import Foundation
 /// problem into a clear error. The check and the real bind are two steps, so
 /// a port taken in between still reaches libwebsockets.
 public enum BindCheck {
+    /// The numeric address (`127.0.0.1`, `::1`) that `host` names: a host
+    /// name (`localhost`) or a short numeric form (`127.1`) resolved with
+    /// getaddrinfo, brackets around an IPv6 address removed; nil when it
+    /// does not resolve. libwebsockets takes a numeric address or an
+    /// interface name only: given `localhost` it logs "iface ... DOESN'T
+    /// EXIST" and the process then crashes (issue #27 §2), so every listener
+    /// hands it the resolved form.
+    public static func numericAddress(host: String) -> String? {
+        let name = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard !name.isEmpty, getaddrinfo(name, nil, &hints, &found) == 0, let address = found else { return nil }
+        defer { freeaddrinfo(found) }
+        var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        guard getnameinfo(address.pointee.ai_addr, address.pointee.ai_addrlen, &text, socklen_t(text.count),
+                          nil, 0, NI_NUMERICHOST) == 0 else { return nil }
+        let bytes = text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// nil when `host:port` can be bound now, else why not, in one line
     /// (`cannot listen on 127.0.0.1:7800: Address already in use`).
     public static func problem(host: String, port: Int) -> String? {
@@ -15,7 +37,8 @@ public enum BindCheck {
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
         var found: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &found) == 0, let address = found else {
+        let name = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        guard getaddrinfo(name, String(port), &hints, &found) == 0, let address = found else {
             return "cannot resolve host '\(host)'"
         }
         defer { freeaddrinfo(found) }

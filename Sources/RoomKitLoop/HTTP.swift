@@ -128,13 +128,18 @@ public final class HTTPResponder: TransportPeer, @unchecked Sendable {
     ///
     /// `maxBufferedBytes` bounds what may wait for a slow client; a `send`
     /// beyond it drops the client instead of growing (or blocking the loop).
+    /// A producer that paces itself on `HTTPStream.onWritten` never reaches it.
+    /// `contentLength`, when known, is sent in the head (the client can then
+    /// tell a cut-off body from a whole one); the connection still closes
+    /// when the stream ends.
     public func startStream(status: Int = 200, contentType: String, headers: [(String, String)] = [],
-                            maxBufferedBytes: Int = 1 << 20) -> HTTPStream? {
+                            contentLength: Int64? = nil, maxBufferedBytes: Int = 1 << 20) -> HTTPStream? {
         loop.preconditionInEventLoop()
         guard !answered, isOpen, let wsi else { return nil }
         answered = true
         let stream = HTTPStream(loop: loop, head: HTTPResponse(status: status, contentType: contentType, headers: headers),
-                                maxBufferedBytes: maxBufferedBytes, responder: self)
+                                contentLength: contentLength ?? -1, maxBufferedBytes: maxBufferedBytes,
+                                responder: self)
         self.stream = stream
         lws_callback_on_writable(wsi)
         return stream

@@ -31,11 +31,19 @@ public final class HTTPStream: @unchecked Sendable {
     public let maxBufferedBytes: Int
     /// Called once, on the loop thread, when the stream has ended.
     public var onClose: ((CloseReason) -> Void)?
+    /// Called on the loop thread each time a piece of the buffer was handed
+    /// to the socket: a producer that paces itself (waits while
+    /// `bufferedBytes` is above its window) resumes here, so a slow reader is
+    /// slowed down instead of dropped.
+    public var onWritten: (() -> Void)?
     /// False once the stream has ended or is ending (sends are then ignored).
     public private(set) var isOpen = true
 
     private let loop: EventLoop
     private let head: HTTPResponse
+    /// The `Content-Length` sent in the head (-1: none; the body ends when
+    /// the connection closes).
+    private let contentLength: Int64
     /// Keeps the wsi's peer reachable while the stream writes.
     private weak var responder: HTTPResponder?
     private var headSent = false
@@ -45,9 +53,10 @@ public final class HTTPStream: @unchecked Sendable {
     private var closeReason: CloseReason = .clientGone
     private var reported = false
 
-    init(loop: EventLoop, head: HTTPResponse, maxBufferedBytes: Int, responder: HTTPResponder) {
+    init(loop: EventLoop, head: HTTPResponse, contentLength: Int64, maxBufferedBytes: Int, responder: HTTPResponder) {
         self.loop = loop
         self.head = head
+        self.contentLength = contentLength
         self.maxBufferedBytes = maxBufferedBytes
         self.responder = responder
     }
@@ -97,7 +106,7 @@ public final class HTTPStream: @unchecked Sendable {
         if !isOpen { return -1 }
         if !headSent {
             headSent = true
-            guard HTTPResponder.writeHead(wsi, head, contentLength: -1) else { return -1 }
+            guard HTTPResponder.writeHead(wsi, head, contentLength: contentLength) else { return -1 }
             // No idle timeout from here on: the stream is quiet between events.
             // (What lws_http_mark_sse does for HTTP/1, without its h2-only
             // complaint in lws 4.1.)
@@ -125,6 +134,7 @@ public final class HTTPStream: @unchecked Sendable {
         }
         if written < 0 { return -1 }
         if bufferedBytes > 0 || finishing { lws_callback_on_writable(wsi) }
+        onWritten?()
         return 0
     }
 
@@ -137,6 +147,7 @@ public final class HTTPStream: @unchecked Sendable {
         reported = true
         let handler = onClose
         onClose = nil
+        onWritten = nil
         handler?(closeReason)
     }
 }

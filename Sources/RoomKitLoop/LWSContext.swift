@@ -75,6 +75,12 @@ final class LWSContext: @unchecked Sendable {
         /// loop turn takes in a whole burst of pipelined requests, not 4 KiB
         /// of it (roomd's group commit then writes them in one transaction).
         var serviceBufferSize = 0
+        /// The most sockets lws may hold in this context (its
+        /// `fd_limit_per_thread`); 0 keeps lws's default, the whole process
+        /// limit. At this many lws stops polling its listen socket until one
+        /// closes, so a server out of descriptors waits instead of spinning on
+        /// a failing `accept` (see `WebServer.descriptorBudget`).
+        var fdLimit: UInt32 = 0
     }
 
     enum ClientTLS {
@@ -122,6 +128,7 @@ final class LWSContext: @unchecked Sendable {
         info.ssl_private_key_filepath = options.tlsKeyFile.map { UnsafePointer(cString($0)) }
         info.timeout_secs = 20
         if options.serviceBufferSize > 0 { info.pt_serv_buf_size = UInt32(options.serviceBufferSize) }
+        if options.fdLimit > 0 { info.fd_limit_per_thread = options.fdLimit }
         if options.clientTLS != .none {
             var caLoaded: Int32 = 1
             let trust: Int32 = options.clientTLS == .trustStore ? 1 : 0
@@ -290,8 +297,27 @@ enum LWSLogging {
         }
     }
 
-    static func emit(level: Int32, _ text: String) {
+    /// lws repeats some lines on every loop turn while a condition lasts
+    /// (`accept: errno 24` while the process is out of file descriptors):
+    /// each distinct line is logged at most once per `repeatInterval`, then
+    /// with the number of copies held back.
+    private static let repeats = LockedValue(RepeatedLineLimiter(intervalNanoseconds: repeatIntervalNanoseconds))
+
+    /// `ROOMKIT_LWS_REPEAT_INTERVAL` (seconds, tests shrink or grow it), default 5 s.
+    private static var repeatIntervalNanoseconds: UInt64 {
+        let seconds = ProcessInfo.processInfo.environment["ROOMKIT_LWS_REPEAT_INTERVAL"].flatMap(Double.init) ?? 5
+        return seconds.isFinite && seconds >= 0 && seconds < 86_400 ? UInt64(seconds * 1e9) : 5_000_000_000
+    }
+
+    static func emit(level: Int32, _ line: String) {
         guard let logger = sink.withLock({ $0 }) else { return }
+        let verdict = repeats.withLock { $0.line(line, now: DispatchTime.now().uptimeNanoseconds) }
+        let text: String
+        switch verdict {
+        case .suppress: return
+        case .log(let suppressed):
+            text = suppressed == 0 ? line : "\(line) (\(suppressed) more like it suppressed)"
+        }
         // LLL_ERR is bit 0 and LLL_WARN bit 1 (lws-logs.h).
         if level & 1 != 0 {
             logger.error("lws: \(text)")

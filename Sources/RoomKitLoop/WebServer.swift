@@ -82,19 +82,25 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
                 throw LoopError(code: .lws, function: "WebServer.init", detail: "cannot read TLS file \(file)")
             }
         }
+        // A name such as `localhost` is resolved here: libwebsockets would
+        // take it for an interface name and crash (BindCheck.numericAddress).
+        guard let address = BindCheck.numericAddress(host: configuration.host) else {
+            throw LoopError(code: .lws, function: "WebServer.init", detail: "cannot resolve host '\(configuration.host)'")
+        }
         var protocols: [LWSContext.ProtocolSpec] = [.init(name: "http", rxBufferSize: 0)]
         if configuration.webSocketPath != nil {
             protocols.append(.init(name: configuration.subprotocol, rxBufferSize: 65536))
         }
         let context = try LWSContext(loop: loop, target: self, options: .init(
             port: Int32(configuration.port),
-            interface: configuration.host,
+            interface: address,
             options: roomkit_lws_options_server(tls ? 1 : 0),
             protocols: protocols,
             tlsCertificateFile: configuration.tlsCertificateFile,
             tlsKeyFile: configuration.tlsKeyFile,
             clientTLS: tls ? .unused : .none,
-            serviceBufferSize: 256 << 10))
+            serviceBufferSize: 256 << 10,
+            fdLimit: WebServer.descriptorBudget()))
         self.context = context
         guard let lwsContext = context.context, let vhost = lws_get_vhost_by_name(lwsContext, "default") else {
             context.destroy()
@@ -106,6 +112,21 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
             throw LoopError(code: .lws, function: "lws_create_context",
                             detail: "could not listen on \(configuration.host):\(configuration.port)")
         }
+    }
+
+    /// How many sockets the listener's lws context may hold: the process's
+    /// descriptor limit (RLIMIT_NOFILE) less what is open now and a reserve
+    /// of 64 for what the process opens later (SQLite files, recording
+    /// readers, plugin pipes). At that many lws stops accepting until a
+    /// socket closes. Without it lws believes it may use the whole limit, so
+    /// `accept` fails with EMFILE first, and lws retries it on every loop turn
+    /// (issue 27: 203,973 "accept: errno 24" lines in 10 s).
+    static func descriptorBudget() -> UInt32 {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(1) << 40 else { return 0 }
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+        let budget = Int64(clamping: limit.rlim_cur) - Int64(open) - 64
+        return UInt32(clamping: max(16, budget))
     }
 
     /// Number of live WebSocket connections and pending HTTP requests.

@@ -196,7 +196,7 @@ public final class WebSocketClient: LWSCallbackTarget, @unchecked Sendable {
             return 0
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             let text = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection error"
-            let error = connection.pendingFailure ?? Self.classify(text)
+            let error = connection.pendingFailure ?? Self.upgradeRefused(wsi, connection, text) ?? Self.classify(text)
             if connection === connecting {
                 connection.pendingFailure = error
                 connection.state = .closed
@@ -215,6 +215,25 @@ public final class WebSocketClient: LWSCallbackTarget, @unchecked Sendable {
         default:
             return lws_callback_http_dummy(wsi, reason, nil, input, length)
         }
+    }
+
+    /// The server answered the upgrade with an HTTP status other than 101
+    /// (a wrong port or path: lws only logs "got bad HTTP response '400'",
+    /// naming no URL): a `.handshakeFailed` naming the address, path and
+    /// status. Nil when no response was read. The response headers are
+    /// still attached while lws reports the connection error.
+    static func upgradeRefused(_ wsi: OpaquePointer, _ connection: WebSocketConnection, _ text: String) -> WebSocketError? {
+        var status = Int(lws_http_client_http_response(wsi))
+        if status == 0 {
+            var buffer = [CChar](repeating: 0, count: 64)
+            if lws_hdr_copy(wsi, &buffer, Int32(buffer.count), WSI_TOKEN_HTTP) > 0 {
+                let line = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+                status = Int(line.prefix(3)) ?? 0
+            }
+        }
+        guard status != 0, status != 101 else { return nil }
+        return WebSocketError(.handshakeFailed, "\(connection.remoteAddress.isEmpty ? "the server" : connection.remoteAddress) answered the WebSocket upgrade of "
+                              + "\(connection.path) with HTTP \(status), not 101 (wrong port or path?): \(text)")
     }
 
     /// Maps lws's connection-error text to a typed error, keeping the text.

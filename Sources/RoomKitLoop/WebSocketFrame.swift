@@ -120,6 +120,30 @@ public enum WebSocketCloseEvent: Sendable, Hashable {
         case .failedToConnect, .aborted: return 1006
         }
     }
+
+    /// One word for how it ended, for logs and metric labels:
+    /// `connect_failed`, `closed_by_peer`, `closed` (by this side) or `aborted`.
+    public var kind: String {
+        switch self {
+        case .failedToConnect: return "connect_failed"
+        case .closed(_, _, let byPeer): return byPeer ? "closed_by_peer" : "closed"
+        case .aborted: return "aborted"
+        }
+    }
+}
+
+extension WebSocketCloseEvent: CustomStringConvertible {
+    /// In words, for people: `closed by the peer with 1001 (going away)`,
+    /// `connection failed: connect: ECONNREFUSED`, `aborted: …`.
+    public var description: String {
+        switch self {
+        case .failedToConnect(let error): return "connection failed: \(error)"
+        case .closed(let code, let reason, let byPeer):
+            let who = byPeer ? "closed by the peer" : "closed"
+            return reason.isEmpty ? "\(who) with \(code)" : "\(who) with \(code) (\(reason))"
+        case .aborted(let error): return "aborted: \(error)"
+        }
+    }
 }
 
 /// Receives a connection's events, on the loop thread. All methods have

@@ -1,30 +1,56 @@
 import CoreMetrics
+import Synchronization
+
+/// The hook a plugin call went to: the `hook` dimension of
+/// `roomkit_plugin_call_seconds`.
+enum PluginHookKind: String, Sendable, CaseIterable {
+    case roomEvent = "on_room_event"
+    case playerEvent = "on_player_event"
+    case throwError = "throw_error"
+    case urlInterrupter = "url_interrupter"
+    case configChanged = "on_config_changed"
+}
 
 /// One plugin's instruments (swift-metrics), dimension `plugin`:
 /// `roomkit_plugin_calls_total`, `roomkit_plugin_failures_total` (failed or
-/// over `timeoutMs`) and `roomkit_plugin_call_seconds` (a timer, so the
-/// backend keeps a latency histogram). Thread-safe, like the instruments.
+/// over `timeoutMs`), `roomkit_plugin_call_seconds{hook}` (a timer, so the
+/// backend keeps a latency histogram per hook; a call the watchdog already
+/// failed is counted in failures only), and `roomkit_plugin_dispatch_seconds`
+/// (from the loop turn that raised a room event to the end of the plugin's
+/// call for it: queueing included). Thread-safe, like the instruments.
 final class PluginCallMetrics: Sendable {
     private let calls: Counter
     private let failures: Counter
-    private let latency: Timer
+    private let latency: [PluginHookKind: Timer]
+    private let dispatch: Timer
 
     init(plugin: String, factory: any MetricsFactory) {
         let dimensions = [("plugin", plugin)]
         calls = Counter(label: "roomkit_plugin_calls_total", dimensions: dimensions, factory: factory)
         failures = Counter(label: "roomkit_plugin_failures_total", dimensions: dimensions, factory: factory)
-        latency = Timer(label: "roomkit_plugin_call_seconds", dimensions: dimensions, factory: factory)
+        var latency: [PluginHookKind: Timer] = [:]
+        for hook in PluginHookKind.allCases {
+            latency[hook] = Timer(label: "roomkit_plugin_call_seconds", dimensions: dimensions + [("hook", hook.rawValue)], factory: factory)
+        }
+        self.latency = latency
+        dispatch = Timer(label: "roomkit_plugin_dispatch_seconds", dimensions: dimensions, factory: factory)
     }
 
-    func record(nanoseconds: UInt64, failed: Bool) {
+    /// One call: counted, and timed under `hook` (nil: a watchdog failure, not timed).
+    func record(nanoseconds: UInt64, failed: Bool, hook: PluginHookKind?) {
         calls.increment()
         if failed { failures.increment() }
-        latency.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds))
+        if let hook { latency[hook]?.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds)) }
     }
 
     /// One successful call's latency (its count comes with `countCalls`).
-    func recordLatency(nanoseconds: UInt64) {
-        latency.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds))
+    func recordLatency(nanoseconds: UInt64, hook: PluginHookKind) {
+        latency[hook]?.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds))
+    }
+
+    /// A room event's time from its loop turn to the end of this plugin's call.
+    func recordDispatch(nanoseconds: UInt64) {
+        dispatch.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds))
     }
 
     /// `count` successful calls (their latencies recorded one by one).

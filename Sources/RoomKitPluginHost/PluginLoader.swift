@@ -32,8 +32,13 @@ enum PluginLoader {
     static func map(_ spec: PluginSpec, path: String? = nil) throws(PluginLoadError) -> MappedPlugin {
         let where_ = "plugins[\(spec.index)] (\(spec.name))"
         let file = PluginManifest.absolute(path ?? spec.library)
-        guard FileManager.default.fileExists(atPath: file) else {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
             throw PluginLoadError(plugin: spec.name, stage: .missingFile, message: "\(where_).library: no such file: \(file)")
+        }
+        guard !isDirectory.boolValue else {
+            throw PluginLoadError(plugin: spec.name, stage: .missingFile,
+                                  message: "\(where_).library: is a directory, not a library file: \(file)")
         }
         _ = dlerror()
         guard let handle = dlopen(file, RTLD_NOW | RTLD_LOCAL) else {

@@ -94,7 +94,7 @@ extension PluginManager {
         runtime.configChanged(room: nil, config: updated.config.jsonString)
         let rooms = host.allRooms.map(\.id).filter { id in runtime.spec.rooms.contains { Glob.matches($0, id) } }.sorted()
         for room in rooms { runtime.configChanged(room: room, config: updated.resolved(for: room).jsonString) }
-        logger.info("plugin config changed live", metadata: ["plugin": "\(name)", "rooms": "\(rooms.count)"])
+        logger.info("plugin config changed live", metadata: ["plugin": "\(name)", "rooms": .stringConvertible(rooms.count)])
         return updated
     }
 

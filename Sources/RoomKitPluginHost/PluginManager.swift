@@ -40,6 +40,8 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     public let host: RoomHost
     private let metricsFactory: any MetricsFactory
     let logger: Logger
+    /// Each failed plugin call, rate-limited per plugin (PluginFailureLog.swift).
+    let failureLog: PluginFailureLog
     let runtimes = LockedValue<[PluginRuntime]>([])
     /// ABI 1.1: storage, room login, live configs, reload holds (PluginManager+Platform.swift).
     let platform = PluginPlatformState()
@@ -64,6 +66,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// back, each NUL-terminated; the turn's calls point into it, and every
     /// plugin's batch shares it (one buffer per turn, not one per event).
     @exclusivity(unchecked) private var turnPayloads: [UInt8] = []
+    /// Loop thread only: when the turn's first batched event was raised
+    /// (uptime ns), the start of its plugins' dispatch latency.
+    @exclusivity(unchecked) private var turnStarted: UInt64 = 0
     /// Bumped whenever `runtimes` changes (under its lock), so that dispatch
     /// knows when its `targets` are stale without taking the lock per event.
     let runtimesVersion = Atomic<Int>(0)
@@ -84,6 +89,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         self.host = host
         self.metricsFactory = metricsFactory ?? MetricsSystem.factory
         self.logger = logger
+        failureLog = PluginFailureLog(logger: logger)
         listener = onStatus
         // Weakly: the manager owns the host, so the host holding it strongly
         // would be a cycle. The one route for every event, throwError included.
@@ -252,12 +258,15 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             }
         }
         for (_, entry) in failed.withLock({ $0 }) {
+            // The isolation the manifest asked for, whether or not it loaded.
             result.append(PluginReport(name: entry.spec.name, status: .failed, hooks: entry.spec.hooks.map(\.rawValue).sorted(),
-                                       calls: 0, failures: 0, meanMicroseconds: 0, message: entry.message))
+                                       calls: 0, failures: 0, meanMicroseconds: 0, message: entry.message,
+                                       isolation: entry.spec.isolation))
         }
         for (_, spec) in disabled.withLock({ $0 }) where !result.contains(where: { $0.name == spec.name }) {
             result.append(PluginReport(name: spec.name, status: .unloaded, hooks: spec.hooks.map(\.rawValue).sorted(),
-                                       calls: 0, failures: 0, meanMicroseconds: 0, message: "disabled in the manifest"))
+                                       calls: 0, failures: 0, meanMicroseconds: 0, message: "disabled in the manifest",
+                                       isolation: spec.isolation))
         }
         return result.sorted { $0.name < $1.name }
     }
@@ -311,6 +320,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             let range = payload ?? Self.appendRoomEventPayload(encoding, to: &turnPayloads)
             payload = range
             let call = TurnCall(kind: Int32(kind.rawValue), room: room, payload: range)
+            if turnBatch.isEmpty { turnStarted = DispatchTime.now().uptimeNanoseconds }
             if let index = turnBatch.firstIndex(where: { $0.runtime === runtime }) {
                 turnBatch[index].calls.append(call)
             } else {
@@ -352,7 +362,8 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         turnPayloads = []
         turnPayloads.reserveCapacity(payloads.count)
         for (runtime, calls) in batch {
-            runtime.post(roomEvents: calls.map { PluginRoomEvent(kind: $0.kind, room: $0.room, payload: payloads[$0.payload]) })
+            runtime.post(roomEvents: calls.map { PluginRoomEvent(kind: $0.kind, room: $0.room, payload: payloads[$0.payload]) },
+                         since: turnStarted)
         }
     }
 

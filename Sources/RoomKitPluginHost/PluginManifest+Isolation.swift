@@ -66,22 +66,25 @@ extension PluginManifest {
             }
         }
         var supervision = PluginSupervision()
-        let fields: [(String, WritableKeyPath<PluginSupervision, Int>, Int)] = [
-            ("memoryLimitMB", \.memoryLimitMB, 0), ("cpuLimitSeconds", \.cpuLimitSeconds, 0),
-            ("maxCrashes", \.maxCrashes, 0), ("crashWindowSeconds", \.crashWindowSeconds, 1),
-            ("restartBackoffMs", \.restartBackoffMs, 0), ("hangFactor", \.hangFactor, 1),
-            ("queueLimit", \.queueLimit, 1), ("shutdownTimeoutMs", \.shutdownTimeoutMs, 1),
+        // Each range is documented (docs/SECURITY.md "Numeric limits"); the
+        // upper bounds keep timeoutMs × hangFactor and the backoff and window
+        // arithmetic in nanoseconds inside Int64.
+        let fields: [(String, WritableKeyPath<PluginSupervision, Int>, ClosedRange<Int64>)] = [
+            ("memoryLimitMB", \.memoryLimitMB, 0...Int64(Int32.max)), ("cpuLimitSeconds", \.cpuLimitSeconds, 0...Int64(Int32.max)),
+            ("maxCrashes", \.maxCrashes, 0...Int64(Int32.max)), ("crashWindowSeconds", \.crashWindowSeconds, 1...86_400),
+            ("restartBackoffMs", \.restartBackoffMs, 0...3_600_000), ("hangFactor", \.hangFactor, 1...1000),
+            ("queueLimit", \.queueLimit, 1...Int64(Int32.max)), ("shutdownTimeoutMs", \.shutdownTimeoutMs, 1...600_000),
         ]
-        for (name, path, minimum) in fields {
+        for (name, path, range) in fields {
             guard let value = object[name] else { continue }
             guard isolation == .process else {
                 fail("\(at).\(name)", "only applies with \"isolation\": \"process\"")
                 continue
             }
-            if let number = value.int64Value, number >= minimum, number <= Int64(Int32.max) {
-                supervision[keyPath: path] = Int(number)
-            } else {
-                fail("\(at).\(name)", "must be an integer >= \(minimum)")
+            do {
+                supervision[keyPath: path] = Int(try ExternalNumber.integer(value, field: "\(at).\(name)", in: range))
+            } catch {
+                fail("\(at).\(name)", error.problem)
             }
         }
         if isolation == .process, supervision.memoryLimitMB > 0, supervision.memoryLimitMB < 16 {

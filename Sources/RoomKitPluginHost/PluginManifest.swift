@@ -156,12 +156,17 @@ public struct PluginManifest: Sendable {
             else { seen[name] = index }
 
             var library = ""
-            if let raw = object["library"]?.stringValue, !raw.isEmpty {
+            if let raw = object["library"]?.stringValue, raw.utf8.contains(0) {
+                // A C path ends at the first NUL: dlopen would load another file.
+                fail("\(at).library", "must not contain a NUL character")
+            } else if let raw = object["library"]?.stringValue, !raw.isEmpty {
                 library = raw.hasPrefix("/") ? raw : (directory as NSString).appendingPathComponent(raw)
                 library = (library as NSString).standardizingPath
                 var isDirectory: ObjCBool = false
-                if !FileManager.default.fileExists(atPath: library, isDirectory: &isDirectory) || isDirectory.boolValue {
+                if !FileManager.default.fileExists(atPath: library, isDirectory: &isDirectory) {
                     fail("\(at).library", "no such file: \(library)")
+                } else if isDirectory.boolValue {
+                    fail("\(at).library", "is a directory, not a library file: \(library)")
                 }
             } else {
                 fail("\(at).library", object["library"] == nil ? "missing" : "must be a non-empty string")
@@ -203,7 +208,11 @@ public struct PluginManifest: Sendable {
             }
             var order = 0
             if let value = object["order"] {
-                if let number = value.int64Value { order = Int(number) } else { fail("\(at).order", "must be an integer") }
+                do {
+                    order = Int(try ExternalNumber.integer(value, field: "\(at).order", in: -1_000_000...1_000_000))
+                } catch {
+                    fail("\(at).order", error.problem)
+                }
             }
             var enabled = true
             if let value = object["enabled"] {
@@ -211,12 +220,20 @@ public struct PluginManifest: Sendable {
             }
             var timeout = Duration.milliseconds(50)
             if let value = object["timeoutMs"] {
-                if let ms = value.int64Value, ms > 0 { timeout = .milliseconds(ms) } else { fail("\(at).timeoutMs", "must be a positive integer") }
+                do {
+                    timeout = try ExternalNumber.milliseconds(value, field: "\(at).timeoutMs", in: ExternalNumber.pluginTimeoutMilliseconds)
+                } catch {
+                    fail("\(at).timeoutMs", error.problem)
+                }
             }
             let roomConfig = Self.parseRoomConfig(object["roomConfig"], config: object["config"], at: at, fail: fail)
             var storageLimit = 1 << 20
             if let value = object["storageLimitBytes"] {
-                if let bytes = value.int64Value, bytes >= 0 { storageLimit = Int(bytes) } else { fail("\(at).storageLimitBytes", "must be a non-negative integer") }
+                do {
+                    storageLimit = Int(try ExternalNumber.integer(value, field: "\(at).storageLimitBytes", in: 0...Int64(Int32.max)))
+                } catch {
+                    fail("\(at).storageLimitBytes", error.problem)
+                }
             }
             let (isolation, supervision) = Self.parseIsolation(object, at: at, fail: fail)
             if errors.count == before {

@@ -173,7 +173,7 @@ extension PluginProcess {
             return
         }
         startWatchdog()
-        logger.info("plugin process restarted", metadata: ["plugin": "\(spec.name)", "pid": "\(child.pid)"])
+        logger.info("plugin process restarted", metadata: ["plugin": "\(spec.name)", "pid": .stringConvertible(child.pid)])
         onStatus(spec.name, .restarted, "pid \(child.pid)")
     }
 

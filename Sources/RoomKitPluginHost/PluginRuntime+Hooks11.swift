@@ -11,7 +11,7 @@ extension PluginRuntime {
     /// order with the plugin's events; watched like any posted call.
     func configChanged(room: String?, config: String) {
         guard hasConfigChanged else { return }
-        post { [self] in
+        post(hook: .configChanged) { [self] in
             config.withCString { json in
                 if let room {
                     room.withCString { descriptor.pointee.on_config_changed?(descriptor.pointee.`self`, $0, json) }

@@ -19,6 +19,9 @@ struct OutstandingCalls {
     /// Whether a watchdog check is scheduled.
     private var armed = false
 
+    /// Calls posted and not yet finished (or timed out): the queue's depth.
+    var depth: Int { posted.count - head }
+
     /// Adds a call posted at `now` (uptime ns). Returns its sequence number
     /// and whether the caller must schedule a watchdog check (none pending).
     mutating func add(now: UInt64) -> (sequence: UInt64, arm: Bool) {
@@ -109,15 +112,15 @@ struct PluginRoomEvent: Sendable {
 /// (not the watchdog's), so the loop posting a batch and the plugin's thread
 /// finishing calls rarely wait for each other.
 struct PendingWork {
-    var work: [(first: UInt64, work: PluginWork)] = []
+    var work: [(first: UInt64, since: UInt64, work: PluginWork)] = []
     /// Whether a drain of `work` is queued or running on the plugin's queue.
     var draining = false
 }
 
 /// What a plugin's queue runs, in post order (`PluginRuntime.enqueue`).
 enum PluginWork: Sendable {
-    /// Watched calls, each counted on its own.
-    case calls([@Sendable () -> Void])
+    /// Watched calls to `hook`, each counted on its own.
+    case calls(PluginHookKind, [@Sendable () -> Void])
     /// Watched `on_room_event` calls, each counted on its own.
     case roomEvents([PluginRoomEvent])
     /// Not a hook call (on_load, the URL chain, state hand-off): neither
@@ -129,16 +132,17 @@ extension PluginRuntime {
     /// Fire-and-forget calls, run in order on the plugin's queue in one hop
     /// (one wake-up of its thread for the whole batch). Each call is watched
     /// and counted on its own, exactly as if posted alone.
-    func post(batch bodies: [@Sendable () -> Void]) {
+    func post(hook: PluginHookKind, batch bodies: [@Sendable () -> Void]) {
         guard isActive, !bodies.isEmpty else { return }
-        enqueue(.calls(bodies), watched: bodies.count)
+        enqueue(.calls(hook, bodies), watched: bodies.count)
     }
 
     /// A loop turn's room events for this plugin, run in order like
-    /// `post(batch:)`, without a closure per call.
-    func post(roomEvents events: [PluginRoomEvent]) {
+    /// `post(batch:)`, without a closure per call. `since` (uptime ns): the
+    /// loop turn that raised them began (0: now), for the dispatch latency.
+    func post(roomEvents events: [PluginRoomEvent], since: UInt64 = 0) {
         guard isActive, !events.isEmpty else { return }
-        enqueue(.roomEvents(events), watched: events.count)
+        enqueue(.roomEvents(events), watched: events.count, since: since)
     }
 
     /// Appends `work` to the plugin's list and wakes its queue only when no
@@ -146,16 +150,18 @@ extension PluginRuntime {
     /// after batch without a hop (and a thread wake-up) per batch. Everything
     /// runs in post order; `callAndWait` goes through here too, so it keeps
     /// its place among posted calls.
-    func enqueue(_ work: PluginWork, watched count: Int) {
+    func enqueue(_ work: PluginWork, watched count: Int, since: UInt64 = 0) {
         var first: UInt64 = 0
+        var raised = since
         if count > 0 {
             let posted = DispatchTime.now().uptimeNanoseconds
+            if raised == 0 { raised = posted }
             let arm: Bool
             (first, arm) = outstanding.withLock { $0.add(count: count, now: posted) }
             if arm { armWatchdog(at: posted) }
         }
         let wake = pending.withLock { pending -> Bool in
-            pending.work.append((first, work))
+            pending.work.append((first, raised, work))
             defer { pending.draining = true }
             return !pending.draining
         }
@@ -165,26 +171,26 @@ extension PluginRuntime {
     /// Runs posted work until none is left (on the plugin's queue).
     private func drain() {
         while true {
-            let taken = pending.withLock { pending -> [(first: UInt64, work: PluginWork)] in
+            let taken = pending.withLock { pending -> [(first: UInt64, since: UInt64, work: PluginWork)] in
                 let taken = pending.work
                 pending.work = []
                 if taken.isEmpty { pending.draining = false }
                 return taken
             }
             if taken.isEmpty { return }
-            for (first, work) in taken { run(work, first: first) }
+            for (first, since, work) in taken { run(work, first: first, since: since) }
         }
     }
 
-    private func run(_ work: PluginWork, first: UInt64) {
+    private func run(_ work: PluginWork, first: UInt64, since: UInt64) {
         var last = DispatchTime.now().uptimeNanoseconds
         switch work {
         case .unwatched(let body):
             body()
-        case .calls(let bodies):
+        case .calls(let hook, let bodies):
             for (offset, body) in bodies.enumerated() {
                 body()
-                last = finished(first &+ UInt64(offset), started: last)
+                last = finished(first &+ UInt64(offset), started: last, hook: hook)
             }
         case .roomEvents(let events):
             // Each call is finished (watchdog) and timed on its own; the
@@ -202,6 +208,7 @@ extension PluginRuntime {
                 if outstanding.withLock({ $0.finish(first &+ UInt64(offset), now: now) }) {
                     recordSuccess(nanoseconds: now &- last, into: &tally)
                 }
+                metrics.recordDispatch(nanoseconds: now &- since)
                 last = now
             }
             flush(&tally)
@@ -211,10 +218,10 @@ extension PluginRuntime {
     /// Marks watched call `sequence` finished now: a success unless the
     /// watchdog already counted it as overrun. One clock read per call: it
     /// ends this call and starts the next. Returns now.
-    private func finished(_ sequence: UInt64, started: UInt64) -> UInt64 {
+    private func finished(_ sequence: UInt64, started: UInt64, hook: PluginHookKind) -> UInt64 {
         let now = DispatchTime.now().uptimeNanoseconds
         if outstanding.withLock({ $0.finish(sequence, now: now) }) {
-            record(failure: nil, nanoseconds: now &- started)
+            record(failure: nil, nanoseconds: now &- started, hook: hook)
         }
         return now
     }
@@ -239,7 +246,7 @@ extension PluginRuntime {
         let (overdue, next) = outstanding.withLock { $0.expire(now: now, timeout: timeout) }
         let started = DispatchTime(uptimeNanoseconds: now &- timeout)
         for _ in 0..<overdue {
-            record(failure: "a call took longer than \(spec.timeout)", started: started)
+            record(failure: "a call took longer than \(spec.timeout)", started: started, hook: nil)
         }
         if let next {
             DispatchQueue.global().asyncAfter(deadline: DispatchTime(uptimeNanoseconds: max(next, now &+ 1_000_000))) { [self] in

@@ -130,14 +130,14 @@ final class PluginRuntime: @unchecked Sendable {
 
     func playerEvent(kind: Int32, room: String, payload: String) {
         guard descriptor.pointee.on_player_event != nil else { return }
-        post { [self] in
+        post(hook: .playerEvent) { [self] in
             room.withCString { r in payload.withCString { descriptor.pointee.on_player_event?(descriptor.pointee.`self`, kind, r, $0) } }
         }
     }
 
     func throwError(domain: String, code: Int64, message: String) {
         guard descriptor.pointee.throw_error != nil else { return }
-        post { [self] in
+        post(hook: .throwError) { [self] in
             domain.withCString { d in message.withCString { descriptor.pointee.throw_error?(descriptor.pointee.`self`, d, code, $0) } }
         }
     }
@@ -172,15 +172,15 @@ final class PluginRuntime: @unchecked Sendable {
         }, watched: 0)
         let limit = timeout ?? spec.timeout
         if done.wait(timeout: .now() + .nanoseconds(Int(limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000))) == .timedOut {
-            if counted { record(failure: "a call took longer than \(limit)", started: started) }
+            if counted { record(failure: "a call took longer than \(limit)", started: started, hook: nil) }
             return nil
         }
         let value = result.withLock { $0 }
         guard counted else { return value }
         if case .some(.some) = value {
-            record(failure: nil, started: started)
+            record(failure: nil, started: started, hook: .urlInterrupter)
         } else {
-            record(failure: "a call returned no result", started: started)
+            record(failure: "a call returned no result", started: started, hook: .urlInterrupter)
         }
         return value
     }
@@ -189,17 +189,18 @@ final class PluginRuntime: @unchecked Sendable {
     /// A call fails when it runs longer than `timeoutMs` once it is first in
     /// the plugin's queue; one watchdog per runtime checks the oldest call
     /// (PluginRuntime+Watchdog.swift), rather than a dispatch timer per call.
-    func post(_ body: @escaping @Sendable () -> Void) {
-        post(batch: [body])
+    func post(hook: PluginHookKind, _ body: @escaping @Sendable () -> Void) {
+        post(hook: hook, batch: [body])
     }
 
-    func record(failure: String?, started: DispatchTime) {
-        record(failure: failure, nanoseconds: DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds)
+    func record(failure: String?, started: DispatchTime, hook: PluginHookKind?) {
+        record(failure: failure, nanoseconds: DispatchTime.now().uptimeNanoseconds &- started.uptimeNanoseconds, hook: hook)
     }
 
-    /// Counts one call that took `elapsed` ns (a failure when `failure` is set).
-    func record(failure: String?, nanoseconds elapsed: UInt64) {
-        metrics.record(nanoseconds: elapsed, failed: failure != nil)
+    /// Counts one call that took `elapsed` ns (a failure when `failure` is
+    /// set), timed under `hook` (nil: the watchdog's failure, not timed).
+    func record(failure: String?, nanoseconds elapsed: UInt64, hook: PluginHookKind?) {
+        metrics.record(nanoseconds: elapsed, failed: failure != nil, hook: hook)
         let quarantined = state.withLock { counters -> String? in
             counters.calls += 1
             counters.totalNanoseconds &+= elapsed
@@ -219,6 +220,7 @@ final class PluginRuntime: @unchecked Sendable {
             counters.reason = reason
             return reason
         }
+        if let failure { noteFailure(failure) }
         if let quarantined { onQuarantine(self, quarantined) }
     }
 
@@ -236,7 +238,7 @@ final class PluginRuntime: @unchecked Sendable {
     /// waiting to be reset, so a run of failures is never counted across a
     /// success (quarantine sees what per-call counting would show).
     func recordSuccess(nanoseconds elapsed: UInt64, into tally: inout SuccessTally) {
-        metrics.recordLatency(nanoseconds: elapsed)
+        metrics.recordLatency(nanoseconds: elapsed, hook: .roomEvent)
         tally.calls += 1
         tally.nanoseconds &+= elapsed
         tally.failuresAtLastSuccess = failureCount.load(ordering: .acquiring)
@@ -260,12 +262,19 @@ final class PluginRuntime: @unchecked Sendable {
 
     // MARK: Timers (on the plugin's queue)
 
+    /// The longest timer delay or period a plugin gets: 10^12 ms (about 31
+    /// years). A plugin's numbers are outside input (issue #27 §1): a larger
+    /// one (`UINT64_MAX`) is clamped here, where `Int(delay)` and the
+    /// dispatch time in nanoseconds would otherwise trap the bot.
+    static let maxTimerMilliseconds: UInt64 = 1_000_000_000_000
+
     func setTimer(delay: UInt64, repeatEvery: UInt64, fire: roomkit_timer_fn, user: UnsafeMutableRawPointer?) -> UInt64 {
         let id = Self.nextTimer.add(1, ordering: .relaxed).newValue
         let timer = DispatchSource.makeTimerSource(queue: queue)
         let userAddress = UInt(bitPattern: user)
-        timer.schedule(deadline: .now() + .milliseconds(Int(delay)),
-                       repeating: repeatEvery > 0 ? .milliseconds(Int(repeatEvery)) : .never)
+        let delayMs = Int(min(delay, Self.maxTimerMilliseconds)), periodMs = Int(min(repeatEvery, Self.maxTimerMilliseconds))
+        timer.schedule(deadline: .now() + .milliseconds(delayMs),
+                       repeating: repeatEvery > 0 ? .milliseconds(periodMs) : .never)
         timer.setEventHandler { [weak self] in
             guard let self, isActive else { return }
             fire(UnsafeMutableRawPointer(bitPattern: userAddress), id)

@@ -88,12 +88,30 @@ public struct HelloReply: Sendable, Hashable {
         let fields = FieldReader(object)
         connection = try fields.string("connection")
         serverTime = try fields.integer("serverTime")
-        heartbeatInterval = try fields.integer("heartbeatInterval")
-        heartbeatTimeout = try fields.integer("heartbeatTimeout")
+        (heartbeatInterval, heartbeatTimeout) = try Self.heartbeat(fields: object)
         sessionRetention = try fields.integer("sessionRetention")
         maxMessageBytes = try fields.integer("maxMessageBytes")
         requestBurst = object["requestBurst"]?.doubleValue
         requestsPerSecond = object["requestsPerSecond"]?.doubleValue
+    }
+}
+
+extension HelloReply {
+    /// The heartbeat interval and timeout a server announces in `hello`, in
+    /// ms, checked: each an integer in ``ExternalNumber/heartbeatMilliseconds``
+    /// (1 ms to 1 day). A missing field takes PROTOCOL.md's default (10 000,
+    /// 90 000). A hostile or broken server's `Int64.max` is a 1009006
+    /// protocol error here, never an overflow in the engine's timers.
+    public static func heartbeat(fields: [String: JSON]) throws(ProtocolError) -> (interval: Int64, timeout: Int64) {
+        func field(_ key: String, _ fallback: Int64) throws(ProtocolError) -> Int64 {
+            guard let value = fields[key] else { return fallback }
+            do {
+                return try ExternalNumber.integer(value, field: "hello.\(key)", in: ExternalNumber.heartbeatMilliseconds)
+            } catch {
+                throw error.protocolError
+            }
+        }
+        return (try field("heartbeatInterval", 10_000), try field("heartbeatTimeout", 90_000))
     }
 }
 

@@ -8,10 +8,14 @@ import Darwin
 #endif
 
 extension Duration {
-    /// Whole milliseconds, rounded down and never negative.
+    /// Whole milliseconds, rounded down, never negative, and saturating at
+    /// `Int64.max` (a Duration of more than ~292 million years cannot trap).
     public var milliseconds: Int64 {
         let (seconds, attoseconds) = components
-        return max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        let (ms, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        if overflow { return seconds < 0 ? 0 : .max }
+        let (total, sumOverflow) = ms.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+        return sumOverflow ? .max : max(0, total)
     }
 }
 

@@ -158,7 +158,8 @@ public struct TokenSigner: Sendable, CustomStringConvertible, CustomDebugStringC
     /// header a JSON object with `alg` exactly `HS256` (no `crit`); the
     /// signature (constant-time compare); the payload a JSON object with
     /// string `sub`, `room`, `role` (reader/writer/admin), numeric `exp` and
-    /// `iat`, optional numeric `nbf` and string `app`; then `exp > now - leeway`
+    /// `iat`, optional numeric `nbf` (each in 0...253402300799, the end of
+    /// year 9999) and string `app`; then `exp > now - leeway`
     /// and `nbf <= now + leeway`. Fractional times are rounded down.
     ///
     /// - Parameters:
@@ -221,11 +222,11 @@ public struct TokenSigner: Sendable, CustomStringConvertible, CustomDebugStringC
         guard let roleName = payload["role"]?.stringValue, let role = TokenRole(rawValue: roleName) else {
             throw bad("token role must be reader, writer or admin")
         }
-        guard let exp = numericDate(payload["exp"]) else { throw bad("token exp must be a number") }
-        guard let iat = numericDate(payload["iat"]) else { throw bad("token iat must be a number") }
+        guard let exp = numericDate(payload["exp"]) else { throw bad("token exp must be a NumericDate in 0...\(ExternalNumber.maxEpochSeconds)") }
+        guard let iat = numericDate(payload["iat"]) else { throw bad("token iat must be a NumericDate in 0...\(ExternalNumber.maxEpochSeconds)") }
         var nbf: Int64?
         if let value = payload["nbf"], !value.isNull {
-            guard let date = numericDate(value) else { throw bad("token nbf must be a number") }
+            guard let date = numericDate(value) else { throw bad("token nbf must be a NumericDate in 0...\(ExternalNumber.maxEpochSeconds)") }
             nbf = date
         }
         var app: String?
@@ -236,17 +237,21 @@ public struct TokenSigner: Sendable, CustomStringConvertible, CustomDebugStringC
         return TokenClaims(sub: sub, room: room, role: role, exp: exp, iat: iat, nbf: nbf, app: app)
     }
 
-    /// A JWT NumericDate as whole seconds (rounded down), or nil.
+    /// A JWT NumericDate as whole seconds (rounded down), or nil: a number
+    /// in ``ExternalNumber/epochSeconds`` (1970 through year 9999), so that
+    /// every later `* 1000` (ms on the wire) fits Int64.
     private static func numericDate(_ value: JSON?) -> Int64? {
+        let seconds: Int64?
         switch value {
-        case .int(let seconds)?:
-            return seconds
-        case .double(let seconds)?:
-            guard seconds.isFinite else { return nil }
-            return Int64(exactly: seconds.rounded(.down))
+        case .int(let value)?:
+            seconds = value
+        case .double(let value)?:
+            seconds = value.isFinite ? Int64(exactly: value.rounded(.down)) : nil
         default:
-            return nil
+            seconds = nil
         }
+        guard let seconds, ExternalNumber.epochSeconds.contains(seconds) else { return nil }
+        return seconds
     }
 
     static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8]? {

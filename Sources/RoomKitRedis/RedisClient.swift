@@ -170,6 +170,31 @@ public final class RedisClient: @unchecked Sendable {
             self.context = nil
             return scheduleReconnect(Self.errorText(ac))
         }
+        guard let password = endpoint.password else { return ready() }
+        // AUTH first: nothing else may go before it (Redis answers NOAUTH).
+        let id = nextID
+        nextID += 1
+        pending[id] = (loop.nowMilliseconds + Self.ms(configuration.commandTimeout), { [self] result in
+            switch result {
+            case .success(.error(let text)):
+                logger.error("redis AUTH refused; check the user and password", metadata: [
+                    "redis": "\(endpoint)", "user": "\(endpoint.username ?? "default")", "error": "\(text)"])
+                drop(RedisError(code: .server, message: "AUTH refused by \(endpoint): \(text)"))
+            case .success:
+                ready()
+            case .failure:
+                break  // the connection is gone; it reconnects (and authenticates) again
+            }
+        })
+        let rc = Self.send(context, ["AUTH"] + (endpoint.username.map { [$0] } ?? []) + [password], id: id)
+        if rc != Int32(RK_REDIS_OK) {
+            pending.removeValue(forKey: id)
+            drop(RedisError(code: .disconnected, message: "redisAsyncCommandArgv failed for AUTH"))
+        }
+    }
+
+    /// Connected (and authenticated): selects the database, then tells `onConnect`.
+    private func ready() {
         connected = true
         logger.info("redis connected", metadata: ["redis": "\(endpoint)"])
         if endpoint.database != 0 {

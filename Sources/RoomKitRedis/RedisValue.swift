@@ -119,7 +119,10 @@ public struct RedisError: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String { "redis \(code): \(message)" }
 }
 
-/// Where a Redis server is: parsed from `redis://HOST[:PORT][/DB]`.
+/// Where a Redis server is, and who to be there: parsed from
+/// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`. With a password the client
+/// sends `AUTH [USER] PASSWORD` (Redis 6 ACL users, or `requirepass`) before
+/// anything else. `description` never shows the password.
 public struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// Host name or address.
     public var host: String
@@ -127,18 +130,41 @@ public struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
     public var port: Int
     /// Database number selected after connecting (default 0).
     public var database: Int
+    /// The ACL user to authenticate as (nil: Redis's `default` user).
+    public var username: String?
+    /// The password sent with `AUTH` (nil: no AUTH).
+    public var password: String?
 
     /// Creates an endpoint.
-    public init(host: String, port: Int = 6379, database: Int = 0) {
+    public init(host: String, port: Int = 6379, database: Int = 0, username: String? = nil, password: String? = nil) {
         self.host = host
         self.port = port
         self.database = database
+        self.username = username
+        self.password = password
     }
 
-    /// Parses `redis://HOST[:PORT][/DB]`; nil when it is not one.
+    /// Parses `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` (`%XX` escapes in
+    /// USER and PASSWORD, for `@`, `:` or `/` in them); nil when it is not one.
     public init?(url: String) {
         guard url.hasPrefix("redis://") else { return nil }
         var rest = Substring(url.dropFirst("redis://".count))
+        var username: String?
+        var password: String?
+        if let at = rest.lastIndex(of: "@") {
+            let userinfo = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            if let colon = userinfo.firstIndex(of: ":") {
+                guard let user = Self.percentDecoded(userinfo[..<colon]),
+                      let secret = Self.percentDecoded(userinfo[userinfo.index(after: colon)...]), !secret.isEmpty
+                else { return nil }
+                username = user.isEmpty ? nil : user
+                password = secret
+            } else {
+                guard let user = Self.percentDecoded(userinfo), !user.isEmpty else { return nil }
+                username = user
+            }
+        }
         var database = 0
         if let slash = rest.firstIndex(of: "/") {
             let tail = rest[rest.index(after: slash)...]
@@ -155,9 +181,36 @@ public struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
             rest = rest[..<colon]
         }
         guard !rest.isEmpty, !rest.contains("@") else { return nil }
-        self.init(host: String(rest), port: port, database: database)
+        self.init(host: String(rest), port: port, database: database, username: username, password: password)
     }
 
-    /// The URL form, `redis://host:port/db`.
-    public var description: String { "redis://\(host):\(port)/\(database)" }
+    /// `text` with its `%XX` escapes decoded; nil for a bad escape or invalid UTF-8.
+    static func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var index = text.utf8.startIndex
+        let utf8 = text.utf8
+        while index < utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "%") {
+                let first = utf8.index(after: index)
+                guard first < utf8.endIndex, utf8.index(after: first) < utf8.endIndex,
+                      let value = UInt8(String(decoding: [utf8[first], utf8[utf8.index(after: first)]], as: UTF8.self), radix: 16)
+                else { return nil }
+                bytes.append(value)
+                index = utf8.index(first, offsetBy: 2)
+            } else {
+                bytes.append(byte)
+                index = utf8.index(after: index)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// The URL form without the password: `redis://host:port/db`, or
+    /// `redis://user:***@host:port/db` (`:***@` when there is a password).
+    public var description: String {
+        let user = username ?? ""
+        let credentials = password != nil ? "\(user):***@" : (username != nil ? "\(user)@" : "")
+        return "redis://\(credentials)\(host):\(port)/\(database)"
+    }
 }

@@ -1,4 +1,9 @@
 import CSQLite3
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A failed SQLite call: the file, what was being done, and SQLite's message.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {
@@ -45,8 +50,13 @@ package final class SQLiteDatabase {
 
     /// Opens (creating) `path`. `busyTimeoutMilliseconds`: how long a write
     /// waits for another connection's lock before failing with SQLITE_BUSY.
+    ///
+    /// A new file is created 0600 (owner only) whatever the umask: it holds
+    /// rooms, sessions and cursors. SQLite gives its `-wal` and `-shm` files
+    /// the main file's permissions, so they are 0600 too.
     package init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws(SQLiteError) {
         self.path = path
+        Self.createPrivately(path)
         var db: OpaquePointer?
         let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let db else {
@@ -56,6 +66,14 @@ package final class SQLiteDatabase {
         }
         handle = db
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+    }
+
+    /// Creates `path` empty with mode 0600 when it does not exist (SQLite
+    /// would create it 0644 under the usual umask). An in-memory or temporary
+    /// database (`:memory:`, empty path, `file:` URI) is left to SQLite.
+    package static func createPrivately(_ path: String) {
+        guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else { return }
+        createOwnerOnly(path)
     }
 
     deinit { close() }
@@ -138,4 +156,13 @@ package final class SQLiteDatabase {
     package var lastMessage: String {
         handle.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
     }
+}
+
+/// Creates `path` with mode 0600 unless it exists (outside the class: its
+/// `close()` would shadow the system call).
+private func createOwnerOnly(_ path: String) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { return }
+    _ = fchmod(fd, 0o600)  // the umask only takes bits away; explicit anyway
+    close(fd)
 }

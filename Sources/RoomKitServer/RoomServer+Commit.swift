@@ -71,6 +71,7 @@ extension RoomServer {
                     continue
                 case .request(let id):
                     guard answered.insert(HeldRequest(link: ObjectIdentifier(send.link), id: id)).inserted else { continue }
+                    metrics.sent(refusal)
                     send.link.deliver(WebSocketFrame(bytes: ServerMessage.replyError(id: id, refusal).serialized()))
                 case .plain:
                     send.link.deliver(send.frame)

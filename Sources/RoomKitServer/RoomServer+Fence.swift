@@ -14,8 +14,9 @@ extension RoomServer {
             current = try store.fence(room: room, user: user)
             if let current, fence < current {
                 logger.notice("login refused: stale fence", metadata: [
-                    "room": "\(room)", "user": "\(user)", "fence": "\(fence)", "current": "\(current)"])
+                    "room": "\(room)", "user": "\(user)", "fence": .stringConvertible(fence), "current": .stringConvertible(current)])
                 let error = ProtocolError(code: .staleFence, message: "fence \(fence) is lower than \(current)")
+                metrics.sent(error)
                 var reply = ServerMessage.replyError(id: id, error).objectValue ?? [:]
                 reply["fence"] = .int(current)
                 link.send(.object(reply))
@@ -26,6 +27,7 @@ extension RoomServer {
             }
         } catch {
             logger.error("fence not stored", metadata: ["room": "\(room)", "error": "\(error)"])
+            metrics.sent(ProtocolError(code: .internalError, message: ""))
             link.send(ServerMessage.replyError(id: id, ProtocolError(code: .internalError, message: "storage failed")))
             return false
         }

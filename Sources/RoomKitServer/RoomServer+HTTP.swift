@@ -18,8 +18,14 @@ extension RoomServer {
                 responder.respond(status: 200, contentType: "text/plain; version=0.0.4", text: metricsText())
             case ("GET", 4, _) where parts[0] == "v1" && parts[1] == "rooms" && parts[3] == "recording":
                 try recording(room: parts[2], request: request, responder: responder, now: now)
+            case ("GET", 3, ["v1", "rooms", "recording"]):
+                // The room as a query parameter: reaches `.` and `..`, which
+                // libwebsockets normalises out of a path (docs/PROTOCOL.md).
+                try recording(room: try roomParameter(request), request: request, responder: responder, now: now)
             case ("POST", 5, _) where parts[0] == "v1" && parts[1] == "admin" && parts[2] == "rooms" && parts[4] == "kick":
                 try adminKick(room: parts[3], request: request, responder: responder, now: now)
+            case ("POST", 4, ["v1", "admin", "rooms", "kick"]):
+                try adminKick(room: try roomParameter(request), request: request, responder: responder, now: now)
             case ("GET", 3, ["v1", "admin", "rooms"]):
                 _ = try authorize(request, room: "*", now: now, admin: true)
                 let list = rooms.values.sorted { $0.id < $1.id }.map { room -> JSON in
@@ -38,18 +44,27 @@ extension RoomServer {
         }
     }
 
+    /// The `room` query parameter of the query-form endpoints (a room ID
+    /// that is only dots cannot be a path segment). Missing: 400 1009001.
+    private func roomParameter(_ request: HTTPRequest) throws -> String {
+        guard let room = request.queryValue("room") else {
+            throw HTTPFailure(400, .malformed, "the room query parameter is required")
+        }
+        return room
+    }
+
     /// Bearer token for `room` (or `*`); admin role when `admin`. 401 when
     /// missing or invalid, 403 for the wrong room or role.
     private func authorize(_ request: HTTPRequest, room: String, now: Int64, admin: Bool) throws -> TokenClaims {
         guard let token = request.bearerToken else {
-            metrics.authFailures += 1
+            noteTokenRejected("missing bearer token", in: "\(request.method) \(request.path)", room: room, connection: nil, now: now)
             throw HTTPFailure(401, .tokenInvalid, "missing bearer token")
         }
         let claims: TokenClaims
         do {
             claims = try signer.verify(token, now: now / 1000)
         } catch {
-            metrics.authFailures += 1
+            noteTokenRejected("\(error)", in: "\(request.method) \(request.path)", room: room, connection: nil, now: now)
             throw HTTPFailure(401, .tokenInvalid, "token rejected: \(error.reason)")
         }
         if admin && claims.role != .admin {
@@ -70,83 +85,30 @@ extension RoomServer {
         guard RoomID.isValid(roomID) else { throw HTTPFailure(404, .invalidArgument, "invalid room ID") }
         _ = try authorize(request, room: roomID, now: now, admin: false)
         guard let room = rooms[roomID] else { throw HTTPFailure(404, .invalidArgument, "unknown room \(roomID)") }
-        func number(_ name: String, _ what: String) throws -> Int64? {
-            guard let text = request.queryValue(name) else { return nil }
-            guard let value = Int64(text) else { throw HTTPFailure(400, .invalidArgument, "\(name) must be \(what)") }
-            return value
+        // Every number is checked once against its documented range
+        // (RecordingWindow, through ExternalNumber): no sum can overflow.
+        let window: RecordingWindow
+        do {
+            window = try RecordingWindow(query: request.queryValue, created: room.created, now: now)
+        } catch {
+            throw HTTPFailure(400, error.code, error.message)
         }
-        let begin = try number("from", "ms since the epoch") ?? room.created
-        let end = try number("to", "ms since the epoch") ?? now
-        guard begin <= end else { throw HTTPFailure(400, .invalidArgument, "from is after to") }
-        let askedStart = try number("sliceStart", "ms after from") ?? 0
-        let sliceEnd = try number("sliceEnd", "ms after from") ?? (end - begin + 1)
-        guard askedStart >= 0, askedStart <= sliceEnd else {
-            throw HTTPFailure(400, .invalidArgument, "need 0 <= sliceStart <= sliceEnd")
-        }
-        // A slice starting past the end starts at the end (its last frames).
-        let sliceStart = min(askedStart, end - begin)
+        let (begin, end, sliceStart, sliceFrom, sliceTo) = (window.begin, window.end, window.sliceStart, window.sliceFrom, window.sliceTo)
         let wantsSnapshot = !["0", "false"].contains(request.queryValue("snapshot") ?? "")
-        // The slice's frames: sliceFrom <= ts <= sliceTo (possibly none).
-        let sliceFrom = begin + sliceStart
-        let sliceTo = min(end, begin + sliceEnd - 1)
 
-        // The state just before `sliceFrom`: nearest stored snapshot, then the events before it.
-        var model = RoomModel()
-        var cursor: Int64 = 0
-        if let snapshot = try store.snapshot(room: roomID, beforeTime: sliceFrom) {
-            if wantsSnapshot { model = try RoomModel(json: snapshot.body) }
-            cursor = snapshot.seq
-        }
-        var frames: [StoredEvent] = []
-        scan: while sliceFrom <= sliceTo || wantsSnapshot {
-            let batch = try store.events(room: roomID, afterSeq: cursor, throughSeq: room.seq, limit: 2000)
-            guard let last = batch.last else { break }
-            cursor = last.seq
-            for event in batch {
-                if event.ts < sliceFrom {
-                    if wantsSnapshot { try model.apply(push: JSON.parse(event.push), mutation: event.mutation) }
-                } else if event.ts <= sliceTo {
-                    frames.append(event)
-                } else {
-                    break scan
-                }
-            }
-        }
-        let total = sliceStart == 0 && sliceTo == end
-            ? Int64(frames.count) : try store.countEvents(room: roomID, fromTime: begin, throughTime: end)
-        var header: [String: JSON] = [
-            "room": .string(roomID), "beginTimestamp": .int(begin), "endTimestamp": .int(end),
-            "framesCount": .int(total), "sliceStart": .int(sliceStart),
-            "sliceEnd": .int(min(sliceEnd, end - begin + 1)), "sliceFramesCount": .int(Int64(frames.count)),
-        ]
-        if wantsSnapshot {
-            var snapshot = model.snapshot.recordingJSON
-            if case .object(var fields) = snapshot {
-                fields["state"] = nil
-                for (key, value) in model.snapshot.state.json.objectValue ?? [:] { fields[key] = value }
-                snapshot = .object(fields)
-            }
-            header["snapshot"] = snapshot
-        }
-        var body: [UInt8] = []
-        JSON.object(header).serialize(into: &body)
-        body.append(10)
-        for event in frames {
-            var line = (try? JSON.parse(event.push).objectValue) ?? [:]
-            line["t"] = .int(event.ts - begin)
-            if let recipients = event.recipients { line["to"] = .array(recipients.map(JSON.string)) }
-            JSON.object(line).serialize(into: &body)
-            body.append(10)
-        }
-        let response = HTTPResponse(status: 200, contentType: "application/x-ndjson", body: body)
+        let query = RecordingRequest(room: roomID, begin: begin, end: end, sliceStart: sliceStart, sliceEnd: window.answeredSliceEnd,
+                                     sliceFrom: sliceFrom, sliceTo: sliceTo, wantsSnapshot: wantsSnapshot,
+                                     throughSeq: room.seq)
         if let delay = configuration.recordingDelay {
-            loop.schedule(after: delay) { responder.respond(response) }
+            loop.schedule(after: delay) { [self] in startRecording(query, responder: responder) }
         } else {
-            responder.respond(response)
+            startRecording(query, responder: responder)
         }
     }
 
     private func adminKick(room roomID: String, request: HTTPRequest, responder: HTTPResponder, now: Int64) throws {
+        // As recording: an ID that no room can have is 404 (PROTOCOL.md).
+        guard RoomID.isValid(roomID) else { throw HTTPFailure(404, .invalidArgument, "invalid room ID") }
         _ = try authorize(request, room: roomID, now: now, admin: true)
         let body: JSON
         do {

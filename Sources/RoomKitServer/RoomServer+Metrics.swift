@@ -28,7 +28,17 @@ final class ServerMetricsExporter {
         "roomd_request_duration_seconds": "Time to handle one request message, by op (decoding excluded).",
         "roomd_append_commit_duration_seconds": "Time to commit one room event to SQLite (WAL), snapshot included.",
         "roomd_fanout_duration_seconds": "Time to queue one room event to every recipient.",
+        "roomd_recording_downloads": "Recording downloads streaming now.",
+        "roomd_recording_downloads_refused_total": "Recording downloads answered 503 at --max-recording-downloads.",
+        "roomd_recording_buffered_bytes": "Bytes of recording downloads waiting for their clients now.",
+        "roomd_recording_buffered_bytes_peak": "The most bytes one recording download had waiting for its client since start.",
+        "roomd_recovery_bytes": "Bytes of recent events held in memory for resume, over every room.",
         "roomd_build_info": "Version and git revision of this roomd; always 1.",
+        "roomd_messages_in_total": "WebSocket messages received from clients.",
+        "roomd_bytes_in_total": "Bytes of WebSocket messages received from clients.",
+        "roomd_errors_total": "Errors sent to clients (replies and error messages), by protocol error code.",
+        "roomd_disconnects_total": "Closed client connections, by WebSocket close code (1006: closed without a handshake).",
+        "roomd_recoveries_total": "Logins that asked to resume a session, by outcome: recovered (missed events replayed), resumed (session kept, snapshot sent: history gone), expired (session no longer retained: a fresh login).",
     ]) { $1 }
 
     let factory = DocumentedMetricsFactory(help: ServerMetricsExporter.help)
@@ -84,6 +94,18 @@ final class ServerMetricsExporter {
         carry("roomd_requests_over_limit_total", total: metrics.requestsOverLimit)
         carry("roomd_commits_total", total: metrics.commits)
         carry("roomd_commit_failures_total", total: metrics.commitFailures)
+        carry("roomd_messages_in_total", total: metrics.messagesIn)
+        carry("roomd_bytes_in_total", total: metrics.bytesIn)
+        for (code, count) in metrics.errors { carry("roomd_errors_total", [("code", String(code))], total: count) }
+        for (code, count) in metrics.disconnects { carry("roomd_disconnects_total", [("code", String(code))], total: count) }
+        for outcome in ["recovered", "resumed", "expired"] {
+            carry("roomd_recoveries_total", [("outcome", outcome)], total: metrics.recoveries[outcome] ?? 0)
+        }
+        gauge("roomd_recovery_bytes", Double(server.recoveryBytes))
+        gauge("roomd_recording_downloads", Double(server.recordings.active.count))
+        gauge("roomd_recording_buffered_bytes", Double(server.recordings.bufferedBytes))
+        gauge("roomd_recording_buffered_bytes_peak", Double(server.recordings.peakBufferedBytes))
+        carry("roomd_recording_downloads_refused_total", total: server.recordings.refused)
         process.update()
         return factory.registry.emitToString()
     }

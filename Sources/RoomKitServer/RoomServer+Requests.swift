@@ -52,8 +52,10 @@ extension RoomServer {
                 afterLogin(session, now: now)  // a short-lived new token is announced at once
             }
         } catch let error as ProtocolError {
+            metrics.sent(error)
             link.send(ServerMessage.replyError(id: id, error))
         } catch {
+            metrics.sent(ProtocolError(code: .internalError, message: ""))
             link.send(ServerMessage.replyError(id: id, ProtocolError(code: .internalError, message: "\(error)")))
         }
     }
@@ -153,10 +155,11 @@ extension RoomServer {
             return ["seq": .int(seq)]
 
         case .renewToken(let token):
-            let claims = try verify(token, room: room.id, user: session.userId, now: now)
+            let claims = try verify(token, room: room.id, user: session.userId, now: now, context: "renewToken")
             session.role = claims.role
-            session.tokenExpiresAt = claims.exp * 1000
-            session.warnedOfExpiry = false
+            // A new exp is a new token to warn about (`afterLogin`, below
+            // the reply); the same one was warned already (`warnedForExpiry`).
+            session.tokenExpiresAt = claims.expiresAtMilliseconds
             persist(session)
             return ["expiresAt": .int(session.tokenExpiresAt), "writable": .bool(session.writable)]
 
@@ -189,16 +192,20 @@ extension RoomServer {
     }
 
     /// Verifies a token for `room` and `user`; 1002033 otherwise.
-    func verify(_ token: String, room: String, user: String, now: Int64) throws(ProtocolError) -> TokenClaims {
+    /// `context` ("login", "renewToken") and `connection` only name the
+    /// rejection in the log (RoomServer+AuthLog.swift).
+    func verify(_ token: String, room: String, user: String, now: Int64, context: String = "login",
+                connection: String? = nil) throws(ProtocolError) -> TokenClaims {
         let claims: TokenClaims
         do {
             claims = try signer.verify(token, now: now / 1000)
         } catch {
-            metrics.authFailures += 1
+            noteTokenRejected("\(error)", in: context, room: room, connection: connection, now: now)
             throw ProtocolError(code: .tokenInvalid, message: "token rejected: \(error.reason)")
         }
         guard claims.allows(room: room), claims.sub == user else {
-            metrics.authFailures += 1
+            noteTokenRejected(claims.allows(room: room) ? "token is for user \(claims.sub), not \(user)" : "token is not for this room",
+                              in: context, room: room, connection: connection, now: now)
             throw ProtocolError(code: .tokenInvalid, message: "token is not for this room and user")
         }
         return claims
@@ -208,7 +215,7 @@ extension RoomServer {
         if link.sessions[roomID] != nil {
             throw ProtocolError(code: .alreadyLoggedIn, message: "already logged in to \(roomID) on this connection")
         }
-        let claims = try verify(login.token, room: roomID, user: login.user.id, now: now)
+        let claims = try verify(login.token, room: roomID, user: login.user.id, now: now, connection: link.id)
         let room = try openRoom(roomID, now: now)
         if let fence = login.fence, !admitFence(fence, room: roomID, user: login.user.id, id: id, link: link) {
             return
@@ -227,8 +234,9 @@ extension RoomServer {
             session.lastSeen = now
             session.role = claims.role
             session.wantsWritable = login.writable
-            session.tokenExpiresAt = claims.exp * 1000
-            session.warnedOfExpiry = false
+            session.tokenExpiresAt = claims.expiresAtMilliseconds
+            // A new connection: its client has not seen a warning yet.
+            session.warnedForExpiry = nil
             link.sessions[roomID] = session
             if !session.visible {
                 session.visible = true
@@ -239,21 +247,23 @@ extension RoomServer {
                 }
             }
             persist(session)
-            let recovered = resume.seq >= room.recoverableAfter && resume.seq <= room.seq
+            // Recoverable events are replayed from memory, or from the store
+            // once the byte bounds evicted them (RoomServer+Recovery.swift).
+            let frames = resume.seq >= room.recoverableAfter && resume.seq <= room.seq
+                ? replay(room, after: resume.seq, for: session.userId) : nil
+            let recovered = frames != nil
+            metrics.recoveries[recovered ? "recovered" : "resumed", default: 0] += 1
             let reply = LoginReply(session: session.id, memberId: session.memberId, seq: room.seq, recovered: recovered,
                                    writable: session.writable, expiresAt: session.tokenExpiresAt,
                                    snapshot: recovered ? nil : room.model.snapshot)
             link.send(ServerMessage.reply(id: id, login: reply))
-            if recovered {
-                for entry in room.recoveryEntries(after: resume.seq) {
-                    if let recipients = entry.recipients, !recipients.contains(session.userId) { continue }
-                    link.send(entry.frame)
-                }
-            }
+            for frame in frames ?? [] { link.send(frame) }
             afterLogin(session, now: now)
             return
         }
 
+        // A resume of a session no longer retained becomes a fresh login.
+        if login.resume != nil { metrics.recoveries["expired", default: 0] += 1 }
         // Fresh login: newest wins over every other session of this user here.
         for other in room.sessions.values where other.userId == login.user.id && other.endedCode == nil {
             end(other, code: .kickedDuplicateLogin, reason: "logged in elsewhere", now: now)
@@ -261,7 +271,7 @@ extension RoomServer {
         let memberId = room.model.nextMemberId
         let session = ServerSession(id: sessionIdentifier(now: now), room: room, userId: login.user.id, memberId: memberId,
                                     role: claims.role, wantsWritable: login.writable,
-                                    tokenExpiresAt: claims.exp * 1000, now: now, visible: true)
+                                    tokenExpiresAt: claims.expiresAtMilliseconds, now: now, visible: true)
         let member = Member(memberId: memberId, userId: login.user.id, name: login.user.name,
                             payload: login.user.payload, memberState: [:])
         room.sessions[session.id] = session
@@ -283,8 +293,10 @@ extension RoomServer {
         afterLogin(session, now: now)
     }
 
+    /// Warns at once of a token with less than the notice left, unless this
+    /// token was warned of already (once per token, also across `renewToken`).
     private func afterLogin(_ session: ServerSession, now: Int64) {
-        if session.tokenExpiresAt - now <= configuration.tokenExpiryNotice.milliseconds {
+        if !session.warnedOfExpiry && session.tokenExpiresAt - now <= configuration.tokenExpiryNotice.milliseconds {
             warnOfExpiry(session, now: now)
         }
     }

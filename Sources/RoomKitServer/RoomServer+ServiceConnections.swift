@@ -17,11 +17,12 @@ extension RoomServer {
         do {
             claims = try signer.verify(token, now: now / 1000)
         } catch {
-            metrics.authFailures += 1
+            noteTokenRejected("\(error)", in: "hello", room: nil, connection: link.id, now: now)
             throw ProtocolError(code: .tokenInvalid, message: "hello token rejected: \(error.reason)")
         }
         guard claims.role == .service else {
-            metrics.authFailures += 1
+            noteTokenRejected("a hello token must have role service, not \(claims.role.rawValue)", in: "hello", room: nil,
+                              connection: link.id, now: now)
             throw ProtocolError(code: .tokenInvalid, message: "a hello token must have role service, not \(claims.role.rawValue)")
         }
         link.requests = RateBucket(serviceRateLimits, now: now)

@@ -18,6 +18,19 @@ struct ServerMetrics {
     var commitFailures = 0
     var eventsPerSecond = 0.0
     var lastRateSample: (at: Int64, events: Int) = (0, 0)
+    /// WebSocket messages and their bytes received from clients.
+    var messagesIn = 0
+    var bytesIn = 0
+    /// Error replies and error messages sent, by protocol error code.
+    var errors: [Int: Int] = [:]
+    /// Closed client connections, by close code (1006: none).
+    var disconnects: [UInt16: Int] = [:]
+    /// Logins that asked to resume a session, by outcome
+    /// (`recovered`, `resumed`, `expired`; see RoomServer+Metrics).
+    var recoveries: [String: Int] = [:]
+
+    /// Counts one error sent to a client.
+    mutating func sent(_ error: ProtocolError) { errors[error.code.rawValue, default: 0] += 1 }
 }
 
 /// The reference room server (`roomd`): PROTOCOL.md over one WebSocket/HTTP
@@ -37,6 +50,12 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     var rooms: [String: ServerRoom] = [:]
     var links: [ObjectIdentifier: ClientLink] = [:]
     var metrics = ServerMetrics()
+    /// Rate limit of the "token rejected" lines (RoomServer+AuthLog.swift).
+    var tokenRejectionLog = LogBudget(limit: RoomServer.tokenRejectionLogLimit, interval: RoomServer.tokenRejectionLogInterval)
+    /// Recording downloads in flight (RoomServer+Recording.swift).
+    var recordings = RecordingDownloads()
+    /// Bytes of pushes held by every room's recovery buffer (RoomServer+Recovery.swift).
+    var recoveryBytes = 0
     /// `/metrics` (RoomServer+Metrics.swift): histograms, process metrics, the registry.
     let exporter: ServerMetricsExporter
     /// The admin/metrics listener (RoomServer+Admin.swift), when configured.
@@ -183,6 +202,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         state = .stopped
         commitPending()
+        endRecordings()
         turnHook?.cancel()
         turnHook = nil
         web.stop()
@@ -198,6 +218,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     /// again after a failed group commit). Sessions come back detached at
     /// `now` unless storage says earlier.
     func restore(now: Int64) throws {
+        recoveryBytes = 0
         for stored in try store.loadRooms() {
             var model = RoomModel()
             if let snapshot = stored.snapshot {
@@ -209,11 +230,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
                 seq = event.seq
             }
             let room = ServerRoom(id: stored.room, created: stored.created, seq: max(seq, stored.seq), model: model)
-            for event in try store.lastEvents(room: stored.room, count: Int64(configuration.recoveryEvents)) {
-                room.remember(RecoveryEntry(seq: event.seq, ts: event.ts, frame: WebSocketFrame(bytes: event.push),
-                                            recipients: event.recipients),
-                              keepAtLeast: configuration.recoveryEvents, window: configuration.recoveryWindow.milliseconds, now: now)
-            }
+            try refillRecovery(room, now: now)
             rooms[stored.room] = room
         }
         for stored in try store.loadSessions() {
@@ -227,8 +244,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             session.endedCode = stored.endedCode.map(ErrorCode.init(rawValue:))
             room.sessions[session.id] = session
         }
-        logger.info("restored", metadata: ["rooms": "\(rooms.count)",
-                                           "sessions": "\(rooms.values.reduce(0) { $0 + $1.sessions.count })"])
+        logger.info("restored", metadata: ["rooms": .stringConvertible(rooms.count),
+                                           "sessions": .stringConvertible(rooms.values.reduce(0) { $0 + $1.sessions.count })])
     }
 
     // MARK: Connections
@@ -248,8 +265,10 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
 
     func closed(_ link: ClientLink, _ event: WebSocketCloseEvent) {
         links.removeValue(forKey: ObjectIdentifier(link))
+        metrics.disconnects[event.code, default: 0] += 1
         detachSessions(of: link, now: wallMilliseconds())
-        logger.debug("connection closed", metadata: ["connection": "\(link.id)", "code": "\(event.code)"])
+        logger.debug("connection closed", metadata: ["connection": "\(link.id)", "code": .stringConvertible(Int(event.code)),
+                                                     "how": .string(event.kind)])
         if stopping && links.isEmpty {
             finishStop()
         }
@@ -272,6 +291,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         // A link given up for silence (`sweep`) no longer speaks for its sessions,
         // whatever arrives before its close handshake ends.
         guard !link.timedOut else { return }
+        metrics.messagesIn += 1
+        metrics.bytesIn += message.bytes.count
         let now = wallMilliseconds()
         // An attached session's sign of life is its link's lastMessageAt; it is
         // copied to the session's lastSeen when the link closes (`closed`), so
@@ -281,6 +302,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             // §1: one message = one text frame. A binary frame is not read.
             guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
             guard admitUnsolicited(link, now: now) else { return }
+            metrics.sent(ProtocolError(code: .malformed, message: ""))
             return link.send(ServerMessage.error(ProtocolError(code: .malformed,
                                                                message: "binary frames are not accepted; send text")))
         }
@@ -290,6 +312,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         } catch {
             guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
             guard admitUnsolicited(link, now: now) else { return }
+            metrics.sent(ProtocolError(code: .malformed, message: ""))
             return link.send(ServerMessage.error(ProtocolError(code: .malformed, message: "not JSON: \(error)")))
         }
         let envelope: ClientEnvelope
@@ -327,6 +350,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             return true
         case .refused:
             metrics.requestsOverLimit += 1
+            metrics.sent(ProtocolError(code: .rateLimited, message: ""))
             link.send(ServerMessage.replyError(id: id, ProtocolError(code: .rateLimited, message: "rate limited")))
         case .overTooLong:
             link.connection.close(code: 1008, reason: "rate limit exceeded", discardQueued: true)
@@ -397,8 +421,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         room.seq = seq
         metrics.eventsTotal += 1
         let frame = WebSocketFrame(bytes: bytes)
-        room.remember(RecoveryEntry(seq: seq, ts: now, frame: frame, recipients: recipients),
-                      keepAtLeast: configuration.recoveryEvents, window: configuration.recoveryWindow.milliseconds, now: now)
+        remember(RecoveryEntry(seq: seq, ts: now, frame: frame, recipients: recipients), in: room, now: now)
         let fanoutStarted = monotonicNanoseconds()
         let allowed = recipients.map(Set.init)
         for session in room.sessions.values {
@@ -452,7 +475,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         removeMember(session, now: now)
         persist(session)
-        logger.info("kicked", metadata: ["room": "\(session.room.id)", "user": "\(session.userId)", "code": "\(code.rawValue)"])
+        logger.info("kicked", metadata: ["room": "\(session.room.id)", "user": "\(session.userId)", "code": .stringConvertible(code.rawValue)])
     }
 
     // MARK: Timers
@@ -499,7 +522,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     }
 
     func warnOfExpiry(_ session: ServerSession, now: Int64) {
-        session.warnedOfExpiry = true
+        session.warnedForExpiry = session.tokenExpiresAt
         let remaining = max(0, (session.tokenExpiresAt - now) / 1000)
         session.link?.send(ServerMessage.tokenWillExpire(room: session.room.id, remaining: remaining))
     }

@@ -196,87 +196,50 @@ final class RoomStore {
         return rooms
     }
 
+    /// The read queries (EventReads.swift) on the store's own connection.
+    var reads: EventReads { EventReads(db: db) }
+
     /// The newest snapshot whose seq is at most `seq`.
     func snapshot(room: String, atOrBeforeSeq seq: Int64) throws(StorageError) -> (seq: Int64, ts: Int64, body: JSON)? {
-        let statement = try db.statement(
-            "SELECT seq, ts, body FROM snapshots WHERE room = ? AND seq <= ? ORDER BY seq DESC LIMIT 1")
-            .bind(1, room).bind(2, seq)
-        defer { statement.reset() }
-        guard try statement.step() else { return nil }
-        return try decodeSnapshot(statement)
+        try reads.snapshot(room: room, atOrBeforeSeq: seq)
     }
 
-    /// The newest snapshot taken strictly before time `ts`: it holds only
-    /// events older than `ts` (a snapshot is stamped with its last event's time,
-    /// so one stamped `ts` would hide an event a recording from `ts` must show).
+    /// The newest snapshot taken strictly before time `ts` (EventReads).
     func snapshot(room: String, beforeTime ts: Int64) throws(StorageError) -> (seq: Int64, ts: Int64, body: JSON)? {
-        let statement = try db.statement(
-            "SELECT seq, ts, body FROM snapshots WHERE room = ? AND ts < ? ORDER BY seq DESC LIMIT 1")
-            .bind(1, room).bind(2, ts)
-        defer { statement.reset() }
-        guard try statement.step() else { return nil }
-        return try decodeSnapshot(statement)
-    }
-
-    private func decodeSnapshot(_ statement: SQLiteStatement) throws(StorageError) -> (seq: Int64, ts: Int64, body: JSON) {
-        let body: JSON
-        do {
-            body = try JSON.parse(statement.bytes(2) ?? [])
-        } catch {
-            throw StorageError(code: -1, path: db.path, context: "snapshot body", message: "\(error)")
-        }
-        return (statement.int64(0), statement.int64(1), body)
+        try reads.snapshot(room: room, beforeTime: ts)
     }
 
     /// Events with `afterSeq < seq <= throughSeq`, in order.
     func events(room: String, afterSeq: Int64, throughSeq: Int64, limit: Int64 = Int64.max) throws(StorageError) -> [StoredEvent] {
-        let statement = try db.statement(
-            "SELECT seq, ts, push, mutation, recipients FROM events WHERE room = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
-            .bind(1, room).bind(2, afterSeq).bind(3, throughSeq).bind(4, limit)
-        defer { statement.reset() }
-        var result: [StoredEvent] = []
-        while try statement.step() {
-            result.append(try decodeEvent(room: room, statement))
-        }
-        return result
+        try reads.events(room: room, afterSeq: afterSeq, throughSeq: throughSeq, limit: limit)
     }
 
-    /// How many events have `fromTime <= ts <= throughTime` (a recording's
-    /// `framesCount`, counted on the time index without reading the events).
+    /// How many events have `fromTime <= ts <= throughTime`.
     func countEvents(room: String, fromTime: Int64, throughTime: Int64) throws(StorageError) -> Int64 {
-        let statement = try db.statement("SELECT COUNT(*) FROM events WHERE room = ? AND ts >= ? AND ts <= ?")
-            .bind(1, room).bind(2, fromTime).bind(3, throughTime)
-        defer { statement.reset() }
-        guard try statement.step() else { return 0 }
-        return statement.int64(0)
+        try reads.countEvents(room: room, fromTime: fromTime, throughTime: throughTime)
     }
 
-    /// The oldest events still needed for recovery: the last `count` of the room.
-    func lastEvents(room: String, count: Int64) throws(StorageError) -> [StoredEvent] {
+    /// Seq, time, recipients and push size of the room's last `count`
+    /// events, oldest first, without reading the pushes (a restart's
+    /// recovery refill, RoomServer+Recovery.swift).
+    func lastEventHeads(room: String, count: Int64) throws(StorageError) -> [(seq: Int64, ts: Int64, recipients: [String]?, size: Int)] {
         let statement = try db.statement(
-            "SELECT seq, ts, push, mutation, recipients FROM events WHERE room = ? ORDER BY seq DESC LIMIT ?")
+            "SELECT seq, ts, length(push), recipients FROM events WHERE room = ? ORDER BY seq DESC LIMIT ?")
             .bind(1, room).bind(2, count)
         defer { statement.reset() }
-        var result: [StoredEvent] = []
+        var result: [(seq: Int64, ts: Int64, recipients: [String]?, size: Int)] = []
         while try statement.step() {
-            result.append(try decodeEvent(room: room, statement))
+            var recipients: [String]?
+            if let bytes = statement.bytes(3) {
+                do {
+                    recipients = try JSON.parse(bytes).arrayValue?.compactMap(\.stringValue)
+                } catch {
+                    throw StorageError(code: -1, path: db.path, context: "event \(room)#\(statement.int64(0))", message: "\(error)")
+                }
+            }
+            result.append((statement.int64(0), statement.int64(1), recipients, Int(statement.int64(2))))
         }
         return result.reversed()
-    }
-
-    private func decodeEvent(room: String, _ statement: SQLiteStatement) throws(StorageError) -> StoredEvent {
-        var mutation: JSON?
-        var recipients: [String]?
-        do {
-            if let bytes = statement.bytes(3) { mutation = try JSON.parse(bytes) }
-            if let bytes = statement.bytes(4) {
-                recipients = try JSON.parse(bytes).arrayValue?.compactMap(\.stringValue)
-            }
-        } catch {
-            throw StorageError(code: -1, path: db.path, context: "event \(room)#\(statement.int64(0))", message: "\(error)")
-        }
-        return StoredEvent(room: room, seq: statement.int64(0), ts: statement.int64(1),
-                           push: statement.bytes(2) ?? [], mutation: mutation, recipients: recipients)
     }
 
     // MARK: Sessions

@@ -54,6 +54,11 @@ public struct ServerConfiguration: Sendable {
     public var recoveryEvents = 1000
     /// ...or at least this much time, whichever keeps more.
     public var recoveryWindow: Duration = .seconds(300)
+    /// Bytes of pushes a room's recovery buffer keeps in memory; older
+    /// recoverable events are read back from the store on resume.
+    public var recoveryBytesPerRoom = 8 << 20
+    /// Bytes of pushes all recovery buffers keep in memory together.
+    public var recoveryBytesTotal = 512 << 20
     /// Notice before a token expires (`tokenWillExpire`).
     public var tokenExpiryNotice: Duration = .seconds(30)
     /// A snapshot is stored every this many events per room (bounds restart
@@ -61,6 +66,15 @@ public struct ServerConfiguration: Sendable {
     public var snapshotEvery = 200
     /// SQLite `synchronous`: normal survives process crashes, full also power loss.
     public var synchronousFull = false
+    /// Most recording downloads streaming at once; one more is answered 503
+    /// (code 1009004). Each holds a reader thread and a SQLite connection.
+    public var maxRecordingDownloads = 8
+    /// Bytes a recording download may have waiting for its client before
+    /// its reader pauses (the pacing window; a download holds about this
+    /// plus one chunk, whatever the room's size).
+    public var recordingWindowBytes = 256 << 10
+    /// Frame lines are read from the store and queued in chunks of about this size.
+    public var recordingChunkBytes = 64 << 10
     /// For tests only: answer every recording request this much later, to
     /// play a slow server (a player then shows `buffering`). Nil in production.
     public var recordingDelay: Duration?

@@ -14,7 +14,13 @@ final class ServerSession {
     var wantsWritable: Bool
     /// Token expiry, ms since the epoch.
     var tokenExpiresAt: Int64
-    var warnedOfExpiry = false
+    /// The expiry (`tokenExpiresAt`) that `tokenWillExpire` was sent for, if
+    /// any: PROTOCOL.md §8 warns once per token, so a `renewToken` with the
+    /// same token (or one with the same `exp`) is not warned again; that
+    /// re-warning fed a renew/warn loop of 1,100 round trips in 5 s (issue 27 §4).
+    var warnedForExpiry: Int64?
+    /// Whether this session's current token has been warned about.
+    var warnedOfExpiry: Bool { warnedForExpiry == tokenExpiresAt }
     /// The connection it is attached to; nil while detached.
     weak var link: ClientLink?
     /// When it lost its connection (ms); nil while attached.
@@ -119,14 +125,6 @@ final class ClientLink: WebSocketDelegate {
     }
 }
 
-/// A room event kept in memory for resume: its encoded push, shared by all.
-struct RecoveryEntry {
-    let seq: Int64
-    let ts: Int64
-    let frame: WebSocketFrame
-    let recipients: [String]?
-}
-
 /// A room on the server: its model, sequence, sessions and recovery buffer.
 /// Loop thread only.
 final class ServerRoom {
@@ -136,8 +134,8 @@ final class ServerRoom {
     var model: RoomModel
     /// Retained sessions by session ID (attached, detached or ended).
     var sessions: [String: ServerSession] = [:]
-    var recovery: [RecoveryEntry] = []
-    var recoveryHead = 0
+    /// Recent events for resume (RecoveryBuffer.swift).
+    var recovery = RecoveryBuffer()
     var eventsSinceSnapshot = 0
 
     init(id: String, created: Int64, seq: Int64, model: RoomModel) {
@@ -154,29 +152,6 @@ final class ServerRoom {
 
     var visibleCount: Int { model.snapshot.members.count }
 
-    /// The oldest seq the buffer can replay from (events after it are all held).
-    var recoverableAfter: Int64 {
-        recoveryHead < recovery.count ? recovery[recoveryHead].seq - 1 : seq
-    }
-
-    func remember(_ entry: RecoveryEntry, keepAtLeast count: Int, window: Int64, now: Int64) {
-        recovery.append(entry)
-        // Drop the oldest only while more than `count` are held AND it is older than `window`.
-        while recovery.count - recoveryHead > count, recovery[recoveryHead].ts < now - window {
-            recoveryHead += 1
-        }
-        if recoveryHead > 4096 && recoveryHead * 2 > recovery.count {
-            recovery.removeFirst(recoveryHead)
-            recoveryHead = 0
-        }
-    }
-
-    func recoveryEntries(after seq: Int64) -> ArraySlice<RecoveryEntry> {
-        var low = recoveryHead, high = recovery.count
-        while low < high {
-            let mid = (low + high) / 2
-            if recovery[mid].seq <= seq { low = mid + 1 } else { high = mid }
-        }
-        return recovery[low...]
-    }
+    /// The oldest seq a resume can recover from (events after it are all recoverable).
+    var recoverableAfter: Int64 { recovery.recoverableAfter(roomSeq: seq) }
 }

@@ -36,7 +36,13 @@ extension Scenario {
         if let value = object["server"] {
             guard let fields = value.objectValue else { throw fail("server", "must be an object") }
             for (key, number) in fields.sorted(by: { $0.key < $1.key }) {
-                guard let ms = number.int64Value, ms > 0 else { throw fail("server.\(key)", "must be a positive number of ms") }
+                // Checked once (ExternalNumber): a day at most for the heartbeat,
+                // 365 days for retention, so the virtual clock cannot overflow.
+                let range = key == "sessionRetention" ? 1...Self.maxRetentionMilliseconds : ExternalNumber.heartbeatMilliseconds
+                let ms: Int64
+                do { ms = try ExternalNumber.integer(number, field: "server.\(key)", in: range) } catch {
+                    throw fail("server.\(key)", "\(error.problem) (ms)")
+                }
                 switch key {
                 case "heartbeatInterval": server.heartbeatInterval = ms
                 case "heartbeatTimeout": server.heartbeatTimeout = ms
@@ -53,13 +59,24 @@ extension Scenario {
         self.init(steps: steps, seed: seed, user: user, server: server)
     }
 
+    /// The latest virtual time a step may name, and the longest duration
+    /// (`at`, `for`, `in`, `within`): one day, in ms.
+    static let maxStepMilliseconds: Int64 = 86_400_000
+    /// The longest `server.sessionRetention`: 365 days, in ms.
+    static let maxRetentionMilliseconds: Int64 = 31_536_000_000
+
     static let kinds = ["login", "logout", "image", "join", "leave", "magix", "state", "kick", "tokenWillExpire", "disconnect",
                         "serverRestart", "serverError", "expect"]
 
     private static func step(_ value: JSON, index: Int, fail: (String, String) -> ScenarioError) throws(ScenarioError) -> Step {
         let at = "steps[\(index)]"
         guard let object = value.objectValue else { throw fail(at, "must be an object {\"at\": ms, \"<kind>\": {...}}") }
-        guard let time = object["at"]?.int64Value, time >= 0 else { throw fail("\(at).at", "must be a non-negative number of ms") }
+        let time: Int64
+        do {
+            time = try ExternalNumber.integer(object["at"] ?? .null, field: "\(at).at", in: 0...maxStepMilliseconds)
+        } catch {
+            throw fail("\(at).at", "\(error.problem) (ms)")
+        }
         let named = object.keys.filter { $0 != "at" }
         guard named.count == 1, let name = named.first, kinds.contains(name) else {
             throw fail(at, "must have \"at\" and exactly one of \(kinds.joined(separator: ", ")); has \(named.sorted())")
@@ -75,8 +92,11 @@ extension Scenario {
                 if let fallback { return fallback }
                 throw fail("\(path).\(key)", "is required (ms)")
             }
-            guard let ms = value.int64Value, ms >= 0 else { throw fail("\(path).\(key)", "must be a non-negative number of ms") }
-            return ms
+            do {
+                return try ExternalNumber.integer(value, field: "\(path).\(key)", in: 0...maxStepMilliseconds)
+            } catch {
+                throw fail("\(path).\(key)", "\(error.problem) (ms)")
+            }
         }
         let kind: Kind
         switch name {
@@ -122,8 +142,11 @@ extension Scenario {
             }
             var count: Int?
             if let value = body["count"] {
-                guard let number = value.int64Value, number >= 0 else { throw fail("\(path).count", "must be a non-negative integer") }
-                count = Int(number)
+                do {
+                    count = Int(try ExternalNumber.integer(value, field: "\(path).count", in: 0...1_000_000))
+                } catch {
+                    throw fail("\(path).count", error.problem)
+                }
             }
             kind = .expect(Expectation(target: target, within: try milliseconds("within", default: 1000), count: count))
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import RoomKit
 import RoomKitLoop
@@ -254,6 +255,17 @@ extension Simulation.LogLine {
 }
 
 /// Tokens for the simulated server, which accepts any but `"invalid"`.
-struct SimulatedTokens: TokenProvider {
-    func token(room: String, user: String) async throws -> String { "sim-\(user)-\(room)" }
+/// Each answer is a new token (numbered in the order asked, so the same
+/// seed gives the same tokens), as a real token service's would be: the
+/// engine never renews with the token it already holds.
+final class SimulatedTokens: TokenProvider {
+    private let issued = Mutex<Int>(0)
+
+    func token(room: String, user: String) async throws -> String {
+        let number = issued.withLock { count in
+            count += 1
+            return count
+        }
+        return "sim-\(user)-\(room)-\(number)"
+    }
 }

@@ -131,17 +131,20 @@ extension Scaffold {
     private var cMakefile: String {
         """
         # Builds lib\(name).so and its test. The RoomKit headers come from
-        # pkg-config (`make install` of RoomKit installs roomkit-plugin.pc);
-        # set PKG_CONFIG_PATH=<prefix>/lib/pkgconfig for a non-default prefix.
+        # pkg-config: `make install` of RoomKit installs roomkit-plugin.pc
+        # under its PREFIX, which is where the roombot that wrote this file
+        # lives, so nothing needs setting (override ROOMKIT_PREFIX to use another).
         NAME := \(name)
         LIB := lib$(NAME).so
         CFLAGS ?= -O2 -g -Wall -Wextra
+        ROOMKIT_PREFIX ?= \(roombotPrefix)
+        export PKG_CONFIG_PATH := $(ROOMKIT_PREFIX)/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
         ifneq ($(shell pkg-config --exists roomkit-plugin && echo yes),yes)
-        $(error pkg-config cannot find roomkit-plugin: install RoomKit (make install PREFIX=...) and set PKG_CONFIG_PATH=<prefix>/lib/pkgconfig)
+        $(error pkg-config cannot find roomkit-plugin in $(ROOMKIT_PREFIX)/lib/pkgconfig: run `make install` of RoomKit first (it installs roomkit-plugin.pc and roombot), or set ROOMKIT_PREFIX=<its PREFIX>)
         endif
         ROOMKIT_CFLAGS := $(shell pkg-config --cflags roomkit-plugin)
-        # The simulator (`make install` of RoomKit puts roombot on PATH).
-        ROOMBOT ?= roombot
+        # The simulator: the roombot that wrote this file (or the one on PATH).
+        ROOMBOT ?= $(firstword $(wildcard \(roombotPath)) roombot)
 
         all: $(LIB) test
 
@@ -176,8 +179,10 @@ extension Scaffold {
             roombot check --manifest plugins.json   # loads it as the bot would
 
         The Makefile finds `roomkit_plugin.h` and `roomkit_json.h` through
-        `pkg-config roomkit-plugin`; after `make install PREFIX=/opt/roomkit` of
-        RoomKit, export `PKG_CONFIG_PATH=/opt/roomkit/lib/pkgconfig` first.
+        `pkg-config roomkit-plugin` in `\(roombotPrefix)/lib/pkgconfig` (where
+        `make install` of RoomKit put them, beside the roombot that wrote this
+        project; run `make install` first), and uses that roombot for the
+        scenario. `make ROOMKIT_PREFIX=/opt/roomkit` picks another install.
 
         ## Files
 

@@ -1,12 +1,48 @@
+import Foundation
 import RoomKitCLI
 
 extension Scaffold {
+    /// The RoomKit package this roombot belongs to: the checkout whose
+    /// `.build` holds the executable (a `Package.swift` naming "RoomKit" in
+    /// an ancestor directory), or `PREFIX/share/roomkit/package`, which
+    /// `make install` writes beside `PREFIX/bin/roombot`. nil: neither.
+    static func installedRoomKit(executable: String = Scaffold.executablePath) -> String? {
+        var directory = URL(fileURLWithPath: executable).resolvingSymlinksInPath().deletingLastPathComponent()
+        let installed = directory.deletingLastPathComponent().appendingPathComponent("share/roomkit/package")
+        if isRoomKitPackage(installed) { return installed.path }
+        for _ in 0..<6 {
+            if isRoomKitPackage(directory) { return directory.path }
+            directory = directory.deletingLastPathComponent()
+        }
+        return nil
+    }
+
+    /// The roombot writing the project (an absolute path), for the C Makefile.
+    var roombotPath: String {
+        URL(fileURLWithPath: Scaffold.executablePath).resolvingSymlinksInPath().path
+    }
+
+    /// The PREFIX that roombot was installed into (its directory's parent).
+    var roombotPrefix: String {
+        URL(fileURLWithPath: roombotPath).deletingLastPathComponent().deletingLastPathComponent().path
+    }
+
+    /// This process's executable (`/proc/self/exe`, else argv[0]).
+    static var executablePath: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    private static func isRoomKitPackage(_ directory: URL) -> Bool {
+        guard let manifest = try? String(contentsOf: directory.appendingPathComponent("Package.swift"), encoding: .utf8) else { return false }
+        return manifest.contains("name: \"RoomKit\"")
+    }
+
     /// A Swift plugin: a package with a dynamic library product depending on
-    /// RoomKitPluginSDK (by local path, or by URL and version), and a test of
-    /// its logic. It must be built with the host's Swift toolchain.
-    func swift(roomkitPath: String?) -> [String: String] {
-        let dependency = roomkitPath.map { ".package(name: \"RoomKit\", path: \"\($0)\")" }
-            ?? ".package(url: \"https://github.com/roomkit/roomkit.git\", exact: \"\(BuildInfo.version)\")"
+    /// RoomKitPluginSDK by local path (nothing to fetch but RoomKit's own
+    /// dependencies, which SwiftPM's cache has once RoomKit was built), and a
+    /// test of its logic. It must be built with the host's Swift toolchain.
+    func swift(roomkitPath: String) -> [String: String] {
+        let dependency = ".package(name: \"RoomKit\", path: \"\(roomkitPath)\")"
         return [
             "Package.swift": """
                 // swift-tools-version:6.0

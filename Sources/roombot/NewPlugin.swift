@@ -11,14 +11,14 @@ struct NewPlugin: ParsableCommand {
         commandName: "new-plugin",
         abstract: "Write a new plugin project (C, Swift or Rust) that builds, tests and loads as it is.")
 
-    @Argument(help: "The plugin's name: [a-z0-9-]{1,64} (its manifest name).")
+    @Argument(help: "The plugin's name: [a-z][a-z0-9-]{0,63} (its manifest name).")
     var name: String
     @Option(help: "c, swift or rust.")
     var lang: String
     @Option(help: "Where to write the project (default: ./NAME). Must not exist or be empty.")
     var dir: String?
     @Option(name: .customLong("roomkit-path"),
-            help: "Swift only: depend on RoomKit at this local checkout instead of by URL and version.")
+            help: "Swift only: the RoomKit package to depend on (default: the checkout this roombot was built in, or PREFIX/share/roomkit/package after make install).")
     var roomkitPath: String?
 
     func run() throws {
@@ -33,7 +33,12 @@ struct NewPlugin: ParsableCommand {
         switch lang {
         case "c": (files, next) = (scaffold.c, "cd \(target) && make")
         case "rust": (files, next) = (try scaffold.rust, "cd \(target) && cargo build --release && cargo test")
-        case "swift": (files, next) = (scaffold.swift(roomkitPath: roomkitPath), "cd \(target) && swift build && swift test")
+        case "swift":
+            guard let package = roomkitPath ?? Scaffold.installedRoomKit() else {
+                throw UsageProblems(lines: ["--roomkit-path: no RoomKit package next to this roombot (neither a checkout around "
+                    + "its .build nor PREFIX/share/roomkit/package from make install); give the path of a RoomKit checkout"])
+            }
+            (files, next) = (scaffold.swift(roomkitPath: package), "cd \(target) && swift build && swift test")
         default: throw UsageProblems(lines: ["--lang: must be c, swift or rust, got '\(lang)'"])
         }
         let fm = FileManager.default
@@ -42,13 +47,34 @@ struct NewPlugin: ParsableCommand {
         }
         for (path, text) in files.sorted(by: { $0.key < $1.key }) {
             let full = (target as NSString).appendingPathComponent(path)
-            try fm.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try text.write(toFile: full, atomically: true, encoding: .utf8)
+            let parent = (full as NSString).deletingLastPathComponent
+            do {
+                try fm.createDirectory(atPath: parent, withIntermediateDirectories: true)
+            } catch {
+                throw UsageProblems(lines: ["--dir: cannot create \(parent): \(Self.reason(error))"])
+            }
+            do {
+                try text.write(toFile: full, atomically: true, encoding: .utf8)
+            } catch {
+                throw UsageProblems(lines: ["--dir: cannot write \(full): \(Self.reason(error))"])
+            }
         }
         print("wrote \(lang) plugin '\(name)' to \(target) (\(files.count) files); next: \(next)")
     }
 
     private var target: String { dir ?? name }
+
+    /// The operating system's reason for a failed file operation ("Permission
+    /// denied"), not Foundation's wrapped NSCocoaErrorDomain text.
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
+        if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+        return nsError.localizedDescription
+    }
 }
 
 /// The files of a new plugin project, by relative path.

@@ -22,16 +22,16 @@ struct Replay: AsyncParsableCommand {
     var token: String?
     @Option(name: .customLong("token-file"), help: "A file holding the token (trailing newline ignored).")
     var tokenFile: String?
-    @Option(help: "Start, ms since the epoch (default: the room's creation).")
+    @Option(parsing: .unconditional, help: "Start, ms since the epoch (default: the room's creation).")
     var from: Int64?
-    @Option(help: "End, ms since the epoch (default: now).")
+    @Option(parsing: .unconditional, help: "End, ms since the epoch (default: now).")
     var to: Int64?
-    @Option(help: "Playback speed, 0.5 to 16.")
+    @Option(parsing: .unconditional, help: "Playback speed, 0.5 to 16.")
     var speed = 1.0
     @Option(help: "Event log: a file path, or - for stdout.")
     var events = "-"
-    @Option(name: .customLong("progress-interval"),
-            help: "Seconds between progress lines on stderr when it is not a terminal; 0: none (a terminal gets one line in place).")
+    @Option(name: .customLong("progress-interval"), parsing: .unconditional,
+            help: "Seconds between progress lines on stderr when it is not a terminal (0 to 86400); 0: none (a terminal gets one line in place).")
     var progressInterval = 5.0
     @Option(help: "Plugin manifest: plugins declaring the player hook receive the player events.")
     var manifest: String?
@@ -41,8 +41,13 @@ struct Replay: AsyncParsableCommand {
     var logFormat = "text"
 
     func validate() throws {
-        guard progressInterval >= 0, progressInterval.isFinite else {
-            throw ValidationError("--progress-interval: must be a number of seconds >= 0")
+        do {
+            _ = try ExternalNumber.seconds(progressInterval, field: "--progress-interval", in: ExternalNumber.progressSeconds)
+            for (flag, value) in [("--from", from), ("--to", to)] {
+                if let value { _ = try ExternalNumber.integer(String(value), field: flag, in: ExternalNumber.epochMilliseconds) }
+            }
+        } catch {
+            throw ValidationError(error.description)
         }
         guard (0.5...16).contains(speed) else { throw ValidationError("--speed: must be between 0.5 and 16") }
         guard RoomID.isValid(room) else { throw ValidationError("--room: invalid room ID '\(room)'") }
@@ -117,7 +122,7 @@ struct Replay: AsyncParsableCommand {
         }
         player.playbackSpeed = speed
         let progress = ReplayProgress(player: player, room: room, format: format, logger: logger,
-                                      interval: progressInterval > 0 ? .milliseconds(Int64(progressInterval * 1000)) : nil)
+                                      interval: progressInterval > 0 ? progressDuration(progressInterval) : nil)
         player.play()
         var result: Result<Void, PlayerError> = .success(())
         for await first in outcome.stream {

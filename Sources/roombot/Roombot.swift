@@ -7,6 +7,7 @@ import RoomKitBot
 import RoomKitCLI
 import RoomKitLoop
 import RoomKitPluginHost
+import RoomKitProtocol
 import ServiceLifecycle
 
 /// `roombot`: the RoomKit bot host (CLI.md).
@@ -16,6 +17,11 @@ struct Roombot: AsyncParsableCommand {
         abstract: "Keeps a bot in many rooms, with plugins, a control API and an event log.",
         version: "roombot \(BuildInfo.versionText)",
         subcommands: [Run.self, Replay.self, Check.self, Simulate.self, NewPlugin.self])
+}
+
+/// A `--progress-interval` that `validate()` accepted, as a Duration.
+func progressDuration(_ seconds: Double) -> Duration {
+    (try? ExternalNumber.seconds(seconds, field: "--progress-interval", in: ExternalNumber.progressSeconds)) ?? .zero
 }
 
 struct Run: AsyncParsableCommand {
@@ -44,9 +50,17 @@ struct Run: AsyncParsableCommand {
     var logLevel = "info"
     @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
     var logFormat = "text"
-    @Option(name: .customLong("progress-interval"),
-            help: "Seconds between login progress lines on stderr while joining more than 100 rooms; 0: only the last.")
+    @Option(name: .customLong("progress-interval"), parsing: .unconditional,
+            help: "Seconds between login progress lines on stderr while joining more than 100 rooms (0 to 86400); 0: only the last.")
     var progressInterval = 1.0
+
+    func validate() throws {
+        do {
+            _ = try ExternalNumber.seconds(progressInterval, field: "--progress-interval", in: ExternalNumber.progressSeconds)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
 
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else {
@@ -78,13 +92,14 @@ struct Run: AsyncParsableCommand {
         }
         let runner: BotRunner
         do {
-            runner = try BotRunner(config: botConfig, overrides: overrides, logger: logger)
+            runner = try BotRunner(config: botConfig, overrides: overrides, logger: logger,
+                                   build: (BuildInfo.version, BuildInfo.revision))
         } catch let errors as ConfigErrors {
             throw UsageProblems(lines: errors.errors.map(\.description))
         }
         // The control API is up before the first login: an operator can
         // look while the rooms join, and SIGTERM stops the bot at any point.
-        let logins = LoginProgress(host: runner.host, interval: .milliseconds(Int64(max(0, progressInterval) * 1000)),
+        let logins = LoginProgress(host: runner.host, interval: progressDuration(progressInterval),
                                    format: format, logger: logger)
         do {
             try runner.startServices()

@@ -34,34 +34,27 @@ func resolveSecret(value: String?, file: String?) throws -> String {
     }
 }
 
-/// Seconds with decimals (`0.5`) as a Duration, validated.
-func seconds(_ value: Double, flag: String) throws -> Duration {
-    guard value.isFinite, value > 0 else { throw FlagError(flag: flag, problem: "must be a positive number of seconds") }
-    return .milliseconds(Int64((value * 1000).rounded()))
+/// Seconds with decimals (`0.5`) as a Duration, checked against `range`
+/// (ExternalNumber: NaN, infinities and out-of-range values are refused).
+func seconds(_ value: Double, flag: String, in range: ClosedRange<Double>) throws -> Duration {
+    do {
+        return try ExternalNumber.seconds(value, field: flag, in: range)
+    } catch {
+        throw FlagError(flag: flag, problem: error.problem)
+    }
 }
 
-/// Fails with a `--listen` error unless HOST:PORT can be bound right now (in
-/// use, not a local address). Checked before the server starts because a bind
-/// that libwebsockets refuses leaves the process unable to shut down cleanly.
-func checkBindable(host: String, port: Int) throws {
-    var hints = addrinfo()
-    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-    var found: UnsafeMutablePointer<addrinfo>?
-    guard getaddrinfo(host, String(port), &hints, &found) == 0, let address = found else {
-        throw FlagError(flag: "--listen", problem: "cannot resolve host '\(host)'")
+/// Resolves HOST (a name such as `localhost`, or a short form such as
+/// `127.1`) to the numeric address the server listens on, and fails with a
+/// `flag` error unless HOST:PORT can be bound right now (in use, not a local
+/// address). Checked before the server starts because a bind that
+/// libwebsockets refuses leaves the process unable to shut down cleanly.
+func bindableAddress(host: String, port: Int, flag: String) throws -> String {
+    if let problem = BindCheck.problem(host: host, port: port) { throw FlagError(flag: flag, problem: problem) }
+    guard let address = BindCheck.numericAddress(host: host) else {
+        throw FlagError(flag: flag, problem: "cannot resolve host '\(host)'")
     }
-    defer { freeaddrinfo(found) }
-    let fd = socket(address.pointee.ai_family, address.pointee.ai_socktype, address.pointee.ai_protocol)
-    guard fd >= 0 else {
-        throw FlagError(flag: "--listen", problem: "cannot open a socket: \(String(cString: strerror(errno)))")
-    }
-    defer { close(fd) }
-    var yes: Int32 = 1
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-    guard bind(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 else {
-        throw FlagError(flag: "--listen", problem: "cannot listen on \(host):\(port): \(String(cString: strerror(errno)))")
-    }
+    return address
 }
 
 struct Serve: AsyncParsableCommand {
@@ -78,11 +71,12 @@ struct Serve: AsyncParsableCommand {
     var adminListen: String?
     @Option(help: "Directory for the durable room log (created if missing).")
     var data: String
-    @Option(name: .customLong("heartbeat-interval"), help: "Seconds between client pings.")
-    var heartbeatInterval = 10.0
-    @Option(name: .customLong("heartbeat-timeout"), help: "Seconds of silence after which a connection is dead.")
+    @Option(name: .customLong("heartbeat-interval"), parsing: .unconditional,
+            help: "Seconds between client pings (0.001 to 86400; not above --heartbeat-timeout; default 10, or half the timeout when that is shorter than 20).")
+    var heartbeatIntervalFlag: Double?
+    @Option(name: .customLong("heartbeat-timeout"), parsing: .unconditional, help: "Seconds of silence after which a connection is dead (0.001 to 86400).")
     var heartbeatTimeout = 90.0
-    @Option(name: .customLong("session-retention"), help: "Seconds a lost session stays resumable.")
+    @Option(name: .customLong("session-retention"), parsing: .unconditional, help: "Seconds a lost session stays resumable (0.001 to 31536000, 365 days).")
     var sessionRetention = 1200.0
     @Option(name: .customLong("tls-cert"), help: "PEM certificate (with --tls-key): serve wss://.")
     var tlsCert: String?
@@ -94,23 +88,24 @@ struct Serve: AsyncParsableCommand {
     var logLevel = "info"
     @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
     var logFormat = "text"
-    @Option(name: .customLong("rate-limit"), help: "Requests per second per connection (token bucket refill).")
+    @Option(name: .customLong("rate-limit"), parsing: .unconditional, help: "Requests per second per connection (token bucket refill).")
     var rateLimit = 200.0
-    @Option(name: .customLong("rate-limit-burst"), help: "Requests a connection may send at once (token bucket size).")
+    @Option(name: .customLong("rate-limit-burst"), parsing: .unconditional, help: "Requests a connection may send at once (token bucket size).")
     var rateLimitBurst = 200.0
-    @Option(name: .customLong("service-rate-limit"),
+    @Option(name: .customLong("service-rate-limit"), parsing: .unconditional,
             help: "Requests per second of a service connection (hello with a service token).")
     var serviceRateLimit = 100_000.0
-    @Option(name: .customLong("service-rate-limit-burst"), help: "Requests a service connection may send at once.")
+    @Option(name: .customLong("service-rate-limit-burst"), parsing: .unconditional, help: "Requests a service connection may send at once.")
     var serviceRateLimitBurst = 100_000.0
-    @Option(name: .customLong("max-outbound-bytes"), help: "Bytes queued per connection before it is closed 1013.")
+    @Option(name: .customLong("max-outbound-bytes"), parsing: .unconditional, help: "Bytes queued per connection before it is closed 1013.")
     var maxOutboundBytes = 8 << 20
-    @Option(name: .customLong("max-message-bytes"), help: "Largest message accepted; larger closes the connection 1009.")
+    @Option(name: .customLong("max-message-bytes"), parsing: .unconditional, help: "Largest message accepted; larger closes the connection 1009.")
     var maxMessageBytes = 1 << 20
-    @Option(name: .customLong("max-connections"), help: "WebSocket connections open at once; more are refused with HTTP 503.")
+    @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "WebSocket connections open at once; more are refused with HTTP 503.")
     var maxConnections = 10_000
-    @Option(name: .customLong("max-connections-per-ip"), help: "WebSocket connections open at once from one address (HTTP 503 beyond).")
+    @Option(name: .customLong("max-connections-per-ip"), parsing: .unconditional, help: "WebSocket connections open at once from one address (HTTP 503 beyond).")
     var maxConnectionsPerIP = 1_000
+    @OptionGroup var limits: LimitOptions
 
     func makeConfiguration() throws -> ServerConfiguration {
         let parts = listen.split(separator: ":", omittingEmptySubsequences: false)
@@ -119,7 +114,7 @@ struct Serve: AsyncParsableCommand {
         }
         let host = parts.dropLast().joined(separator: ":")
         guard !host.isEmpty else { throw FlagError(flag: "--listen", problem: "missing host in '\(listen)'") }
-        try checkBindable(host: host, port: port)
+        let address = try bindableAddress(host: host, port: port, flag: "--listen")
         var admin: (host: String, port: Int)?
         if let adminListen {
             let adminParts = adminListen.split(separator: ":", omittingEmptySubsequences: false)
@@ -127,13 +122,11 @@ struct Serve: AsyncParsableCommand {
                   !adminParts.dropLast().joined(separator: ":").isEmpty else {
                 throw FlagError(flag: "--admin-listen", problem: "expected HOST:PORT, got '\(adminListen)'")
             }
-            admin = (adminParts.dropLast().joined(separator: ":"), adminPort)
             if adminPort != 0 && adminPort == port {
                 throw FlagError(flag: "--admin-listen", problem: "must differ from --listen")
             }
-            do { try checkBindable(host: admin!.host, port: adminPort) } catch let error as FlagError {
-                throw FlagError(flag: "--admin-listen", problem: error.problem)
-            }
+            let adminHost = adminParts.dropLast().joined(separator: ":")
+            admin = (try bindableAddress(host: adminHost, port: adminPort, flag: "--admin-listen"), adminPort)
         }
         let secret = try resolveSecret(value: self.secret, file: secretFile)
         var configuration = ServerConfiguration(secret: secret, dataDirectory: data)
@@ -141,11 +134,17 @@ struct Serve: AsyncParsableCommand {
         configuration.adminPort = admin?.port ?? 0
         configuration.buildVersion = BuildInfo.version
         configuration.buildRevision = BuildInfo.revision
-        configuration.host = host
+        configuration.host = address
         configuration.port = port
-        configuration.heartbeatInterval = try seconds(heartbeatInterval, flag: "--heartbeat-interval")
-        configuration.heartbeatTimeout = try seconds(heartbeatTimeout, flag: "--heartbeat-timeout")
-        configuration.sessionRetention = try seconds(sessionRetention, flag: "--session-retention")
+        configuration.heartbeatTimeout = try seconds(heartbeatTimeout, flag: "--heartbeat-timeout",
+                                                     in: ExternalNumber.shortSeconds)
+        configuration.heartbeatInterval = try seconds(heartbeatInterval, flag: "--heartbeat-interval",
+                                                      in: ExternalNumber.shortSeconds)
+        guard configuration.heartbeatInterval <= configuration.heartbeatTimeout else {
+            throw FlagError(flag: "--heartbeat-interval",
+                            problem: "\(heartbeatInterval) s is longer than --heartbeat-timeout \(heartbeatTimeout) s: every connection would time out")
+        }
+        configuration.sessionRetention = try seconds(sessionRetention, flag: "--session-retention", in: ExternalNumber.longSeconds)
         for (flag, value) in [("--rate-limit", rateLimit), ("--rate-limit-burst", rateLimitBurst),
                               ("--service-rate-limit", serviceRateLimit),
                               ("--service-rate-limit-burst", serviceRateLimitBurst)] where !(value.isFinite && value >= 1) {
@@ -167,6 +166,7 @@ struct Serve: AsyncParsableCommand {
         }
         configuration.maxConnections = maxConnections
         configuration.maxConnectionsPerAddress = maxConnectionsPerIP
+        try limits.apply(to: &configuration)
         switch (tlsCert, tlsKey) {
         case (nil, nil): break
         case (let cert?, let key?):
@@ -199,6 +199,29 @@ struct Serve: AsyncParsableCommand {
         return configuration
     }
 
+    /// `--heartbeat-interval`, or its default: 10 s, but never more than half
+    /// of `--heartbeat-timeout` when only the timeout is given (a shrunk
+    /// timeout alone keeps a sane pair; both given, interval > timeout is
+    /// refused).
+    var heartbeatInterval: Double {
+        heartbeatIntervalFlag ?? max(0.001, min(10, heartbeatTimeout / 2))
+    }
+
+    /// Flags that work but are risky: a heartbeat timeout shorter than two
+    /// intervals (one late ping drops the connection), and a secret on the
+    /// command line (visible to every user in `ps`). Logged once, when the
+    /// server is listening.
+    func startWarnings() -> [String] {
+        var warnings: [String] = []
+        if heartbeatTimeout < 2 * heartbeatInterval {
+            warnings.append("--heartbeat-timeout \(heartbeatTimeout) s is shorter than two --heartbeat-interval (\(heartbeatInterval) s): one late ping drops a connection")
+        }
+        if secret != nil {
+            warnings.append("--secret is visible to every user in ps and /proc; prefer --secret-file or ROOMD_SECRET")
+        }
+        return warnings
+    }
+
     func run() async throws {
         let configuration = try makeConfiguration()
         guard let level = Logger.Level(rawValue: logLevel) else {
@@ -220,6 +243,7 @@ struct Serve: AsyncParsableCommand {
         let (port, adminPort) = try await loop.submit { (server.port, server.adminPort) }
         let notifier = SystemdNotifier()  // systemd Type=notify; nothing without $NOTIFY_SOCKET
         let host = configuration.host, adminHost = configuration.adminHost
+        let warnings = startWarnings()
         let announcer = StopAnnouncer(logger: logger, notifier: notifier) {
             // Once the group traps SIGTERM/SIGINT: a signal from whoever read this line stops us gracefully.
             FileHandle.standardOutput.write(Data("listening on \(host):\(port)\n".utf8))
@@ -227,6 +251,8 @@ struct Serve: AsyncParsableCommand {
                 FileHandle.standardOutput.write(Data("admin listening on \(adminHost):\(adminPort)\n".utf8))
             }
             notifier.ready(status: "listening on \(host):\(port)")
+            // Once serving: a run that fails to start keeps its one-line error.
+            for warning in warnings { logger.warning("\(warning)") }
         }
         // On SIGTERM/SIGINT: "stopping", then the server closes its
         // connections and flushes storage, then the loop shuts down.
@@ -249,23 +275,28 @@ struct Token: ParsableCommand {
     var user: String
     @Option(help: "Room ID, or * for any room.")
     var room = "*"
-    @Option(help: "reader, writer or admin.")
+    @Option(help: "reader, writer, admin, or service (a bot's serviceToken: hello gets the service request bucket).")
     var role = "writer"
-    @Option(help: "Seconds until the token expires.")
+    @Option(parsing: .unconditional, help: "Seconds until the token expires (up to 100 years).")
     var ttl = 3600.0
 
     func run() throws {
         guard let role = TokenRole(rawValue: role) else {
-            throw FlagError(flag: "--role", problem: "expected reader, writer or admin, got '\(self.role)'")
+            throw FlagError(flag: "--role", problem: "expected reader, writer, admin or service, got '\(self.role)'")
         }
         guard room == "*" || RoomID.isValid(room) else {
             throw FlagError(flag: "--room", problem: "invalid room ID '\(room)'")
         }
         guard !user.isEmpty else { throw FlagError(flag: "--user", problem: "must not be empty") }
         let secret = try resolveSecret(value: self.secret, file: secretFile)
-        guard ttl.isFinite, ttl > 0 else { throw FlagError(flag: "--ttl", problem: "must be a positive number of seconds") }
+        let lifetime: Int64
+        do {
+            lifetime = try ExternalNumber.wholeSeconds(ttl, field: "--ttl", in: ExternalNumber.tokenLifetimeSeconds)
+        } catch {
+            throw FlagError(flag: "--ttl", problem: error.problem)
+        }
         let now = Int64(Date().timeIntervalSince1970)
-        let claims = TokenClaims(sub: user, room: room, role: role, exp: now + Int64(ttl.rounded(.up)), iat: now)
+        let claims = TokenClaims(sub: user, room: room, role: role, exp: now + lifetime, iat: now)
         print(TokenSigner(secret: secret).sign(claims))
     }
 }

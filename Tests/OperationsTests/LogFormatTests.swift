@@ -85,4 +85,36 @@ final class LogFormatTests: XCTestCase {
         XCTAssertEqual(bot.status, 2)
         XCTAssertTrue(bot.stderr.contains("--log-format: expected text or json, got 'xml'"), bot.stderr)
     }
+
+    /// Metadata numbers are JSON numbers, and a closed connection is told
+    /// in words, not as Swift's debug text of the close event.
+    func testJSONLogs_writeCodesAsNumbers_andCloseReasonsInWords() throws {
+        let data = try temporaryDirectory("logformat-numbers")
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let port = freePort()
+        let roomd = try startProduct("roomd", ["serve", "--listen", "127.0.0.1:\(port)", "--data", data, "--log-format", "json",
+                                               "--log-level", "debug"], environment: ["ROOMD_SECRET": "numbers-secret"])
+        XCTAssertTrue(roomd.waitFor("listening on"), roomd.stderr)
+        let control = freePort()
+        try """
+            {"server": "ws://127.0.0.1:\(port)/v1/rooms", "user": {"id": "bot-n"}, "auth": {"secret": "numbers-secret"},
+             "rooms": ["lobby"], "control": "127.0.0.1:\(control)", "state": "\(data)/bot.sqlite"}
+            """.write(toFile: data + "/bot.json", atomically: true, encoding: .utf8)
+        let bot = try startProduct("roombot", ["run", "--config", data + "/bot.json", "--log-format", "json"])
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline, !http(control, "GET", "/v1/rooms").1.contains("LOGINED") { usleep(50_000) }
+        roomd.signal(SIGTERM)  // closes every connection with 1001
+        XCTAssertEqual(roomd.finish().status, 0)
+        XCTAssertTrue(bot.waitFor("connection lost"), bot.stderr)
+        bot.signal(SIGTERM)
+        let botRun = bot.finish()
+
+        let closed = try XCTUnwrap(jsonLines(roomd.stderr).first { $0["message"] as? String == "connection closed" }, roomd.stderr)
+        let metadata = try XCTUnwrap(closed["metadata"] as? [String: Any])
+        XCTAssertEqual(metadata["code"] as? Int, 1001, "a number, not a string: \(metadata)")
+        XCTAssertEqual(metadata["how"] as? String, "closed", "\(metadata)")
+        let lost = try XCTUnwrap(jsonLines(botRun.stderr).first { $0["message"] as? String == "connection lost" }, botRun.stderr)
+        let why = try XCTUnwrap((lost["metadata"] as? [String: Any])?["why"] as? String)
+        XCTAssertEqual(why, "closed by the peer with 1001 (server shutting down)")
+    }
 }

@@ -31,6 +31,9 @@ final class BotHarness {
     func writeConfig(_ json: JSON, name: String = "bot.json") throws -> String {
         let path = directory + "/" + name
         try Data(json.serialized()).write(to: URL(fileURLWithPath: path))
+        // Owner-only, as docs/SECURITY.md asks of a file holding a secret:
+        // roombot warns (one more stderr line) about a readable one.
+        chmod(path, 0o600)
         return path
     }
 

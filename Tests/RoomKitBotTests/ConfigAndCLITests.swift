@@ -19,7 +19,7 @@ final class ConfigAndCLITests: XCTestCase {
                 "bot.json: user.name: must be a string",
                 "bot.json: auth: needs exactly one of secret, tokens, tokenFile",
                 "bot.json: rooms[1]: must be a room ID (1-128 of [A-Za-z0-9_.:-])",
-                "bot.json: loginTimeout: must be a positive number of seconds",
+                "bot.json: loginTimeout: must be a number of seconds in 0.001...31536000, got -1",
             ])
         }
     }

@@ -82,7 +82,8 @@ final class ControlAPITests: XCTestCase {
         let metrics = http(port, "GET", "/metrics").1
         for name in ["roombot_sessions{reason=\"LOGINED\"}", "roombot_events_total",
                      "roombot_plugin_calls_total{plugin=\"url-rewrite\"}", "roombot_plugin_failures_total",
-                     "roombot_plugin_latency_seconds", "roombot_event_loop_lag_seconds"] {
+                     "roomkit_plugin_call_seconds_bucket{", "roombot_event_loop_lag_seconds",
+                     "roomkit_connection_up{server=", "roombot_plugin_queue_depth{plugin=\"url-rewrite\"}"] {
             XCTAssertTrue(metrics.contains(name), "metrics lack \(name)")
         }
         XCTAssertEqual(http(port, "GET", "/v1/nope").0, 404)

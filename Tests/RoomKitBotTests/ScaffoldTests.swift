@@ -15,6 +15,12 @@ final class ScaffoldTests: XCTestCase {
         try require("make")
         try require("pkg-config")
         try await scaffold(lang: "c") { directory in
+            // The Makefile knows where the roombot that wrote it lives (its PREFIX after `make install`).
+            let makefile = (try? String(contentsOfFile: directory + "/Makefile", encoding: .utf8)) ?? ""
+            let roombot = URL(fileURLWithPath: try builtProduct("roombot")).resolvingSymlinksInPath()
+            XCTAssertTrue(makefile.contains("ROOMKIT_PREFIX ?= \(roombot.deletingLastPathComponent().deletingLastPathComponent().path)\n"), makefile)
+            XCTAssertTrue(makefile.contains("$(wildcard \(roombot.path))"), makefile)
+            XCTAssertTrue(makefile.contains("run `make install` of RoomKit first"), makefile)
             // What `make install` writes, pointing at this checkout's headers.
             let pc = directory + "/../pkgconfig"
             try FileManager.default.createDirectory(atPath: pc, withIntermediateDirectories: true)
@@ -61,9 +67,16 @@ final class ScaffoldTests: XCTestCase {
         }
     }
 
-    func testSwiftScaffold_buildsAgainstThisCheckout_loadsAndRuns() async throws {
+    /// Without --roomkit-path: roombot finds the checkout it was built in, and
+    /// the scaffold depends on it by path (no URL, no version to resolve).
+    func testSwiftScaffold_dependsOnTheCheckoutByPath_buildsLoadsAndRuns() async throws {
         try require("swift")
-        try await scaffold(lang: "swift", extra: ["--roomkit-path", Self.repo]) { _ in [:] }
+        try await scaffold(lang: "swift") { project in
+            let manifest = (try? String(contentsOfFile: project + "/Package.swift", encoding: .utf8)) ?? ""
+            XCTAssertTrue(manifest.contains(".package(name: \"RoomKit\", path: \"\(Self.repo)\")"), manifest)
+            XCTAssertFalse(manifest.contains("github.com"), manifest)
+            return [:]
+        }
     }
 
     // MARK: Support

@@ -90,7 +90,7 @@ final class FleetHost {
 /// A real redis-server, a real roomd and N real roombot fleet hosts.
 final class FleetHarness {
     static let secret = "fleet-secret-0123456789"
-    let redis = RedisProcess()
+    let redis: RedisProcess
     let roomd: RoomdProcess
     let directory: String
     let rooms: [String]
@@ -102,7 +102,9 @@ final class FleetHarness {
 
     init(hosts count: Int, rooms: Int, ttl: Double = 2, shards: Int = 4096, drainTimeout: Double = 20,
          configRooms: Bool = true, roomdArguments: [String] = [], probe: Bool = false,
+         redisArguments: [String] = [], redisUser: String? = nil, redisPassword: String? = nil,
          through: (_ host: Int, _ redisPort: Int, _ roomdPort: Int) -> (redis: Int, roomd: Int) = { ($1, $2) }) throws {
+        redis = RedisProcess(arguments: redisArguments)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.rooms = (0..<rooms).map { "room-\($0)" }
@@ -137,7 +139,13 @@ final class FleetHarness {
             // A host may reach Redis or roomd through a fault proxy.
             let (redisPort, roomdPort) = through(index, redis.port, roomd.port)
             guard case .object(var object) = config, case .object(var fleet) = object["fleet"] else { continue }
-            fleet["redis"] = .string("redis://127.0.0.1:\(redisPort)/0")
+            fleet["redis"] = .string("redis://\(redisUser.map { $0 + "@" } ?? "")127.0.0.1:\(redisPort)/0")
+            if let redisPassword {
+                // The password from a file, as systemd's LoadCredential= would give it.
+                let file = directory + "/redis-password"
+                try (redisPassword + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+                fleet["passwordFile"] = .string(file)
+            }
             object["fleet"] = .object(fleet)
             object["server"] = .string("ws://127.0.0.1:\(roomdPort)/v1/rooms")
             if let manifest { object["manifest"] = .string(manifest) }

@@ -113,6 +113,22 @@ final class FleetScriptTests: XCTestCase {
         XCTAssertEqual(try claim("b", owned: 4).claimed.count, 0, "nothing expired is left")
     }
 
+    /// The claim script's sixth element: rooms in shards no one holds, read
+    /// once per claim round from the expired shards only.
+    func testClaim_countsTheRoomsOfExpiredShards_notTheHeldOnes() throws {
+        _ = try renew("a", [])
+        redis.cli(["SADD", keys.rooms(2), "r1", "r2", "r3"])
+        redis.cli(["SADD", keys.rooms(5), "r4"])
+        _ = try claim("a", owned: 0, ttl: 1)  // enters the shards, leased for 1 ms
+        usleep(20_000)
+        let unhomed = { (host: String, owned: Int, may: String) throws -> Int64? in
+            try self.run(FleetScripts.claim, keys: [self.keys.lease, self.keys.owner, self.keys.hosts, self.keys.fence, self.keys.draining],
+                         [host, "60000", "8", String(owned), "8", may]).array[6].integer
+        }
+        XCTAssertEqual(try unhomed("a", 0, "0"), 4, "every shard expired, none claimed: all 4 rooms unhomed")
+        XCTAssertEqual(try unhomed("a", 0, "1"), 0, "a claimed every shard")
+    }
+
     func testRenew_extendsOwnShards_reportsTakenOnes_andReassertsOnlyOwnerlessOnes() throws {
         _ = try renew("a", [])
         usleep(50_000)

@@ -1,3 +1,4 @@
+import Foundation
 @testable import RoomKitBot
 import RoomKitProtocol
 import RoomKitRedis
@@ -19,6 +20,41 @@ final class FleetUnitTests: XCTestCase {
         var counts = [Int](repeating: 0, count: 64)
         for index in 0..<64_000 { counts[fleetShard(of: "room-\(index)", shards: 64)] += 1 }
         XCTAssertLessThan(counts.max()! - counts.min()!, 300, "\(counts)")
+    }
+
+    func testFleetConfig_redisPassword_fromTheURL_aFile_orTheEnvironment_inThatOrder() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-pw-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "from-file\n".write(toFile: directory + "/pw", atomically: true, encoding: .utf8)
+        try "".write(toFile: directory + "/empty", atomically: true, encoding: .utf8)
+        var problems: [String] = []
+        let fail = { (field: String, problem: String) in problems.append("\(field): \(problem)") }
+        let env = [FleetConfig.passwordEnvironment: "from-env"]
+        let url = FleetConfig.parse(["redis": "redis://bot:from-url@h:6379/0", "name": "n"], environment: env, fail: fail)
+        XCTAssertEqual(url?.redis.password, "from-url")
+        XCTAssertEqual(url?.redis.username, "bot")
+        XCTAssertEqual(url?.passwordSource, "fleet.redis")
+        let file = FleetConfig.parse(["redis": "redis://bot@h", "name": "n", "passwordFile": .string(directory + "/pw")],
+                                     environment: env, fail: fail)
+        XCTAssertEqual(file?.redis.password, "from-file", "the file's trailing newline is dropped")
+        XCTAssertEqual(file?.redis.username, "bot")
+        XCTAssertEqual(file?.passwordSource, "fleet.passwordFile")
+        let fromEnvironment = FleetConfig.parse(["redis": "redis://h", "name": "n"], environment: env, fail: fail)
+        XCTAssertEqual(fromEnvironment?.redis.password, "from-env")
+        XCTAssertEqual(fromEnvironment?.passwordSource, "ROOMBOT_REDIS_PASSWORD")
+        XCTAssertNil(FleetConfig.parse(["redis": "redis://h", "name": "n"], environment: [:], fail: fail)?.redis.password)
+        XCTAssertEqual(problems, [])
+        _ = FleetConfig.parse(["redis": "redis://:x@h", "name": "n", "passwordFile": .string(directory + "/pw")], environment: [:], fail: fail)
+        _ = FleetConfig.parse(["redis": "redis://h", "name": "n", "passwordFile": .string(directory + "/empty")], environment: [:], fail: fail)
+        _ = FleetConfig.parse(["redis": "redis://h", "name": "n", "passwordFile": .string(directory + "/nope")], environment: [:], fail: fail)
+        _ = FleetConfig.parse(["redis": "redis://h", "name": "n"], environment: [FleetConfig.passwordEnvironment: ""], fail: fail)
+        XCTAssertEqual(problems, [
+            "fleet.passwordFile: fleet.redis already has a password: give it in one place",
+            "fleet.passwordFile: \(directory)/empty is empty",
+            "fleet.passwordFile: cannot read \(directory)/nope",
+            "ROOMBOT_REDIS_PASSWORD: is set but empty",
+        ])
     }
 
     func testFleetConfig_defaultsAndErrorsNameTheField() throws {
@@ -45,7 +81,8 @@ final class FleetUnitTests: XCTestCase {
         XCTAssertEqual(RedisEndpoint(url: "redis://10.0.0.1"), RedisEndpoint(host: "10.0.0.1"))
         XCTAssertEqual(RedisEndpoint(url: "redis://h:7000/3"), RedisEndpoint(host: "h", port: 7000, database: 3))
         XCTAssertNil(RedisEndpoint(url: "redis://h:0"))
-        XCTAssertNil(RedisEndpoint(url: "redis://user:pw@h"))
+        XCTAssertEqual(RedisEndpoint(url: "redis://user:pw@h"), RedisEndpoint(host: "h", username: "user", password: "pw"))
+        XCTAssertNil(RedisEndpoint(url: "redis://@h"), "an empty user")
         XCTAssertNil(RedisEndpoint(url: "rediss://h"))
         XCTAssertNil(RedisEndpoint(url: "redis://h/x"))
     }

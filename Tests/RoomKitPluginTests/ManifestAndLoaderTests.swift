@@ -33,7 +33,7 @@ final class ManifestAndLoaderTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.hasPrefix("plugins.json: plugins[0].library: no such file: ") }, "\(lines)")
         XCTAssertTrue(lines.contains("plugins.json: plugins[1].abi: 2 does not match the host's ABI 1"), "\(lines)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("plugins.json: plugins[1].hooks[0]: unknown hook \"nope\"") }, "\(lines)")
-        XCTAssertTrue(lines.contains("plugins.json: plugins[1].timeoutMs: must be a positive integer"), "\(lines)")
+        XCTAssertTrue(lines.contains("plugins.json: plugins[1].timeoutMs: must be in 1...600000, got 0"), "\(lines)")
         XCTAssertTrue(lines.contains("plugins.json: plugins[2].rooms: must be a non-empty array of glob patterns"), "\(lines)")
         XCTAssertTrue(lines.contains("plugins.json: plugins[3].name: duplicate 'dup' (also plugins[2])"), "\(lines)")
         XCTAssertTrue(lines.contains("plugins.json: plugins[3].extra: unknown field"), "\(lines)")
@@ -66,7 +66,7 @@ final class ManifestAndLoaderTests: XCTestCase {
         XCTAssertEqual(lines, [
             "plugins.json: plugins[0].isolation: must be \"process\" or \"inline\", got \"thread\"",
             "plugins.json: plugins[1].memoryLimitMB: only applies with \"isolation\": \"process\"",
-            "plugins.json: plugins[2].hangFactor: must be an integer >= 1",
+            "plugins.json: plugins[2].hangFactor: must be in 1...1000, got 0",
             "plugins.json: plugins[2].memoryLimitMB: must be 0 (no limit) or at least 16",
         ])
     }

@@ -8,8 +8,9 @@ import XCTest
 
 /// A `RoomHost` and its `PluginManager` report through swift-metrics to the
 /// factory they are given, so any embedding app (not only roombot) gets
-/// sessions by reason, reconnects, events, dispatch time and per-plugin
-/// calls, failures and latency.
+/// sessions by reason, reconnects by reason, connection up, login and
+/// resume times, events, dispatch time and per-plugin calls, failures,
+/// latency per hook and dispatch latency.
 final class MetricsTests: XCTestCase {
     func testHostAndPlugins_reportSessionsEventsAndPluginCalls_toTheGivenFactory() async throws {
         let harness = try PluginHarness()
@@ -33,15 +34,26 @@ final class MetricsTests: XCTestCase {
         XCTAssertEqual(try metrics.expectGauge("roomkit_sessions", [("reason", "LOGINED")]).lastValue, 2)
         XCTAssertEqual(try metrics.expectGauge("roomkit_sessions", [("reason", "LOGINING")]).lastValue, 0)
         XCTAssertFalse(try metrics.expectTimer("roomkit_dispatch_seconds").values.isEmpty)
-        XCTAssertEqual(metrics.counterTotal(label: "roomkit_reconnects_total"), 0)
+        XCTAssertEqual(metrics.counterTotal(label: "roomkit_reconnects_total", dimensions: [("reason", "aborted")]), 0)
+        XCTAssertEqual(try metrics.expectTimer("roomkit_login_seconds").values.count, 2, "one login time per room")
+        let server = host.configuration.serverURL
+        XCTAssertEqual(try metrics.expectGauge("roomkit_connection_up", [("server", server)]).lastValue, 1)
 
         host.simulateConnectionLoss()
         await eventually(5, "both rooms reconnected") {
             (try? metrics.expectGauge("roomkit_sessions", [("reason", "RECONNECTED")]).lastValue) == 2
         }
-        XCTAssertEqual(metrics.counterTotal(label: "roomkit_reconnects_total"), 2, "one per room that went RECONNECTING")
+        XCTAssertEqual(metrics.counterTotal(label: "roomkit_reconnects_total", dimensions: [("reason", "aborted")]), 2,
+                       "one per room that went RECONNECTING, by how the connection ended")
+        XCTAssertEqual(metrics.counterTotal(label: "roomkit_connection_losses_total", dimensions: [("reason", "aborted")]), 1)
+        XCTAssertEqual(try metrics.expectTimer("roomkit_resume_seconds").values.count, 2, "one resume time per room")
+        XCTAssertEqual(try metrics.expectGauge("roomkit_connection_up", [("server", server)]).lastValue, 1)
+        XCTAssertTrue(try metrics.expectGauge("roomkit_connection_up", [("server", server)]).values.contains(0), "down in between")
         XCTAssertEqual(metrics.counterTotal(label: "roomkit_plugin_failures_total", dimensions: [("plugin", "recorder")]), 0)
-        XCTAssertFalse(try metrics.expectTimer("roomkit_plugin_call_seconds", [("plugin", "recorder")]).values.isEmpty)
+        XCTAssertFalse(try metrics.expectTimer("roomkit_plugin_call_seconds", [("plugin", "recorder"), ("hook", "on_room_event")])
+            .values.isEmpty)
+        XCTAssertGreaterThanOrEqual(try metrics.expectTimer("roomkit_plugin_dispatch_seconds", [("plugin", "recorder")]).values.count, 4,
+                                    "one dispatch time per room event the plugin took")
         manager.unloadAll()
         try await harness.close()
     }

@@ -107,4 +107,48 @@ final class ProcessIsolationDispatchTests: XCTestCase {
         l1.cancel(); l2.cancel()
         try await harness.close()
     }
+
+    /// A plugin's timer numbers are outside input too: `set_timer` with
+    /// UINT64_MAX trapped the bot (inline) in `Int(delay)`. Now it is clamped
+    /// (10^12 ms) and a short timer set next still fires; the bot stays up.
+    /// (Inline only: the process host's C timers are the plugin wire's.)
+    static let hugeTimer = TestPlugins.plugin(hooks: ".on_room_event = probe,", body: """
+        #include <stdio.h>
+        static char room_copy[128];
+        static void tick(void *user, uint64_t id) {
+            (void)user; (void)id;
+            host->dispatch_magix(host->context, room_copy, "tick", "\\"after the huge ones\\"", NULL);
+        }
+        static void never(void *user, uint64_t id) { (void)user; (void)id; }
+        static void probe(void *self, int32_t kind, const char *room, const char *payload) {
+            (void)self;
+            if (kind != ROOMKIT_ROOM_MAGIX || !strstr(payload, "\\"probe\\"")) return;
+            snprintf(room_copy, sizeof room_copy, "%s", room);
+            host->set_timer(host->context, UINT64_MAX, 0, never, NULL);
+            host->set_timer(host->context, 1, UINT64_MAX, never, NULL);
+            host->set_timer(host->context, (uint64_t)INT64_MAX + 1, (uint64_t)INT64_MAX, never, NULL);
+            host->set_timer(host->context, 20, 0, tick, NULL);
+        }
+        """)
+
+    func testSetTimer_withUInt64Max_isClamped_andTheBotStaysUp() async throws {
+        for isolation in ["inline"] {
+            let harness = try PluginHarness()
+            let plugin = try compilePlugin("hugetimer", source: Self.hugeTimer, in: harness.directory)
+            let (bot, errors) = try harness.botHost(manifest: manifest([
+                pluginEntry("huge", library: plugin, hooks: ["magix"], isolation: isolation)]))
+            XCTAssertEqual(errors, [])
+            let member = try harness.host()
+            try await bot.loginRoom("lobby", user: LoginUser(id: "bot"), token: harness.token("bot"))
+            let room = try await member.loginRoom("lobby", user: LoginUser(id: "h"), token: harness.token("h"))
+            let ticks = MagixInbox()
+            let listener = room.addMagixEventListener("tick") { ticks.add($0) }
+            try await room.dispatchMagixEvent("command", payload: "probe")
+            await eventually(5, "\(isolation): the short timer fired") { ticks.all.count == 1 }
+            XCTAssertEqual(ticks.all.first?.payload, "after the huge ones")
+            XCTAssertEqual(harness.manager.reports.first?.status, .loaded, isolation)
+            listener.cancel()
+            try await harness.close()
+        }
+    }
 }

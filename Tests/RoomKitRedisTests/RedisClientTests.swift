@@ -115,3 +115,77 @@ final class RedisClientTests: XCTestCase {
         XCTAssertEqual(try run(["GET", "k"]).get(), .null, "no persistence: the restarted server is empty")
     }
 }
+
+/// AUTH against a real redis-server that requires it: `requirepass` (the
+/// `default` user) and a Redis 6 ACL user, from the URL; a wrong password
+/// is refused with an error naming the server and user, never the password.
+final class RedisAuthTests: XCTestCase {
+    private func connect(_ url: String, expectConnected: Bool) throws -> (connected: Bool, reply: RedisValue?) {
+        let loop = try EventLoop(name: "redis-auth")
+        defer { try? loop.shutdown() }
+        var configuration = RedisClient.Configuration()
+        configuration.reconnectDelay = .milliseconds(50)
+        let endpoint = try XCTUnwrap(RedisEndpoint(url: url))
+        let client = try loop.runAndWait {
+            let client = RedisClient(loop: loop, endpoint: endpoint, configuration: configuration, logger: Logger(label: "redis-auth"))
+            try client.start()
+            return client
+        }
+        // Closed before the loop shuts down (the defers run in reverse order).
+        defer { try? loop.runAndWait { client.close() } }
+        let deadline = Date().addingTimeInterval(expectConnected ? 5 : 1)
+        var connected = false
+        while Date() < deadline, !connected {
+            connected = try loop.runAndWait { client.isConnected }
+            if !connected { usleep(10_000) }
+        }
+        guard connected else { return (false, nil) }
+        let reply = LockedValue<RedisValue?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        _ = loop.execute {
+            client.command(["SET", "auth-key", "v"]) { _ in
+                client.command(["GET", "auth-key"]) { result in
+                    reply.withLock { $0 = try? result.get() }
+                    done.signal()
+                }
+            }
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        return (true, reply.withLock { $0 })
+    }
+
+    func testRequirepass_passwordInTheURL_authenticates_andWithoutItNothingConnects() throws {
+        let redis = RedisProcess(arguments: ["--requirepass", "s3cret/p@ss"])
+        try redis.start()
+        defer { redis.kill9() }
+        let good = try connect("redis://:s3cret%2Fp%40ss@127.0.0.1:\(redis.port)/0", expectConnected: true)
+        XCTAssertTrue(good.connected)
+        XCTAssertEqual(good.reply?.string, "v")
+        let anonymous = try connect("redis://127.0.0.1:\(redis.port)/0", expectConnected: true)
+        XCTAssertTrue(anonymous.reply?.string?.hasPrefix("NOAUTH") ?? false, "the server does require AUTH: \(String(describing: anonymous.reply))")
+        XCTAssertFalse(try connect("redis://:wrong@127.0.0.1:\(redis.port)/0", expectConnected: false).connected)
+    }
+
+    func testACLUser_authenticatesAsThatUser_onItsKeysOnly() throws {
+        let redis = RedisProcess(arguments: ["--user", "bot", "on", ">bot-pass", "~auth-*", "+@all", "--user", "default", "off"])
+        try redis.start()
+        defer { redis.kill9() }
+        let result = try connect("redis://bot:bot-pass@127.0.0.1:\(redis.port)/0", expectConnected: true)
+        XCTAssertTrue(result.connected)
+        XCTAssertEqual(result.reply?.string, "v")
+        XCTAssertFalse(try connect("redis://bot:nope@127.0.0.1:\(redis.port)/0", expectConnected: false).connected)
+    }
+
+    func testEndpoint_parsesUserAndPassword_andItsDescriptionHidesThePassword() throws {
+        let endpoint = try XCTUnwrap(RedisEndpoint(url: "redis://bot:p%3Aw@redis.internal:6380/2"))
+        XCTAssertEqual(endpoint.username, "bot")
+        XCTAssertEqual(endpoint.password, "p:w")
+        XCTAssertEqual(endpoint.host, "redis.internal")
+        XCTAssertEqual(endpoint.port, 6380)
+        XCTAssertEqual(endpoint.database, 2)
+        XCTAssertEqual(endpoint.description, "redis://bot:***@redis.internal:6380/2")
+        XCTAssertEqual(RedisEndpoint(url: "redis://:pw@h")?.description, "redis://:***@h:6379/0")
+        XCTAssertNil(RedisEndpoint(url: "redis://:@h"), "an empty password")
+        XCTAssertNil(RedisEndpoint(url: "redis://:%zz@h"), "a bad escape")
+    }
+}

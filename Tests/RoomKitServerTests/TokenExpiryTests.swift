@@ -27,6 +27,27 @@ final class TokenExpiryTests: ServerTestCase {
         try client.expectNothing("tokenWillExpire", for: 0.3)
     }
 
+    /// Issue 27 §4: "once per token" holds across `renewToken` with the same
+    /// token (roomd used to warn again after each renewal, and a bot renewing
+    /// on every warning looped 1,100 times in 5 s); a new token inside the
+    /// notice period is warned once.
+    func testTokenWillExpire_notRepeatedAfterRenewalWithTheSameToken_onceForANewToken() throws {
+        let server = try startServer { $0.tokenExpiryNotice = .seconds(3) }  // sweeps every 300 ms
+        let client = try server.connect()
+        let token = makeToken(user: "u1", ttl: 3)
+        XCTAssertEqual(try client.login("r1", token: token, user: "u1")["ok"], true)
+        try client.waitFor("tokenWillExpire", room: "r1", timeout: 1)
+        for _ in 0..<5 {
+            try client.ok("renewToken", room: "r1", ["token": .string(token)])
+        }
+        try client.expectNothing("tokenWillExpire", for: 1.0)
+        let newer = makeToken(user: "u1", ttl: 3)  // minted over a second later: a later exp
+        XCTAssertEqual(try client.ok("renewToken", room: "r1", ["token": .string(newer)])["ok"], true)
+        let warning = try client.waitFor("tokenWillExpire", room: "r1", timeout: 1)
+        XCTAssertTrue((1...3).contains(warning.int("remaining") ?? -1), "\(warning)")
+        try client.expectNothing("tokenWillExpire", for: 0.7)
+    }
+
     func testTokenWillExpire_notSentWhileMoreThanTheNoticeIsLeft() throws {
         let server = try startServer()
         let client = try server.connect()

@@ -11,6 +11,8 @@ public final class RedisProcess: ChildServer {
     public let persistent: Bool
     /// The running child (nil before start and after a stop or kill).
     public var process: Process?
+    /// More redis-server arguments (`--requirepass`, `--user`, …).
+    public let extraArguments: [String]
 
     /// The `redis-server` binary on PATH or in /usr/bin.
     public static var binary: String? {
@@ -21,7 +23,8 @@ public final class RedisProcess: ChildServer {
         return nil
     }
 
-    public init(persistent: Bool = false) {
+    public init(persistent: Bool = false, arguments: [String] = []) {
+        extraArguments = arguments
         port = freePort()
         self.persistent = persistent
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-\(UUID().uuidString)").path
@@ -47,7 +50,7 @@ public final class RedisProcess: ChildServer {
         } else {
             arguments += ["--save", "", "--appendonly", "no"]
         }
-        process.arguments = arguments
+        process.arguments = arguments + extraArguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -64,7 +67,9 @@ public final class RedisProcess: ChildServer {
     /// Whether the server answers `PING` with `+PONG` (RESP inline command;
     /// a probe for tests, not a client).
     public func ping() -> Bool {
-        rawExchange(port: port, "PING\r\n", timeout: 1).hasPrefix("+PONG")
+        let answer = rawExchange(port: port, "PING\r\n", timeout: 1)
+        // A server that wants AUTH first is up too.
+        return answer.hasPrefix("+PONG") || answer.hasPrefix("-NOAUTH")
     }
 
     /// Runs one inline command with `redis-cli` and returns its raw output.

@@ -197,6 +197,41 @@ final class LifecycleTests: XCTestCase {
         try await harness.close()
     }
 
+    /// Issue 27 §4: a `tokenFile` nobody has updated yet hands back the token
+    /// that is about to expire. The host must not renew with it (that looped
+    /// with roomd's re-warning: 1,100 renewals in 5 s), but ask again with
+    /// backoff and renew once, when a new token appears.
+    func testTokenProvider_returningTheSameToken_isNotRenewedWith_andANewTokenIsRenewedOnce() async throws {
+        let harness = try EngineHarness()  // a 1 s notice
+        let events = EventRecorder()
+        let expiring = harness.token("a", ttl: 3)
+        let fresh = harness.token("a", ttl: 3600)
+        let calls = LockedCounter()
+        let provider = ClosureTokenProvider { _, _ in
+            calls.increment()
+            return calls.value <= 3 ? expiring : fresh
+        }
+        let host = try harness.host(recorder: events, tokenProvider: provider) { $0.tokenRecheckFirst = .milliseconds(100) }
+        try await host.loginRoom("lobby", user: harness.user("a"), token: expiring)
+        await eventually(5, "a new token asked for and renewed") { calls.value >= 4 }
+        // Past the first token's exp: the session lives on the new token.
+        try await Task.sleep(for: .seconds(3.2))
+        XCTAssertEqual(events.reasons("lobby").last, "LOGINED 0", "renewed in time: no kick")
+        XCTAssertEqual(calls.value, 4, "asked again with backoff until a new token came, then no more")
+        let metrics = http(harness.server.port, "GET", "/metrics").1
+        let renewals = metrics.split(separator: "\n")
+            .first { $0.hasPrefix("roomd_request_duration_seconds_count{op=\"renewToken\"}") }
+            .flatMap { Double($0.split(separator: " ").last ?? "") }
+        XCTAssertEqual(renewals, 1, "one renewToken, with the new token; never with the expiring one")
+        XCTAssertEqual(events.count { if case .tokenWillExpire = $0 { return true }; return false }, 1,
+                       "one warning for the first token")
+        XCTAssertEqual(events.count {
+            if case .throwError("token", _, let message) = $0 { return message.contains("returned the token") }
+            return false
+        }, 1, "the same token is reported once, not per recheck")
+        try await harness.close()
+    }
+
     func testRenewToken_withAReaderToken_makesTheSessionReadOnly_andABadTokenIsRejected() async throws {
         let harness = try EngineHarness()
         let events = EventRecorder()
@@ -238,3 +273,4 @@ final class LifecycleTests: XCTestCase {
         try await harness.close()
     }
 }
+

@@ -5,7 +5,10 @@
 -- with no lease record yet is entered as leased for one TTL (after a
 -- Redis restart its owner may be alive and re-assert it). Takes up to
 -- min(target - owned, maxClaim) expired shards, each with a new fence.
--- Returns {now, target, live, {shard, fence, ...}, {shard, {room, cursor fields...}...}}.
+-- Returns {now, target, live, {shard, fence, ...}, {shard, {room, cursor fields...}...}, serving, unhomed}:
+-- `live` is at least 1 (for the target), `serving` the true number of
+-- live non-draining hosts (0 when the caller drains and nobody else is up),
+-- `unhomed` the rooms in shards whose lease has expired.
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -16,6 +19,7 @@ local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
 for _, h in ipairs(dead) do redis.call('SREM', KEYS[5], h) end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 local live = redis.call('ZCARD', KEYS[3]) - redis.call('SCARD', KEYS[5])
+local serving = live
 if live < 1 then live = 1 end
 local target = math.ceil(S / live)
 if redis.call('ZCARD', KEYS[1]) < S then
@@ -45,4 +49,10 @@ if ARGV[6] == '1' and want > 0 then
     end
   end
 end
-return {now, target, live, claimed, rooms}
+-- Rooms whose shard no live host holds: only expired shards are
+-- read (none in a healthy fleet), once per claim round, not per scrape.
+local unhomed = 0
+for _, shard in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
+  unhomed = unhomed + redis.call('SCARD', prefix .. 'rooms:' .. shard)
+end
+return {now, target, live, claimed, rooms, serving, unhomed}
