@@ -197,10 +197,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
+        // The fleet's pure decisions (no Redis, no loop): when a host may take shards.
+        .target(name: "RoomKitFleet", swiftSettings: swiftSettings),
         .target(
             name: "RoomKitBot",
             dependencies: [
                 "RoomKit", "RoomKitPluginHost", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics", "RoomKitRedis", "RoomKitSQLite",
+                "RoomKitFleet",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -259,7 +262,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitFleetTests",
-            dependencies: ["RoomKitBot", "RoomKitRedis", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
+            dependencies: ["RoomKitBot", "RoomKitFleet", "RoomKitRedis", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitBotTests",

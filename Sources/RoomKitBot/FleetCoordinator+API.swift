@@ -102,6 +102,7 @@ extension FleetCoordinator {
         let started = Date()
         _ = loop.execute { [self] in
             draining = true
+            _ = claims.drain()
             // Only a claim round sent after this one's renew can say whether
             // anyone else serves: forget what the last one said.
             servingHosts = nil

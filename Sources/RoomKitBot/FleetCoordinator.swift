@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RoomKit
+import RoomKitFleet
 import RoomKitLoop
 import RoomKitProtocol
 import RoomKitRedis
@@ -63,6 +64,9 @@ final class FleetCoordinator: @unchecked Sendable {
     var handingOver: [String: String] = [:]
     /// The `run_id` of the Redis process last connected to.
     var redisRunID: String?
+    /// When claims may take shards (RoomKitFleet): after a new Redis
+    /// process, not before every owner had one renew interval to re-assert.
+    var claims = FleetClaimMachine(renewInterval: 0)
     /// The first claim waits one claim interval after the first renew, so
     /// hosts started together see each other before they take shards.
     var firstClaimAt: UInt64?
@@ -108,14 +112,23 @@ final class FleetCoordinator: @unchecked Sendable {
         self.configRooms = configRooms
         logger.info("fleet host starting", metadata: ["host": "\(hostID)", "fleet": "\(config.name)",
                                                       "redis": "\(config.redis)", "shards": .stringConvertible(config.shards)])
+        claims = FleetClaimMachine(renewInterval: ttlMs / 5)
         redis.onConnect = { [unowned self] in
             renew()
+            let asked = claims.connected()
             // A new Redis process (its run_id changed) may have lost the room
             // set: add the configured and the held rooms back. A mere
             // reconnect to the same process adds nothing.
             redis.command(["INFO", "server"]) { [self] result in
-                guard case .success(let info) = result, let text = info.string else { return }
-                let runID = text.split(whereSeparator: \.isNewline).first { $0.hasPrefix("run_id:") }.map(String.init)
+                let text = (try? result.get())?.string
+                let runID = text?.split(whereSeparator: \.isNewline).first { $0.hasPrefix("run_id:") }.map(String.init)
+                if asked == .askRunID, case .newRedis(let until) = claims.runIDObserved(runID, now: loop.nowMilliseconds),
+                   until > loop.nowMilliseconds {
+                    // The owners' renews re-assert their shards first (FleetClaimMachine).
+                    logger.info("fleet: new Redis process; claims take nothing for one renew interval",
+                                metadata: ["runID": "\(runID ?? "unknown")"])
+                }
+                guard text != nil else { return }
                 guard runID == nil || runID != redisRunID else { return }
                 redisRunID = runID
                 addToRoomSet(self.configRooms + active.keys.sorted(), then: { _ in })
@@ -244,9 +257,14 @@ final class FleetCoordinator: @unchecked Sendable {
     func claim() {
         sampleLoad()
         metrics.redisUp.record(redis.isConnected ? 1 : 0)
-        guard !claimInFlight, redis.isConnected, let firstClaimAt else { return }
+        guard redis.isConnected else {
+            _ = claims.lostRedis()
+            return
+        }
+        guard !claimInFlight, let firstClaimAt else { return }
         let now = loop.nowMilliseconds
-        let mayClaim = !draining && roomdHealthy && now >= firstClaimAt && (held.isEmpty || load < config.loadThreshold)
+        let wouldTake = !draining && roomdHealthy && now >= firstClaimAt && (held.isEmpty || load < config.loadThreshold)
+        guard case .claim(let mayClaim) = claims.claimDue(now: now, wouldTake: wouldTake) else { return }
         claimInFlight = true
         let arguments = [hostID, String(ttlMs), String(config.shards), String(held.count + releasing.count),
                          String(config.shards), mayClaim ? "1" : "0"]
