@@ -99,6 +99,7 @@ final class IsolationScenario {
             badEntry["library"] = .string(try compilePlugin("bad", source: bad(badRecord), in: directory))
         }
         badEntry.merge(supervision) { _, new in new }
+        badEntry = badEntry.filter { $0.value != .null }  // a null in `supervision` removes a field
         _ = try harness.writeConfig(["manifestVersion": 1, "plugins": [
             ["name": "healthy", "library": .string(healthy), "abi": 1, "hooks": ["magix"], "order": 1],
             .object(badEntry),
