@@ -2,7 +2,8 @@
 /// library, straight from docs/PLUGIN-WIRE.md (not the SDK): it proves a
 /// `"command"` plugin needs nothing from RoomKit but the wire. Like the C
 /// isolation plugins it records each magix payload it finished to argv[1]
-/// and misbehaves (argv[2]: none, segfault, exit3, hang) on every event.
+/// and misbehaves (argv[2]: none, segfault, exit3, hang) on every event;
+/// with `echo` it answers a magix "!ping" with a magix "reply" {"text": "pong-py"}.
 /// Its first log line says whether RoomKit's secrets reached its environment.
 enum WirePythonFixture {
     static let script = #"""
@@ -52,7 +53,10 @@ def handle(kind, body):
             rtype, seq, number = struct.unpack_from("<BQq", body, at)
             room, at = take(body, at + 17)
             payload, at = take(body, at)
-            if rtype == 1 and number == 8:
+            if rtype == 1 and number == 8 and mode == "echo":
+                if json.loads(payload).get("payload") == "!ping":
+                    send(68, struct.pack("<QiiI", 0, 1, 0, 4) + text(room) + text("reply") + text('{"text":"pong-py"}') + text(None))
+            elif rtype == 1 and number == 8:
                 if mode != "none":
                     misbehave()
                 os.write(out, payload.encode() + b"\n")
