@@ -82,6 +82,8 @@ final class PluginProcess: @unchecked Sendable {
     var flushScheduled = false
     var stats = Stats()
     var watchdog: (any DispatchSourceTimer)?
+    /// Rate of the warnings for failed fire-and-forget calls.
+    let failedCallLog = TokenBucket(rate: 1, burst: 5)
     /// Why on_load failed, in words (a crash names its signal).
     var loadFailure: String?
 
