@@ -96,14 +96,6 @@ final class PluginProcess: @unchecked Sendable {
         var pid: Int32 = 0
     }
 
-    /// Processes by descriptor address, so the manager can find a runtime's process.
-    static let registry = LockedValue<[UInt: PluginProcess]>([:])
-
-    /// The process behind `runtime`, if it runs in one.
-    static func of(_ runtime: PluginRuntime) -> PluginProcess? {
-        registry.withLock { $0[UInt(bitPattern: runtime.descriptor)] }
-    }
-
     init(spec: PluginSpec, library: String, executable: String, arguments: [String], workingDirectory: String?,
          logger: Logger, onStatus: @escaping @Sendable (String, PluginStatus, String?) -> Void) {
         self.spec = spec
