@@ -268,9 +268,10 @@ extension PluginProcess {
 
     // MARK: Host functions from the process (its reader thread)
 
+    /// A LOG frame: the plugin's log rate limit, then the bot's log (no C table on the way).
     func log(level: Int32, _ message: String) {
-        if let host = lock.withLock({ host }) {
-            message.withCString { host.pointee.log?(host.pointee.context, level, $0) }
+        if let runtime = lock.withLock({ runtime }), let actions = runtime.actions {
+            if runtime.mayLog() { actions.pluginLog(spec.name, level: level, message) }
         } else {
             logger.info("\(oneLine(message))", metadata: ["plugin": "\(spec.name)"])
         }
