@@ -279,6 +279,9 @@ def identity_and_detail(cdp):
 
 def deep_link(cdp, base):
     """A link with the filter and the room opens filtered with the room's detail."""
+    # A fresh load (not a same-document hash change); the token stays in the tab's sessionStorage.
+    cdp.call("Page.navigate", url="about:blank")
+    cdp.wait_for("location.href === 'about:blank'")
     cdp.call("Page.navigate", url=base + "/#filter=kick_out&room=room-b")
     cdp.wait_for("(() => { const r = [...document.querySelectorAll('#rooms tbody tr[data-room]')]"
                  ".map(tr => tr.dataset.room); return r.length === 1 && r[0] === 'room-b'; })()")
