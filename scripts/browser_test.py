@@ -290,9 +290,8 @@ def deep_link(cdp, base):
     cdp.wait_for("document.getElementById('detail-room').textContent === 'room-b'"
                  " && document.querySelector('#detail-fields .f-reason') !== null"
                  " && document.querySelector('#detail-fields .f-reason').textContent === 'KICK_OUT'")
-    code = text_of(cdp, "#rooms tr[data-room=\"room-b\"] td.error-code")
-    if code != "1002055 kickedByAdmin":
-        fail("room-b's error code reads %r" % code)
+    cdp.wait_for("(() => { const e = document.querySelector('#rooms tr[data-room=\"room-b\"] td.error-code');"
+                 " return e && e.textContent === '1002055 kickedByAdmin'; })()")
     # The tail filter keeps only matching lines.
     cdp.evaluate("(() => { const f = document.getElementById('tail-filter'); f.value = 'nothing-matches-this';"
                  " f.dispatchEvent(new Event('input')); return true; })()")
