@@ -93,7 +93,7 @@ final class DashboardBotTests: XCTestCase {
 
         let (missing, error) = try get(port, "/v1/rooms/never-here", token: controlToken)
         XCTAssertEqual(missing, 404)
-        XCTAssertEqual(error["code"]?.intValue, Int64(ErrorCode.roomNotLoggedIn.rawValue))
+        XCTAssertEqual(error["code"]?.intValue, ErrorCode.roomNotLoggedIn.rawValue)
         XCTAssertTrue(error["message"]?.stringValue?.contains("never-here") == true)
         XCTAssertEqual(httpRequest(port: port, "GET", "/v1/rooms/lobby", token: nil).split(separator: " ").dropFirst().first, "401")
 
