@@ -17,7 +17,8 @@ DevTools protocol, and checks:
   8. kill -9 of roomd: the header stops saying "live" and names the outage,
      writable rooms show "paused" (never "RECONNECTING, writable yes");
      roomd back on the same port: "live" again;
-  9. screenshots at 1280 px and 500 px wide;
+  9. the activity charts (events/s, mean dispatch latency from GET /metrics) draw;
+     screenshots at 1280 px and 500 px wide;
  10. the fleet view: two roombot hosts in fleet mode on a private
      redis-server show as two rows with every room homed; after kill -9 of
      one, the page shows the other holding them all.
@@ -279,6 +280,10 @@ def identity_and_detail(cdp):
         fail("more than one failed config request: %s" % expected)
     cdp.errors = [e for e in cdp.errors if e not in expected]
     cdp.evaluate("document.getElementById('config-cancel').click(); true")
+    # The charts: two samples of GET /metrics give the first point of each.
+    cdp.wait_for("document.getElementById('rate-now').textContent.startsWith('(now ')", timeout=15)
+    cdp.wait_for("/^\\((now [0-9.]+ ms|no events)\\)$/.test(document.getElementById('latency-now').textContent)", timeout=15)
+    print("charts: events/s %s, dispatch latency %s" % (text_of(cdp, "#rate-now"), text_of(cdp, "#latency-now")))
     print("header: %s; room-a detail with %d members; magix sent; config applied"
           % (text_of(cdp, "#identity"), len(members)))
 

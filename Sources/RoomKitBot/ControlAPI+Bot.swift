@@ -68,7 +68,8 @@ extension ControlAPI {
             "errorCode": .int(Int64(c.errorCode.rawValue)), "errorName": c.errorCode.name.map(JSON.string) ?? .null,
             "memberId": c.memberId.map(JSON.int) ?? .null, "members": .int(Int64(RoomRow.members(c))),
             "seq": .int(c.seq), "writable": .bool(c.writable),
-            "memberList": .array(c.members.map { member in
+            // As `members`: nobody is listed once the bot has no session in the room.
+            "memberList": .array((RoomRow.members(c) == 0 ? [] : c.members).map { member in
                 ["memberId": .int(member.memberId), "userId": .string(member.userId),
                  "name": member.name.map(JSON.string) ?? .null]
             }),

@@ -33,6 +33,11 @@ final class DashboardBotTests: XCTestCase {
         return (status, try JSON.parse(body))
     }
 
+    private func adminToken(_ harness: BotHarness) -> String {
+        let now = Int64(Date().timeIntervalSince1970)
+        return TokenSigner(secret: harness.secret).sign(TokenClaims(sub: "ops", room: "*", role: .admin, exp: now + 3600, iat: now))
+    }
+
     func testBot_namesItself_andItsConnectionGoesDownWithTheServer() async throws {
         let harness = try BotHarness()
         let runner = try await startBot(harness, rooms: ["lobby"])
@@ -90,6 +95,19 @@ final class DashboardBotTests: XCTestCase {
         let events = detail["events"]?.arrayValue ?? []
         XCTAssertFalse(events.isEmpty)
         XCTAssertTrue(events.allSatisfy { $0["room"]?.stringValue == "lobby" }, "only lobby's lines: \(events)")
+
+        // Kicked: no session, so no members listed (as `members`), and the code named.
+        let kick = httpRequest(port: harness.server.port, "POST", "/v1/admin/rooms/lobby/kick", token: adminToken(harness),
+                               body: #"{"user":"bot-1","reason":"detail test"}"#)
+        XCTAssertTrue(kick.contains(#""kicked":1"#), kick)
+        await eventually(10, "lobby shows KICK_OUT") {
+            (try? get(port, "/v1/rooms/lobby", token: controlToken).1)?["reason"]?.stringValue == "KICK_OUT"
+        }
+        let kicked = try get(port, "/v1/rooms/lobby", token: controlToken).1
+        XCTAssertEqual(kicked["errorName"]?.stringValue, "kickedByAdmin")
+        XCTAssertEqual(kicked["members"]?.intValue, 0)
+        XCTAssertEqual(kicked["memberList"]?.arrayValue?.count, 0)
+        XCTAssertTrue((kicked["events"]?.arrayValue ?? []).contains { $0["event"]?.stringValue == "kickedWithReason" })
 
         let (missing, error) = try get(port, "/v1/rooms/never-here", token: controlToken)
         XCTAssertEqual(missing, 404)
