@@ -201,6 +201,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
+            // The dashboard page is a file, compiled into the module as bytes
+            // (`PackageResources.dashboard_html`): no bundle to install.
+            resources: [.embedInCode("Resources/dashboard.html")],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "roombot",

@@ -36,6 +36,8 @@ public final class BotRunner: @unchecked Sendable {
     /// The room set and every session's cursor (`BotStore`).
     public let store: BotStore
     let metrics: BotMetrics
+    /// The version and revision this binary reports (`GET /v1/bot`).
+    let build: (version: String, revision: String)
     /// Where the bot is in its life; `stopping` freezes the room set (a
     /// shutdown's LOGOUTs must not erase the rooms a restart rejoins).
     let phase = LockedValue(BotLifecycle.initial)
@@ -123,6 +125,7 @@ public final class BotRunner: @unchecked Sendable {
         hostConfiguration.sessionStore = fleetStore ?? store
         let metrics = BotMetrics(version: build.version, revision: build.revision)
         self.metrics = metrics
+        self.build = build
         hostConfiguration.metricsFactory = metrics.factory
         host = try RoomHost(loop: loop, configuration: hostConfiguration, logger: logger,
                             tokenProvider: tokens.canRenew ? tokens : nil)
