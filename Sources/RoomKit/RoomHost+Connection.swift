@@ -46,6 +46,9 @@ extension RoomHost {
             case .none: break
             }
         } else {
+            // Closed on purpose: not a loss to count.
+            metrics.pendingLossKind = RoomHostMetrics.unwanted
+            defer { metrics.pendingLossKind = nil }
             perform(link.unwanted())
         }
     }
@@ -105,7 +108,8 @@ extension RoomHost {
             metrics.connection(up: false)
             if drop.lost {
                 logger.info("connection lost", metadata: ["why": "\(drop.why)"])
-                metrics.connectionLost(kind: metrics.pendingLossKind ?? "timeout")
+                let kind = metrics.pendingLossKind ?? "timeout"
+                if kind != RoomHostMetrics.unwanted { metrics.connectionLost(kind: kind) }
                 failPending(RoomError.interrupted("a request"))
                 for record in Array(sessions.values) { sessionConnectionLost(record, why: drop.why) }
             } else {
