@@ -66,8 +66,18 @@ extension RoomHost {
         }
     }
 
+    /// A gap between two runs of the engine's timer longer than this (ms)
+    /// is a stall of the loop, not silence of the server.
+    static let stallAllowance: Int64 = 1000
+
     private func linkTick() {
-        switch link.tick(now: nowMonotonic, random: Double.random(in: 0..<1, using: &random)) {
+        let now = nowMonotonic
+        if let last = lastTickAt, now - last > Self.stallAllowance {
+            // The loop did not poll meanwhile: what the server sent is unread.
+            link.loopStalled(for: now - last, now: now)
+        }
+        lastTickAt = now
+        switch link.tick(now: now, random: Double.random(in: 0..<1, using: &random)) {
         case .connect:
             connect()
         case .sendPing:

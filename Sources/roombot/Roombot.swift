@@ -95,8 +95,8 @@ struct Run: AsyncParsableCommand {
         }
         // The control API and the signal watcher are up before the first
         // login: an operator can look (and stop) while the rooms join.
-        let logins = LoginProgress(host: runner.host, interval: .milliseconds(Int64(max(0, progressInterval) * 1000)),
-                                   format: format, logger: logger)
+        let logins = LoginProgress(progress: { runner.joinProgress.withLock { $0 } },
+                                   interval: .milliseconds(Int64(max(0, progressInterval) * 1000)), format: format, logger: logger)
         do {
             try runner.startServices()
         } catch {
