@@ -44,6 +44,16 @@ def jwt(secret, user, role):
     return (header + b"." + claims + b"." + signature).decode()
 
 
+def cpu_s(pid):
+    """User plus system CPU seconds of `pid` so far (all threads)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def rss_kb(pid, field="VmRSS"):
     try:
         with open(f"/proc/{pid}/status") as status:
@@ -119,21 +129,27 @@ def main():
     parser.add_argument("--kill-roomd", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs)")
     parser.add_argument("--roomd-arg", action="append", default=[], help="an extra roomd serve argument")
+    parser.add_argument("--wrap", default="", help="a command to run roombot under (e.g. 'perf record -g -o FILE')")
     args = parser.parse_args()
+    print(json.dumps(measure(args.bin, args.rooms, timeout=args.timeout, kill_roomd=args.kill_roomd, keep=args.keep,
+                             roomd_args=args.roomd_arg, wrap=args.wrap)))
 
+
+def measure(bin_dir, rooms, timeout=120, kill_roomd=False, keep=False, roomd_args=(), wrap=""):
+    """One run (see the module's doc); returns its figures as a dict."""
     work = tempfile.mkdtemp(prefix="roombot-scale-")
-    roomd = Roomd(os.path.join(args.bin, "roomd"), work, args.roomd_arg)
+    roomd = Roomd(os.path.join(bin_dir, "roomd"), work, list(roomd_args))
     events = os.path.join(work, "events.ndjson")
     config = os.path.join(work, "bot.json")
     with open(config, "w") as file:
         json.dump({"server": f"ws://127.0.0.1:{roomd.port}/v1/rooms", "user": {"id": "bot"},
                    "auth": {"secret": SECRET}, "serviceToken": jwt(SECRET, "bot", "service"),
-                   "rooms": [f"r{index}" for index in range(args.rooms)], "events": events}, file)
+                   "rooms": [f"r{index}" for index in range(rooms)], "events": events}, file)
     bot_log_path = os.path.join(work, "roombot.log")
     bot_log = open(bot_log_path, "w")
-    result = {"rooms": args.rooms}
+    result = {"rooms": rooms}
     started = time.monotonic()
-    bot = subprocess.Popen([os.path.join(args.bin, "roombot"), "run", "--config", config, "--log-level", "warning"],
+    bot = subprocess.Popen([*wrap.split(), os.path.join(bin_dir, "roombot"), "run", "--config", config, "--log-level", "warning"],
                            stdout=subprocess.DEVNULL, stderr=bot_log)
     tail = EventTail(events)
     state = {"logined": set(), "back": set(), "failed": 0, "phase": "first"}
@@ -149,7 +165,7 @@ def main():
             (state["logined"] if state["phase"] == "first" else state["back"]).add(room)
 
     def wait(target, label):
-        deadline = time.monotonic() + args.timeout
+        deadline = time.monotonic() + timeout
         first_rss = None
         while time.monotonic() < deadline:
             if bot.poll() is not None:
@@ -157,27 +173,31 @@ def main():
             tail.read(on_line)
             if first_rss is None and state[target]:
                 first_rss = rss_kb(bot.pid)
-            if len(state[target]) >= args.rooms:
+                result[f"first_{target}_s"] = round(time.monotonic() - started, 2)
+            if len(state[target]) >= rooms:
                 return time.monotonic(), first_rss
             time.sleep(0.25)
-        print(f"{label}: only {len(state[target])} of {args.rooms} within {args.timeout} s", file=sys.stderr)
+        print(f"{label}: only {len(state[target])} of {rooms} within {timeout} s", file=sys.stderr)
         return None, first_rss
 
     try:
         done, first_rss = wait("logined", "LOGINED")
         result["logined_s"] = round(done - started, 2) if done else None
         result["logined"] = len(state["logined"])
+        result["bot_cpu_s"] = round(cpu_s(bot.pid), 2)
+        result["roomd_cpu_s"] = round(cpu_s(roomd.process.pid), 2)
+        result["load"] = os.getloadavg()[0]
         time.sleep(1)
         rss = rss_kb(bot.pid)
         result["rss_mb"] = round(rss / 1024, 1)
-        result["rss_per_room_b"] = round(rss * 1024 / args.rooms)
+        result["rss_per_room_b"] = round(rss * 1024 / rooms)
         result["rss_before_first_login_mb"] = round((first_rss or 0) / 1024, 1)
         result["peak_rss_mb"] = round(rss_kb(bot.pid, "VmHWM") / 1024, 1)
         result["roomd_rss_mb"] = round(rss_kb(roomd.process.pid) / 1024, 1)
         result["login_failed"] = state["failed"]
         bot_log.flush()
         result["log_lines"] = count_lines(bot_log_path)
-        if args.kill_roomd and done:
+        if kill_roomd and done:
             log_offset = os.path.getsize(bot_log_path)
             failed_before = state["failed"]
             state["phase"] = "after"
@@ -188,6 +208,7 @@ def main():
             back, _ = wait("back", "back after the roomd kill")
             result["recovered_s"] = round(back - restarted, 2) if back else None
             result["back"] = len(state["back"])
+            result["bot_cpu_after_s"] = round(cpu_s(bot.pid) - result["bot_cpu_s"], 2)
             result["login_failed_after"] = state["failed"] - failed_before
             result["log_lines_after"] = count_lines(bot_log_path, log_offset)
             rss = rss_kb(bot.pid)
@@ -200,11 +221,13 @@ def main():
         with open(bot_log_path, "rb") as file:
             head = file.read().splitlines()
         result["log_sample"] = [line.decode(errors="replace")[:200] for line in head[-8:]]
-        if args.keep:
+        if keep:
             result["work"] = work
         else:
             shutil.rmtree(work, ignore_errors=True)
-    print(json.dumps(result))
+    return result
+
+
 
 
 if __name__ == "__main__":
