@@ -47,8 +47,12 @@ extension BotRunner {
     /// room has an outcome, or early when cancelled.
     func joinAll(_ rooms: [String]) async {
         let configuration = host.configuration
+        // Until a hello reply advertises the server's bucket, the window is
+        // the configured pacing burst: 4,096 logins queued at 190/s would
+        // wait longer than the login timeout.
+        let burst = await host.requestBurst() ?? configuration.requestBurst
         var schedule = JoinSchedule(
-            rooms: rooms, window: Self.maxLoginsInFlight,
+            rooms: rooms, window: Self.window(burst: burst),
             backoff: ConnectionMachine.Backoff(first: configuration.backoffFirst.milliseconds, cap: configuration.backoffCap.milliseconds),
             giveUpAfter: configuration.reconnectWindow.milliseconds)
         let aggregator = LogAggregator(logger: logger)
@@ -71,7 +75,7 @@ extension BotRunner {
                     schedule.backoffEnded(cause)
                 case .refresh:
                     if let burst = await host.requestBurst() {
-                        schedule.setWindow(min(Self.maxLoginsInFlight, max(1, Int(burst))))
+                        schedule.setWindow(Self.window(burst: burst))
                     }
                     if clock.now - lastFlush >= config.logInterval {
                         lastFlush = clock.now
@@ -86,6 +90,11 @@ extension BotRunner {
         }
         aggregator.flush()
         publish(schedule)
+    }
+
+    /// How many logins may be outstanding when the host paces to `burst`.
+    static func window(burst: Double) -> Int {
+        min(maxLoginsInFlight, max(1, Int(burst)))
     }
 
     private static func refresh() async -> JoinOutcome {
