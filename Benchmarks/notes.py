@@ -173,6 +173,43 @@ figures in this section are from those profiles; the table above is from the
 run itself). The machine was shared with other engineers' builds and tests,
 so single figures move by +-30% between runs; the ratios move less.
 
+**roombot itself at scale (issue #26, first section).** Measured with
+`Benchmarks/roombot_scale.py` (`make scale-bot`): a release `roomd` as
+shipped and a release `roombot` with a `serviceToken` and N rooms in
+bot.json, on this machine while other engineers' builds kept its load at
+9-16 on 2 cores. Before (revision 98d76bc): 100,000 rooms, 96,331 LOGINED
+after 120 s, 47,935 failed login attempts (timeouts, then "already logged
+in" to a room whose timed-out login had gone through), 48,004 log lines,
+8,675 B of RSS per room (793 MB before the first login), progress "144,266
+of 100,000 done"; 300,000 rooms, 8,543 LOGINED after 100 s, 299,546 failed
+attempts, 288,914 log lines, 2.39 GB RSS. Where it came from: one task per
+room put every login in the outbox at once, the login timeout ran while a
+request waited its turn, every timed-out room retried on its own and
+logged a line per attempt, the task group kept every finished child until
+the end (most of the 8.7 KB), and the progress line counted events. Now
+the first logins go through a bounded pipeline (`JoinSchedule`: at most
+4,096 outstanding and at most the advertised burst, one shared backoff per
+cause, one log line per cause per interval), the engine keeps at most 4,096
+requests on the wire and encodes them as they leave, a stall of its loop is
+credited to the silence clock, the minted token is shared by the rooms,
+the store keeps its cursors in its file, and roomd's sweep no longer copies
+every room's session table each second (a quarter of roomd's CPU at 300k
+rooms). After: 100,000 rooms all LOGINED in 20.5 s with 0 failed attempts
+and 21 log lines (progress only), 2,594 B per room; roomd kill -9, all back
+30.6 s after its restart with 0 failed attempts and no log line. 300,000
+rooms: 0 failed attempts and no warning in 150 s, but only 213,160 in by
+then (bot 23 s of CPU, roomd 30 s, at 961 B of bot RSS per room of the
+300,000, 1.29 KB per room in), so the 60 s target is missed on this
+machine, and the kill -9 phase at 300k did not run. The profile: both
+processes were runnable most of the time and got 12-22% of a core each
+(sampled thread states: roomd's loop thread runnable ~100% of samples, the
+bot's ~75%), i.e. CPU contention, not a stall or a wait: per login the bot
+spends ~100 us and roomd ~140 us of CPU, so on two free cores 300,000 rooms
+need ~42 s of roomd's core. Next: that 140 us in roomd (SQLite inserts per
+session, `SystemRandomNumberGenerator` per session ID) and, in the bot, the
+task hop per login (a loop-side login API with a completion would save the
+task and two thread hops).
+
 **This run against the previous page (2026-11-23).** The machine was
 slower this time for everything, ours or not: the same `redis-server`
 needed 0.24 us of CPU per delivery (0.14 on the previous page), the Python
