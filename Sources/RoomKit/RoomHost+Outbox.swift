@@ -25,7 +25,11 @@ extension RoomHost {
     /// service bucket allows, their replies piled up in the server's
     /// outbound queue and the bot's loop (issue #26). Bounded, they leave as
     /// answers come in, a slice per loop turn (the engine's timer flushes).
-    static let maxRequestsInFlight = 4096
+    /// The bound is also the work queued ahead of a ping at the server: with
+    /// 4,096 resumes ahead of it, a just-restarted roomd on a busy machine
+    /// answered the ping after more than 20 s, and the bot dropped the
+    /// connection it was resuming on.
+    static let maxRequestsInFlight = 1024
 
     /// Sends queued requests as the pacing bucket and the in-flight bound allow.
     func flushOutbox() {

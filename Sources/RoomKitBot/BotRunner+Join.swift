@@ -32,7 +32,7 @@ extension BotRunner {
     /// server advertises: enough to keep one roomd busy (it commits the
     /// logins of a loop turn in one transaction), few enough that a login
     /// never waits in the bot's outbox long enough to time out.
-    static let maxLoginsInFlight = 4096
+    static let maxLoginsInFlight = 1024
 
     /// Logs in to `rooms` (the first logins), through `JoinSchedule`: at
     /// most `maxLoginsInFlight` (and at most the request burst the server
@@ -48,7 +48,7 @@ extension BotRunner {
     func joinAll(_ rooms: [String]) async {
         let configuration = host.configuration
         // Until a hello reply advertises the server's bucket, the window is
-        // the configured pacing burst: 4,096 logins queued at 190/s would
+        // the configured pacing burst: 1,024 logins queued at 190/s would
         // wait longer than the login timeout.
         let burst = await host.requestBurst() ?? configuration.requestBurst
         var schedule = JoinSchedule(
