@@ -166,9 +166,16 @@ extension RoomHost {
             guard let record = sessions[roomID], record.generation == generation else { continue }
             sessionDeadlinePassed(record)
         }
-        if !pending.isEmpty {
-            let expired = pending.filter { $0.value.deadline.map { $0 <= UInt64(now) } ?? false }
-            for (id, request) in expired {
+        // Only requests with a deadline are looked at: a reconnect keeps
+        // every session's resume pending (300,000), which have none, and
+        // filtering them all on every tick was most of the loop's time.
+        for id in Array(timedRequests) {
+            guard let request = pending[id], let deadline = request.deadline else {
+                timedRequests.remove(id)  // answered (or failed) since
+                continue
+            }
+            if deadline <= UInt64(now) {
+                timedRequests.remove(id)
                 pending.removeValue(forKey: id)
                 request.completion(.failure(RoomError(code: .timedOut, message: "no reply within \(configuration.requestTimeout)")))
             }

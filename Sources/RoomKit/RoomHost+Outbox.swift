@@ -16,6 +16,7 @@ extension RoomHost {
         let envelope = ClientEnvelope(id: id, room: room, request: request)
         let deadline = timeout ? UInt64(nowMonotonic + configuration.requestTimeout.milliseconds) : nil
         pending[id] = PendingRequest(room: room, deadline: deadline, completion: completion)
+        if deadline != nil { timedRequests.insert(id) }
         outbox.append((id, envelope))
         flushOutbox()
     }

@@ -13,6 +13,9 @@ struct EngineState {
     var sessions: [String: SessionRecord] = [:]
     /// Requests waiting for their reply, by request ID.
     var pending: [Int64: PendingRequest] = [:]
+    /// The IDs of pending requests with a deadline (a superset: answered
+    /// ones leave at the next tick).
+    var timedRequests: Set<Int64> = []
     /// Requests not yet sent (paced), from `outboxHead` on. Encoded when
     /// they leave: 300,000 resumes queued at a reconnect stay small here
     /// (their tokens shared with the sessions), and the encoding is spread
@@ -61,6 +64,10 @@ extension RoomHost {
     var pending: [Int64: PendingRequest] {
         get { engine.value.pending }
         _modify { yield &engine.value.pending }
+    }
+    var timedRequests: Set<Int64> {
+        get { engine.value.timedRequests }
+        _modify { yield &engine.value.timedRequests }
     }
     var outbox: [(id: Int64, envelope: ClientEnvelope)] {
         get { engine.value.outbox }
