@@ -168,7 +168,7 @@ extension RoomHost {
         }
         // Only requests with a deadline are looked at: a reconnect keeps
         // every session's resume pending (300,000), which have none, and
-        // filtering them all on every tick was most of the loop's time.
+        // filtering them all on every tick (50 a second) is O(sessions).
         for id in Array(timedRequests) {
             guard let request = pending[id], let deadline = request.deadline else {
                 timedRequests.remove(id)  // answered (or failed) since
