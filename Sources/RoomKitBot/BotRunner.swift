@@ -46,6 +46,8 @@ public final class BotRunner: @unchecked Sendable {
     /// Configured rooms an operator left through the control API, until
     /// joined again: the bot no longer means to be in them (`/readyz`).
     let leftByOperator = LockedValue<Set<String>>([])
+    /// What the first logins have done, room by room (`joinAll`).
+    public let joinProgress = LockedValue(JoinProgress())
     /// Fleet mode's coordinator (docs/FLEET.md); nil for a standalone bot.
     let fleet: FleetCoordinator?
     private var control: ControlAPI?
@@ -187,7 +189,7 @@ public final class BotRunner: @unchecked Sendable {
     }
 
     /// Starts logging in to the configured rooms and those the store
-    /// remembers, each retried after a transient failure (`join(_:)`). The
+    /// remembers, each retried after a transient failure (`joinAll(_:)`). The
     /// task ends when every room has an outcome; `stop()` cancels it.
     @discardableResult
     public func startJoining() -> Task<Void, Never> {
@@ -204,11 +206,7 @@ public final class BotRunner: @unchecked Sendable {
         }
         let rooms = targetRooms
         let task = Task { [self] in
-            await withTaskGroup(of: Void.self) { group in
-                for room in rooms {
-                    group.addTask { [self] in await join(room) }
-                }
-            }
+            await joinAll(rooms)
             phase.withLock { if $0 == .starting { $0 = .running } }
         }
         joining.withLock { $0 = task }

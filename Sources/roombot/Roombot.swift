@@ -110,8 +110,8 @@ struct Run: AsyncParsableCommand {
         }
         // The control API and the signal watcher are up before the first
         // login: an operator can look (and stop) while the rooms join.
-        let logins = LoginProgress(host: runner.host, interval: progressDuration(progressInterval),
-                                   format: format, logger: logger)
+        let logins = LoginProgress(progress: { runner.joinProgress.withLock { $0 } },
+                                   interval: progressDuration(progressInterval), format: format, logger: logger)
         do {
             try runner.startServices()
         } catch {
