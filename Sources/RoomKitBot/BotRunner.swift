@@ -58,8 +58,8 @@ public final class BotRunner: @unchecked Sendable {
     /// `build`: the version and revision `roombot_build_info` reports.
     public init(config: BotConfig, overrides: BotOverrides = BotOverrides(), logger: Logger,
                 build: (version: String, revision: String) = ("unknown", "unknown")) throws {
-        // Once, at start: a config file holding a secret must be private.
-        if let warning = config.permissionWarning { logger.warning("\(warning)") }
+        // Warned once, when the bot is about to start (not for a config it refuses).
+        let permissionWarning = config.permissionWarning
         var config = config
         if let server = overrides.server { config.server = server }
         if let control = overrides.control { config.control = control }
@@ -145,6 +145,8 @@ public final class BotRunner: @unchecked Sendable {
             fleet = nil
         }
         configurePluginPlatform()
+        // A config file holding a secret must be private.
+        if let permissionWarning { logger.warning("\(permissionWarning)") }
         let saveCursors: @Sendable () -> Void = { [host] in host.saveSessionCursorsNow() }
         host.addObserver { [weak self, host, loop, store, events, metrics] event in
             var fields = event.logFields
