@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak install check-install test-browser fleet-sim
+.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak install check-install test-browser fleet-sim scale-bot
 
 # Where `make install` puts things; DESTDIR stages the tree (packaging).
 PREFIX ?= /usr/local
@@ -60,6 +60,15 @@ soak: bootstrap
 # a few minutes (one run, small sizes); BENCH_PIN=0: no taskset pinning.
 bench: bootstrap
 	@SWIFT=$(SWIFT) Benchmarks/run.sh
+
+# roombot itself at scale (not part of `make test`; issue #26): a release
+# roomd with its defaults and a release roombot with a serviceToken and
+# SCALE_ROOMS (default 300000) rooms in bot.json; then roomd kill -9. Prints
+# JSON: time until all are LOGINED and back, RSS per room, failed login
+# attempts, log lines (Benchmarks/roombot_scale.py).
+scale-bot: bootstrap
+	$(SWIFT) build -c release
+	python3 Benchmarks/roombot_scale.py --rooms $${SCALE_ROOMS:-300000} --kill-roomd --bin .build/release
 
 # A fleet at scale (docs/FLEET.md; not part of `make test`): FLEET_HOSTS
 # (default 10) roombot processes share FLEET_ROOMS (default 20000) rooms

@@ -149,7 +149,7 @@ let package = Package(
 
         // MARK: Plugins: the C ABI, the Swift SDK, the host, and the plugins we ship
         .target(name: "CRoomKitPluginABI"),
-        // The private wire between roombot and roomkit-plugin-host (frames, progress page).
+        // The plugin wire's numbers (docs/PLUGIN-WIRE.md) and the bot side's spawn/limit/progress-page helpers.
         .target(name: "CRoomKitPluginWire"),
         // The plugin process: C only, links no engine (dlopen + the ABI + the wire).
         .executableTarget(
@@ -209,8 +209,10 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            // The fleet's Lua scripts, one file each (FleetScripts.swift).
-            resources: [.copy("Lua")],
+            // The fleet's Lua scripts, one file each (FleetScripts.swift), and
+            // the dashboard page, compiled into the module as bytes
+            // (`PackageResources.dashboard_html`).
+            resources: [.copy("Lua"), .embedInCode("Resources/dashboard.html")],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "roombot",

@@ -29,7 +29,7 @@ import tempfile
 import time
 
 from report import render, figures
-from roomd_workloads import roomd_alone
+from roomd_workloads import roomd_alone, million_rooms
 from firehose_workload import firehose
 from redis_anchor import redis_fanout
 
@@ -450,6 +450,12 @@ def bot_restart_run(rooms, heartbeat):
     return entry
 
 
+def million_rooms_full(results):
+    """Workload 9, one million rooms: the full run only (BENCH_QUICK skips it)."""
+    if not QUICK:
+        million_rooms(results, sys.modules[__name__])
+
+
 def jwt(secret, user, role="reader"):
     """An HS256 token for any room (the recording API, the NIO peer)."""
     import base64
@@ -525,13 +531,13 @@ def main():
     this = sys.modules[__name__]
     for run in range(RUNS):
         current = {"roomd": {}, "firehose": {}, "sessions": {}, "throughput": {}, "recovery": {}, "fanout": {},
-                   "plugins": {}, "isolation": {}, "botrestart": {}}
+                   "plugins": {}, "isolation": {}, "botrestart": {}, "million": {}}
         results["runs"].append(current)
         for name, workload in (("roomd", lambda results: roomd_alone(results, this)),
                                ("firehose", lambda results: firehose(results, this)),
                                ("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
                                ("fanout", fanout), ("plugins", plugin_overhead), ("isolation", plugin_isolation),
-                               ("botrestart", bot_restart)):
+                               ("botrestart", bot_restart), ("million", million_rooms_full)):
             if only and name not in only:
                 continue
             log(f"run {run + 1} of {RUNS}, workload: {name}")

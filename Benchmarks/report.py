@@ -215,6 +215,36 @@ def roomd_rows(table, results):
            ratios=False)
 
 
+def roombot_rows(table, results):
+    """The product (roombot) at scale, and workload 9 (one million rooms)."""
+    for label, entry in ((None, (results.get("roomd") or {}).get("roombot")), ("9", results.get("million"))):
+        if not entry or "rooms" not in entry:
+            continue
+        rooms = entry["rooms"]
+        if label:
+            label = f"9. One million rooms: one roombot, one roomd, {rooms:,} rooms over its service connection"
+        else:
+            label = f"0. roomd alone: roombot itself (bot.json, serviceToken), {rooms:,} rooms, default roomd"
+        sides = {"roomkit": entry}
+        figure(table, label, "s until every room is LOGINED (failed login attempts)", sides,
+               lambda e: e.get("logined_s"), digits=1, note=lambda e: f" ({e.get('login_failed', 0):,})",
+               target="<= 60 s", ratios=False,
+               met=lambda a, e: verdict(e.get("logined_s") is not None and a <= 60 and e.get("login_failed", 1) == 0))
+        figure(table, label, "s from roomd kill -9 until every room is back (failed login attempts)", sides,
+               lambda e: e.get("recovered_s"), digits=1,
+               note=lambda e: f" ({e.get('login_failed_after', 0):,})", target="<= 60 s", ratios=False,
+               met=lambda a, e: verdict(e.get("recovered_s") is not None and a <= 60))
+        budget = 1024 if label.startswith("9.") else 2048
+        # Below 100,000 rooms the process's own ~55 MB dominates VmRSS / N: no verdict (quick run).
+        figure(table, label, "roombot RSS per room, all in (VmRSS / N)", sides, lambda e: e["rss_per_room_b"], suffix=" B",
+               target=f"<= {budget:,} B", ratios=False,
+               met=lambda a, e: verdict(a <= budget) if e["rooms"] >= 100_000 else "n/a (too few rooms)")
+        figure(table, label, "roombot CPU s to log every room in (all threads)", sides, lambda e: e.get("bot_cpu_s", 0),
+               digits=1, ratios=False)
+        figure(table, label, "roombot log lines while joining (warnings and progress)", sides, lambda e: e.get("log_lines", 0),
+               ratios=False)
+
+
 def firehose_rows(table, results):
     fire = results.get("firehose") or {}
     if not fire.get("roomkit"):
@@ -463,6 +493,7 @@ def build(results):
         table = Table()
         collected = []
         roomd_rows(table, run)
+        roombot_rows(table, run)
         sessions_rows(table, run, collected)
         throughput_rows(table, run)
         recovery_rows(table, run)

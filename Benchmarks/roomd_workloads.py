@@ -69,9 +69,37 @@ def service_logins_side(results, bench, side):
               f"{entry['all_reconnected_s']} s later")
 
 
+def roombot_logins(results, bench):
+    """The product next to the engine's bench client: one release `roombot`
+    (bot.json with N rooms and a `serviceToken`) against a roomd with its
+    default settings; then roomd kill -9 and restart on the same data, and
+    the time until every room is back (Benchmarks/roombot_scale.py)."""
+    import roombot_scale
+    size = 20_000 if bench.QUICK else 300_000
+    entry = roombot_scale.measure(bench.BIN, size, timeout=180, kill_roomd=True)
+    entry.pop("log_sample", None)
+    results["roomd"]["roombot"] = entry
+    bench.log(f"roombot, {size} rooms: all LOGINED {entry.get('logined_s')} s, {entry.get('rss_per_room_b')} B RSS/room, "
+              f"{entry.get('login_failed')} failed attempts, {entry.get('log_lines')} log lines; after roomd kill -9 "
+              f"all back in {entry.get('recovered_s')} s")
+
+
+def million_rooms(results, bench):
+    """Workload 9 (full run only): one roombot, one roomd, 1,000,000 rooms
+    over the bot's service connection; roomd kill -9, then the time until
+    every room is back."""
+    import roombot_scale
+    entry = roombot_scale.measure(bench.BIN, 1_000_000, timeout=300, kill_roomd=True)
+    entry.pop("log_sample", None)
+    results["million"] = entry
+    bench.log(f"one million rooms: all LOGINED {entry.get('logined_s')} s, {entry.get('rss_per_room_b')} B RSS/room in "
+              f"the bot; after roomd kill -9 all back in {entry.get('recovered_s')} s")
+
+
 def roomd_alone(results, bench):
     appends(results, bench)
     service_logins(results, bench)
+    roombot_logins(results, bench)
 
 
 def spread(values):

@@ -198,6 +198,26 @@ public struct ConnectionMachine: Sendable, Hashable {
         }
     }
 
+    /// The loop did not run for `stall` ms (busy, or the process stopped):
+    /// it did not read either, so the server's messages of that time may be
+    /// waiting unread. libuv runs its timers before it polls, so the next
+    /// `tick` would come before them and take a busy loop for a silent
+    /// server; the stall is credited to the silence clock instead. A dead
+    /// server is still found, one stall later. A loop busy with logins once
+    /// dropped its own live connection this way ("no message from the
+    /// server for 11847 ms", issue #26). Never asks for anything.
+    public mutating func loopStalled(for stall: Int64, now: Int64) {
+        guard stall > 0 else { return }
+        switch state {
+        case .ready(let lastMessageAt, let lastPingAt):
+            state = .ready(lastMessageAt: min(now, lastMessageAt + stall), lastPingAt: lastPingAt)
+        case .greeting(let since):
+            state = .greeting(since: min(now, since + stall))
+        case .idle, .connecting, .backingOff:
+            break
+        }
+    }
+
     /// The connection failed or closed; `random` in [0, 1) is the backoff's jitter.
     public mutating func closed(_ why: String, now: Int64, random: Double) -> DropAction {
         switch state {

@@ -20,7 +20,17 @@ final class HostConnectionDelegate: WebSocketDelegate {
     }
 
     func webSocket(_ connection: WebSocketConnection, didCloseWith event: WebSocketCloseEvent) {
-        host?.transportDidClose(connection, why: "\(event)", kind: event.kind)
+        host?.transportDidClose(connection, why: Self.describe(event), kind: event.kind)
+    }
+
+    /// The close, as an operator reads it in a log line or `disconnectWithError`.
+    static func describe(_ event: WebSocketCloseEvent) -> String {
+        switch event {
+        case .failedToConnect(let error): return "\(error)"
+        case .closed(let code, let reason, let byPeer):
+            return "closed \(code)\(reason.isEmpty ? "" : " (\(reason))") by \(byPeer ? "the server" : "this side")"
+        case .aborted(let error): return "aborted: \(error)"
+        }
     }
 }
 
@@ -36,6 +46,9 @@ extension RoomHost {
             case .none: break
             }
         } else {
+            // Closed on purpose: not a loss to count.
+            metrics.pendingLossKind = RoomHostMetrics.unwanted
+            defer { metrics.pendingLossKind = nil }
             perform(link.unwanted())
         }
     }
@@ -70,8 +83,18 @@ extension RoomHost {
         }
     }
 
+    /// A gap between two runs of the engine's timer longer than this (ms)
+    /// is a stall of the loop, not silence of the server.
+    static let stallAllowance: Int64 = 1000
+
     private func linkTick() {
-        switch link.tick(now: nowMonotonic, random: Double.random(in: 0..<1, using: &random)) {
+        let now = nowMonotonic
+        if let last = lastTickAt, now - last > Self.stallAllowance {
+            // The loop did not poll meanwhile: what the server sent is unread.
+            link.loopStalled(for: now - last, now: now)
+        }
+        lastTickAt = now
+        switch link.tick(now: now, random: Double.random(in: 0..<1, using: &random)) {
         case .connect:
             connect()
         case .sendPing:
@@ -95,7 +118,8 @@ extension RoomHost {
             metrics.connection(up: false)
             if drop.lost {
                 logger.info("connection lost", metadata: ["why": "\(drop.why)"])
-                metrics.connectionLost(kind: metrics.pendingLossKind ?? "timeout")
+                let kind = metrics.pendingLossKind ?? "timeout"
+                if kind != RoomHostMetrics.unwanted { metrics.connectionLost(kind: kind) }
                 failPending(RoomError.interrupted("a request"))
                 for record in Array(sessions.values) { sessionConnectionLost(record, why: drop.why) }
             } else {
@@ -204,9 +228,16 @@ extension RoomHost {
             guard let record = sessions[roomID], record.generation == generation else { continue }
             sessionDeadlinePassed(record)
         }
-        if !pending.isEmpty {
-            let expired = pending.filter { $0.value.deadline.map { $0 <= UInt64(now) } ?? false }
-            for (id, request) in expired {
+        // Only requests with a deadline are looked at: a reconnect keeps
+        // every session's resume pending (300,000), which have none, and
+        // filtering them all on every tick (50 a second) is O(sessions).
+        for id in Array(timedRequests) {
+            guard let request = pending[id], let deadline = request.deadline else {
+                timedRequests.remove(id)  // answered (or failed) since
+                continue
+            }
+            if deadline <= UInt64(now) {
+                timedRequests.remove(id)
                 pending.removeValue(forKey: id)
                 request.completion(.failure(RoomError(code: .timedOut, message: "no reply within \(configuration.requestTimeout)")))
             }

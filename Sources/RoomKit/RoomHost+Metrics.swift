@@ -39,8 +39,11 @@ final class RoomHostMetrics {
     private var counts: [RoomReason: Int] = [:]
     /// When each room began logging in or reconnecting (uptime ns).
     private var started: [String: UInt64] = [:]
-    /// How the connection ended, while `linkClosed` handles it.
+    /// How the connection ended, while `linkClosed` (or a close because no
+    /// room needs it: `unwanted`, not counted) handles it.
     var pendingLossKind: String?
+    /// `pendingLossKind` of a connection closed because no room needs it.
+    static let unwanted = "unwanted"
     /// How the connection last ended: the reason of the reconnects it causes.
     private var lastLossKind = "timeout"
 

@@ -16,23 +16,39 @@ extension RoomHost {
         let envelope = ClientEnvelope(id: id, room: room, request: request)
         let deadline = timeout ? UInt64(nowMonotonic + configuration.requestTimeout.milliseconds) : nil
         pending[id] = PendingRequest(room: room, deadline: deadline, completion: completion)
-        outbox.append((id, WebSocketFrame(bytes: envelope.json.serialized())))
+        if deadline != nil { timedRequests.insert(id) }
+        outbox.append((id, envelope))
         flushOutbox()
     }
 
-    /// Sends queued requests as the pacing bucket allows.
+    /// How many requests may be on the wire unanswered at once. A reconnect
+    /// resumes every session (300,000 of them) at once: sent as fast as the
+    /// service bucket allows, their replies piled up in the server's
+    /// outbound queue and the bot's loop (issue #26). Bounded, they leave as
+    /// answers come in, a slice per loop turn (the engine's timer flushes).
+    /// The bound is also the work queued ahead of a ping at the server: with
+    /// 4,096 resumes ahead of it, a just-restarted roomd on a busy machine
+    /// answered the ping after more than 20 s, and the bot dropped the
+    /// connection it was resuming on.
+    static let maxRequestsInFlight = 1024
+
+    /// Sends queued requests as the pacing bucket and the in-flight bound allow.
     func flushOutbox() {
         guard link.isReady, let connection else { return }
         let now = environment.nowMilliseconds
         if lastRefill == 0 { lastRefill = now }
         bucket = min(pacing.burst, bucket + Double(now - lastRefill) / 1000 * pacing.perSecond)
         lastRefill = now
-        while outboxHead < outbox.count && bucket >= 1 {
-            let (id, frame) = outbox[outboxHead]
+        // Pending requests not in the outbox are on the wire (withdrawn ones
+        // left the pending table, so this never counts too many).
+        var inFlight = pending.count - (outbox.count - outboxHead)
+        while outboxHead < outbox.count && bucket >= 1 && inFlight < Self.maxRequestsInFlight {
+            let (id, envelope) = outbox[outboxHead]
             outboxHead += 1
             guard pending[id] != nil else { continue }
             bucket -= 1
-            connection.send(frame)
+            inFlight += 1
+            connection.send(WebSocketFrame(bytes: envelope.json.serialized()))
         }
         if outboxHead == outbox.count {
             outbox.removeAll(keepingCapacity: true)

@@ -13,8 +13,14 @@ struct EngineState {
     var sessions: [String: SessionRecord] = [:]
     /// Requests waiting for their reply, by request ID.
     var pending: [Int64: PendingRequest] = [:]
-    /// Requests not yet sent (paced), from `outboxHead` on.
-    var outbox: [(id: Int64, frame: WebSocketFrame)] = []
+    /// The IDs of pending requests with a deadline (a superset: answered
+    /// ones leave at the next tick).
+    var timedRequests: Set<Int64> = []
+    /// Requests not yet sent (paced), from `outboxHead` on. Encoded when
+    /// they leave: 300,000 resumes queued at a reconnect stay small here
+    /// (their tokens shared with the sessions), and the encoding is spread
+    /// over the loop turns that send them.
+    var outbox: [(id: Int64, envelope: ClientEnvelope)] = []
     var outboxHead: Int = 0
     var nextRequestID: Int64 = 1
     /// The pacing bucket's tokens.
@@ -24,6 +30,9 @@ struct EngineState {
     var pacing: (burst: Double, perSecond: Double)
     var deadlines: DeadlineQueue<String> = DeadlineQueue<String>()
     var ticker: (any EngineTimer)? = nil
+    /// When the engine's timer last ran (ms, monotonic): a longer gap than
+    /// `RoomHost.stallAllowance` is a stall of the loop (`linkTick`).
+    var lastTickAt: Int64? = nil
     /// Sessions whose cursor changed this loop turn (see `flushCursors`).
     var dirtyCursors: [SessionRecord] = []
     /// Whether the push being applied belongs to a resume's replay.
@@ -56,7 +65,11 @@ extension RoomHost {
         get { engine.value.pending }
         _modify { yield &engine.value.pending }
     }
-    var outbox: [(id: Int64, frame: WebSocketFrame)] {
+    var timedRequests: Set<Int64> {
+        get { engine.value.timedRequests }
+        _modify { yield &engine.value.timedRequests }
+    }
+    var outbox: [(id: Int64, envelope: ClientEnvelope)] {
         get { engine.value.outbox }
         _modify { yield &engine.value.outbox }
     }
@@ -87,6 +100,10 @@ extension RoomHost {
     var ticker: (any EngineTimer)? {
         get { engine.value.ticker }
         _modify { yield &engine.value.ticker }
+    }
+    var lastTickAt: Int64? {
+        get { engine.value.lastTickAt }
+        _modify { yield &engine.value.lastTickAt }
     }
     var dirtyCursors: [SessionRecord] {
         get { engine.value.dirtyCursors }

@@ -50,6 +50,9 @@ public struct BotConfig: Sendable {
     public var events: String?
     public var loginTimeout: Duration
     public var reconnectWindow: Duration
+    /// How often the first logins' failures are logged, one line per cause
+    /// with a count (`logInterval`, default 5 s; `BotRunner.joinAll`).
+    public var logInterval: Duration
     /// Fleet mode (docs/FLEET.md): the hosts share the room set through Redis.
     public var fleet: FleetConfig?
     /// The bot's store (SQLite, `BotStore`): the room set, every session's
@@ -87,7 +90,7 @@ public struct BotConfig: Sendable {
             throw ConfigErrors(errors: [ConfigError(file: file, field: "", problem: "must be a JSON object")])
         }
         let known: Set<String> = ["server", "user", "auth", "rooms", "manifest", "control", "controlToken", "serviceToken", "events",
-                                  "loginTimeout", "reconnectWindow", "state", "tls", "fleet"]
+                                  "loginTimeout", "reconnectWindow", "logInterval", "state", "tls", "fleet"]
         for key in root.keys.sorted() where !known.contains(key) { fail(key, "unknown field") }
 
         let server = root["server"]?.stringValue ?? ""
@@ -193,6 +196,7 @@ public struct BotConfig: Sendable {
         }
         let loginTimeout = seconds("loginTimeout", .seconds(30))
         let reconnectWindow = seconds("reconnectWindow", .seconds(1200))
+        let logInterval = seconds("logInterval", .seconds(5))
         var (stateFile, legacyStateFile) = Self.storePaths(resolve(((file as NSString).deletingPathExtension) + ".state.json"))
         if let value = root["state"] {
             if let text = value.stringValue, !text.isEmpty { (stateFile, legacyStateFile) = Self.storePaths(resolve(text)) }
@@ -215,6 +219,7 @@ public struct BotConfig: Sendable {
         self.events = events
         self.loginTimeout = loginTimeout
         self.reconnectWindow = reconnectWindow
+        self.logInterval = logInterval
         self.stateFile = stateFile
         self.legacyStateFile = legacyStateFile
     }

@@ -1,47 +1,152 @@
 import Foundation
+import Logging
 import RoomKit
+import RoomKitLoop
 import RoomKitProtocol
 
+/// What the first logins have done so far, room by room (each room counts
+/// once, however many attempts it took): the progress line and `/readyz`
+/// read it.
+public struct JoinProgress: Sendable, Hashable {
+    /// The rooms to join.
+    public var total = 0
+    /// Rooms in (LOGINED).
+    public var joined = 0
+    /// Rooms given up (a final failure, or failing past the reconnect window).
+    public var failed = 0
+    /// Rooms whose login failed and that wait for their cause's backoff.
+    public var retrying = 0
+    public init() {}
+}
+
+/// One login's outcome, or a timer of the join pipeline.
+enum JoinOutcome: Sendable {
+    case joined(String)
+    case failed(String, RoomError?)
+    case backoffEnded(ErrorCode)
+    case refresh
+}
+
 extension BotRunner {
-    /// Logs in to `room` at start. A failure that may pass (the server not
-    /// up yet, a timeout, a server error) is retried with the reconnect's
-    /// backoff (full jitter, `backoffFirst` doubling up to `backoffCap`) until
-    /// the reconnect window has passed since the first attempt; a final one
-    /// (bad token, not permitted, ...) is not. Ends early when cancelled.
-    /// Each attempt is a real login: LOGINING, then LOGINED or LOGIN_FAILED.
-    func join(_ room: String) async {
+    /// How many logins may be outstanding at once at most, whatever the
+    /// server advertises: enough to keep one roomd busy (it commits the
+    /// logins of a loop turn in one transaction), few enough that a login
+    /// never waits in the bot's outbox long enough to time out.
+    static let maxLoginsInFlight = 1024
+
+    /// Logs in to `rooms` (the first logins), through `JoinSchedule`: at
+    /// most `maxLoginsInFlight` (and at most the request burst the server
+    /// advertises) outstanding at once, new ones started as answers come
+    /// in; a failure that may pass (server not up, timeout, rate limit,
+    /// server error) waits for its cause's shared backoff (full jitter,
+    /// `backoffFirst` doubling up to `backoffCap`) and is tried again until
+    /// it has been failing for the reconnect window; a final one (bad
+    /// token, not permitted, ...) is not. Failures are logged aggregated:
+    /// one line per cause per `logInterval`, with a count. Each attempt is a
+    /// real login: LOGINING, then LOGINED or LOGIN_FAILED. Ends when every
+    /// room has an outcome, or early when cancelled.
+    func joinAll(_ rooms: [String]) async {
         let configuration = host.configuration
-        let backoff = ConnectionMachine.Backoff(first: configuration.backoffFirst.milliseconds,
-                                                cap: configuration.backoffCap.milliseconds)
+        // Until a hello reply advertises the server's bucket, the window is
+        // the configured pacing burst: 1,024 logins queued at 190/s would
+        // wait longer than the login timeout.
+        let burst = await host.requestBurst() ?? configuration.requestBurst
+        var schedule = JoinSchedule(
+            rooms: rooms, window: Self.window(burst: burst),
+            backoff: ConnectionMachine.Backoff(first: configuration.backoffFirst.milliseconds, cap: configuration.backoffCap.milliseconds),
+            giveUpAfter: configuration.reconnectWindow.milliseconds)
+        let aggregator = LogAggregator(logger: logger)
         let clock = ContinuousClock()
-        let giveUp = clock.now + configuration.reconnectWindow
-        var attempt = 0
-        while !Task.isCancelled, !isStopping {
-            do {
-                try await host.loginRoom(room, user: config.user, tokenProvider: tokens)
-                return
-            } catch {
-                let code = (error as? RoomError)?.code
-                if Task.isCancelled { return }
-                guard let code, Self.isTransient(code) else {
-                    logger.warning("login failed", metadata: ["room": "\(room)", "error": "\(error)"])
-                    return forgetFailed(room)
+        let start = clock.now
+        var lastFlush = start
+        func now() -> Int64 { (clock.now - start).milliseconds }
+        publish(schedule)
+        await withTaskGroup(of: JoinOutcome.self) { group in
+            group.addTask { await Self.refresh() }
+            fill(&schedule, group: &group)
+            while !schedule.isFinished, let outcome = await group.next() {
+                if Task.isCancelled || isStopping { break }
+                switch outcome {
+                case .joined(let room):
+                    schedule.succeeded(room)
+                case .failed(let room, let error):
+                    failed(room, error, schedule: &schedule, group: &group, aggregator: aggregator, now: now())
+                case .backoffEnded(let cause):
+                    schedule.backoffEnded(cause)
+                case .refresh:
+                    if let burst = await host.requestBurst() {
+                        schedule.setWindow(Self.window(burst: burst))
+                    }
+                    if clock.now - lastFlush >= config.logInterval {
+                        lastFlush = clock.now
+                        aggregator.flush()
+                    }
+                    group.addTask { await Self.refresh() }
                 }
-                let delay = Duration.milliseconds(backoff.delay(attempt: attempt, random: Double.random(in: 0..<1)))
-                attempt += 1
-                guard clock.now + delay < giveUp else {
-                    logger.error("login failed; the reconnect window has passed, not retrying",
-                                 metadata: ["room": "\(room)", "attempts": "\(attempt)", "error": "\(error)"])
-                    return forgetFailed(room)
-                }
-                logger.warning("login failed; retrying", metadata: [
-                    "room": "\(room)", "error": "\(error)", "attempt": .stringConvertible(attempt), "retryIn": "\(delay)"])
+                fill(&schedule, group: &group)
+                publish(schedule)
+            }
+            group.cancelAll()
+        }
+        aggregator.flush()
+        publish(schedule)
+    }
+
+    /// How many logins may be outstanding when the host paces to `burst`.
+    static func window(burst: Double) -> Int {
+        min(maxLoginsInFlight, max(1, Int(burst)))
+    }
+
+    private static func refresh() async -> JoinOutcome {
+        try? await Task.sleep(for: .milliseconds(250))
+        return .refresh
+    }
+
+    /// Starts logins while the window has room.
+    private func fill(_ schedule: inout JoinSchedule, group: inout TaskGroup<JoinOutcome>) {
+        while let room = schedule.nextRoom() {
+            group.addTask { [self] in
                 do {
-                    try await Task.sleep(for: delay)
+                    try await host.loginRoom(room, user: config.user, tokenProvider: tokens)
+                    return .joined(room)
                 } catch {
-                    return  // cancelled: the bot is stopping
+                    return .failed(room, error as? RoomError)
                 }
             }
+        }
+    }
+
+    private func failed(_ room: String, _ error: RoomError?, schedule: inout JoinSchedule, group: inout TaskGroup<JoinOutcome>,
+                        aggregator: LogAggregator, now: Int64) {
+        let code = error?.code ?? .internalError
+        // Aggregated by what failed, not by room: the room's own name leaves the cause.
+        let why = error.map { $0.description.replacingOccurrences(of: room, with: "<room>") } ?? "unknown error"
+        switch schedule.failed(room, code: code, transient: error.map { Self.isTransient($0.code) } ?? false,
+                               now: now, random: Double.random(in: 0..<1)) {
+        case .startBackoff(let cause, let delay):
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(delay))
+                return .backoffEnded(cause)
+            }
+            aggregator.note(.warning, "logins failed; retrying after a shared backoff", cause: why, room: room)
+        case .joinedBackoff:
+            aggregator.note(.warning, "logins failed; retrying after a shared backoff", cause: why, room: room)
+        case .gaveUp:
+            aggregator.note(.error, "logins failed; the reconnect window has passed, not retrying", cause: why, room: room)
+            forgetFailed(room)
+        case .final:
+            aggregator.note(.warning, "logins failed", cause: why, room: room)
+            forgetFailed(room)
+        }
+    }
+
+    private func publish(_ schedule: JoinSchedule) {
+        joinProgress.withLock {
+            $0 = JoinProgress()
+            $0.total = schedule.total
+            $0.joined = schedule.joined
+            $0.failed = schedule.failed
+            $0.retrying = schedule.waiting
         }
     }
 
@@ -85,5 +190,4 @@ extension BotRunner {
             return (id, reason, content?.errorCode ?? .success)
         }
     }
-
 }

@@ -38,6 +38,8 @@ public final class BotRunner: @unchecked Sendable {
     /// The room set and every session's cursor (`BotStore`).
     public let store: BotStore
     let metrics: BotMetrics
+    /// The version and revision this binary reports (`GET /v1/bot`).
+    let build: (version: String, revision: String)
     /// Where the bot is in its life; `stopping` freezes the room set (a
     /// shutdown's LOGOUTs must not erase the rooms a restart rejoins).
     let phase = LockedValue(BotLifecycle.initial)
@@ -48,6 +50,8 @@ public final class BotRunner: @unchecked Sendable {
     /// Configured rooms an operator left through the control API, until
     /// joined again: the bot no longer means to be in them (`/readyz`).
     let leftByOperator = LockedValue<Set<String>>([])
+    /// What the first logins have done, room by room (`joinAll`).
+    public let joinProgress = LockedValue(JoinProgress())
     /// Fleet mode's coordinator (docs/FLEET.md); nil for a standalone bot.
     let fleet: FleetCoordinator?
     var control: ControlAPI?
@@ -58,8 +62,8 @@ public final class BotRunner: @unchecked Sendable {
     /// `build`: the version and revision `roombot_build_info` reports.
     public init(config: BotConfig, overrides: BotOverrides = BotOverrides(), logger: Logger,
                 build: (version: String, revision: String) = ("unknown", "unknown")) throws {
-        // Once, at start: a config file holding a secret must be private.
-        if let warning = config.permissionWarning { logger.warning("\(warning)") }
+        // Warned once, when the bot is about to start (not for a config it refuses).
+        let permissionWarning = config.permissionWarning
         var config = config
         if let server = overrides.server { config.server = server }
         if let control = overrides.control { config.control = control }
@@ -127,6 +131,7 @@ public final class BotRunner: @unchecked Sendable {
         hostConfiguration.sessionStore = fleetStore ?? store
         let metrics = BotMetrics(version: build.version, revision: build.revision)
         self.metrics = metrics
+        self.build = build
         hostConfiguration.metricsFactory = metrics.factory
         host = try RoomHost(loop: loop, configuration: hostConfiguration, logger: logger,
                             tokenProvider: tokens.canRenew ? tokens : nil)
@@ -144,6 +149,8 @@ public final class BotRunner: @unchecked Sendable {
             fleet = nil
         }
         configurePluginPlatform()
+        // A config file holding a secret must be private.
+        if let permissionWarning { logger.warning("\(permissionWarning)") }
         let saveCursors: @Sendable () -> Void = { [host] in host.saveSessionCursorsNow() }
         host.addEncodedObserver { [weak self, loop, store, events, metrics] event, encoding in
             // The event's one encoding (shared with the plugins); events that
@@ -180,7 +187,7 @@ public final class BotRunner: @unchecked Sendable {
     }
 
     /// Starts logging in to the configured rooms and those the store
-    /// remembers, each retried after a transient failure (`join(_:)`), or,
+    /// remembers, each retried after a transient failure (`joinAll(_:)`), or,
     /// in fleet mode, starts the fleet. The task ends when every room has an
     /// outcome; a graceful stop cancels it. Idempotent: a second call returns
     /// the same task.
@@ -198,12 +205,7 @@ public final class BotRunner: @unchecked Sendable {
                         logger.error("fleet mode did not start", metadata: ["error": "\(error)"])
                     }
                 } else {
-                    let rooms = targetRooms
-                    await withTaskGroup(of: Void.self) { group in
-                        for room in rooms {
-                            group.addTask { [self] in await join(room) }
-                        }
-                    }
+                    await joinAll(targetRooms)
                 }
                 phase.withLock { if $0 == .starting { $0 = .running } }
             }

@@ -22,11 +22,16 @@ import Synchronization
 /// `cursor(room:)` and `save(_:)` on the loop thread, the control API calls
 /// the room-set methods from its tasks.
 public final class BotStore: SessionStore, @unchecked Sendable {
-    // @unchecked Sendable: `database` and `cursors` are only touched under `lock`.
+    // @unchecked Sendable: `database` and `stored` are only touched under `lock`.
     public let path: String
     private let lock = NSLock()
     private let database: SQLiteDatabase
-    private var cursors: [String: SessionCursor] = [:]
+    /// Each stored cursor's fingerprint (its snapshot and user, hashed), by
+    /// room: a save that moves only the seq need not encode the room
+    /// again. The cursors themselves stay in the file (`cursor(room:)`
+    /// reads one when its room logs in): a copy of each in memory was about
+    /// 300 bytes a room (issue #26).
+    private var stored: [String: Int] = [:]
     private let logger: Logger
     /// Reports the event log's size after the lines written so far (nil: no file log).
     private let eventLogSize = LockedValue<(@Sendable () -> Int64?)?>(nil)
@@ -53,21 +58,16 @@ public final class BotStore: SessionStore, @unchecked Sendable {
                 user TEXT NOT NULL, writable INTEGER NOT NULL, snapshot TEXT NOT NULL, saved_at INTEGER NOT NULL);
             INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1');
             """)
-        var loaded: [String: SessionCursor] = [:]
+        var loaded: [String: Int] = [:]
         try database.run("SELECT room, session, member_id, seq, user, writable, snapshot FROM cursors") { row in
             let room = row.text(0) ?? ""
-            guard let user = try? JSON.parse(row.bytes(4) ?? []), let id = user["id"]?.stringValue,
-                  let fields = try? JSON.parse(row.bytes(6) ?? []).objectValue,
-                  let snapshot = try? RoomSnapshot(replyFields: fields) else {
+            guard let cursor = Self.cursor(row) else {
                 logger.warning("unreadable stored session ignored", metadata: ["store": "\(path)", "room": "\(room)"])
                 return
             }
-            loaded[room] = SessionCursor(
-                room: room, session: row.text(1) ?? "", memberId: row.int64(2), seq: row.int64(3),
-                user: LoginUser(id: id, name: user["name"]?.stringValue, payload: user["payload"]),
-                writable: row.int64(5) != 0, snapshot: snapshot)
+            loaded[room] = Self.fingerprint(cursor)
         }
-        cursors = loaded
+        stored = loaded
         checkpointer = try WALCheckpointer(path: path, interval: .seconds(1), threadName: "roombot-checkpoint")
         checkpointer.start()
     }
@@ -79,22 +79,48 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     // MARK: SessionStore (loop thread)
 
     public func cursor(room: String) -> SessionCursor? {
-        lock.withLock { cursors[room] }
+        lock.withLock {
+            guard stored[room] != nil else { return nil }
+            var found: SessionCursor?
+            try? database.run("SELECT room, session, member_id, seq, user, writable, snapshot FROM cursors WHERE room = ?",
+                              [.text(room)]) { found = Self.cursor($0) }
+            return found
+        }
+    }
+
+    /// A row of `cursors` (room, session, member_id, seq, user, writable,
+    /// snapshot), or nil when it cannot be read.
+    private static func cursor(_ row: SQLiteStatement) -> SessionCursor? {
+        guard let user = try? JSON.parse(row.bytes(4) ?? []), let id = user["id"]?.stringValue,
+              let fields = try? JSON.parse(row.bytes(6) ?? []).objectValue,
+              let snapshot = try? RoomSnapshot(replyFields: fields) else { return nil }
+        return SessionCursor(
+            room: row.text(0) ?? "", session: row.text(1) ?? "", memberId: row.int64(2), seq: row.int64(3),
+            user: LoginUser(id: id, name: user["name"]?.stringValue, payload: user["payload"]),
+            writable: row.int64(5) != 0, snapshot: snapshot)
+    }
+
+    /// What a save compares to know whether the stored snapshot and user still hold.
+    private static func fingerprint(_ cursor: SessionCursor) -> Int {
+        var hasher = Hasher()
+        hasher.combine(cursor.snapshot)
+        hasher.combine(cursor.user)
+        return hasher.finalize()
     }
 
     /// One transaction per loop turn: the changed cursors and the event-log
     /// size they cover. A failure is logged; the previous commit stays.
     public func save(_ changes: SessionStoreChanges) {
         let size = eventLogSize.withLock { $0 }?()
+        let fingerprints = changes.updated.map { ($0, Self.fingerprint($0)) }
         lock.withLock {
             do {
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
                 try database.transaction { () throws(BotStoreError) in
-                    for cursor in changes.updated {
+                    for (cursor, fingerprint) in fingerprints {
                         // Most turns only move the seq (magix, own requests): keep the stored
-                        // snapshot rather than encode the room again. Unchanged values share
-                        // storage, so this comparison is usually an identity check.
-                        if let old = cursors[cursor.room], old.snapshot == cursor.snapshot, old.user == cursor.user {
+                        // snapshot rather than encode the room again.
+                        if stored[cursor.room] == fingerprint {
                             try database.run("""
                                 UPDATE cursors SET session = ?, member_id = ?, seq = ?, writable = ?, saved_at = ? WHERE room = ?
                                 """, [.text(cursor.session), .int(cursor.memberId), .int(cursor.seq),
@@ -116,8 +142,8 @@ public final class BotStore: SessionStore, @unchecked Sendable {
                     }
                 }
                 if let size { committedLogSize = size }
-                for cursor in changes.updated { cursors[cursor.room] = cursor }
-                for room in changes.removed { cursors.removeValue(forKey: room) }
+                for (cursor, fingerprint) in fingerprints { stored[cursor.room] = fingerprint }
+                for room in changes.removed { stored.removeValue(forKey: room) }
             } catch {
                 logger.error("session store not written", metadata: ["store": "\(path)", "error": "\(error)"])
             }

@@ -107,6 +107,12 @@ public struct EventLogLine: Sendable {
 public struct BotTokenProvider: TokenProvider {
     public let auth: BotAuth
     public var ttl: Int64 = 3600
+    /// With a secret: the token last minted for each user, shared by every
+    /// room until half its lifetime has passed. A token per room was a
+    /// signature per login and about 260 bytes a room for as long as the
+    /// session lasts (issue #26); the bot holds the secret, so a token for
+    /// any room (`"room": "*"`) grants it nothing it could not mint.
+    private let minted = LockedValue<[String: (token: String, expiresAt: Int64)]>([:])
 
     public init(auth: BotAuth) { self.auth = auth }
 
@@ -114,7 +120,12 @@ public struct BotTokenProvider: TokenProvider {
         switch auth {
         case .secret(let secret):
             let now = Int64(Date().timeIntervalSince1970)
-            return TokenSigner(secret: secret).sign(TokenClaims(sub: user, room: room, role: .writer, exp: now + ttl, iat: now))
+            return minted.withLock { minted in
+                if let current = minted[user], current.expiresAt - now > ttl / 2 { return current.token }
+                let token = TokenSigner(secret: secret).sign(TokenClaims(sub: user, room: "*", role: .writer, exp: now + ttl, iat: now))
+                minted[user] = (token, now + ttl)
+                return token
+            }
         case .tokens(let tokens):
             if let token = tokens[room] ?? tokens["*"] { return token }
             throw RoomError(code: .tokenInvalid, message: "no token for room \(room) in auth.tokens")

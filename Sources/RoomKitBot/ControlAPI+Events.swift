@@ -31,6 +31,11 @@ final class EventFeed: @unchecked Sendable {
     private var keepAlive: LoopTimer?
     /// ms since epoch of each room's last event.
     private let lastEvent = LockedValue<[String: Int64]>([:])
+    /// The last `recentLimit` lines with a room, oldest first (a room's
+    /// detail view shows its own); bounded whatever the room count.
+    private let recent = LockedValue<RecentLines>(RecentLines())
+    /// How many lines `recent` keeps.
+    static let recentLimit = 2000
 
     init(loop: EventLoop, settings: EventStreamSettings, logger: Logger) {
         self.loop = loop
@@ -46,9 +51,15 @@ final class EventFeed: @unchecked Sendable {
     /// Every room's last event time (ms since epoch), for rooms that had one since start.
     var lastEventTimes: [String: Int64] { lastEvent.withLock { $0 } }
 
+    /// The newest `limit` kept lines of `room`, oldest first.
+    func recentLines(of room: String, limit: Int) -> [EventLogLine] {
+        recent.withLock { $0.lines(of: room, limit: limit) }
+    }
+
     private func receive(_ entry: EventLogLine) {
         if let room = entry.room {
             lastEvent.withLock { $0[room] = entry.ts }
+            recent.withLock { $0.append(entry, limit: Self.recentLimit) }
         }
         if loop.inEventLoop {
             broadcast(entry.line)
@@ -116,5 +127,34 @@ final class EventFeed: @unchecked Sendable {
         keepAlive?.cancel()
         keepAlive = nil
         for stream in clients.values { stream.finish() }
+    }
+}
+
+/// A ring of the last event-log lines that name a room.
+struct RecentLines: Sendable {
+    private var ring: [EventLogLine] = []
+    /// Where the next line goes once the ring is full.
+    private var next = 0
+
+    mutating func append(_ line: EventLogLine, limit: Int) {
+        if ring.count < limit {
+            ring.append(line)
+        } else {
+            ring[next] = line
+            next = (next + 1) % limit
+        }
+    }
+
+    /// The newest `limit` lines of `room`, oldest first.
+    func lines(of room: String, limit: Int) -> [EventLogLine] {
+        var found: [EventLogLine] = []
+        let count = ring.count
+        var index = 0
+        while index < count, found.count < limit {
+            let line = ring[(next + count - 1 - index) % count]
+            if line.room == room { found.append(line) }
+            index += 1
+        }
+        return found.reversed()
     }
 }

@@ -13,6 +13,8 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
     private var server: WebServer?
     /// The live event stream and each room's last event time (the dashboard's).
     let feed: EventFeed
+    /// When the bot started (the control API is made at start): `GET /v1/bot`'s uptime.
+    let startedAt = Date()
 
     init(runner: BotRunner) {
         self.runner = runner
@@ -54,6 +56,7 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
             return
         }
         if serveDashboardData(request, responder: responder) { return }
+        if serveBotRoutes(request, responder: responder) { return }
         Task {
             let (status, body) = await Self.route(request, runner: runner)
             if status == 200, request.path == "/metrics" || request.path == "/healthz" || request.path == "/readyz" {

@@ -139,9 +139,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         let runtime = PluginRuntime(mapped, actions: self, metricsFactory: metricsFactory) { [weak self] runtime, reason in
             self?.logger.warning("plugin quarantined", metadata: ["plugin": "\(runtime.spec.name)", "reason": "\(reason)"])
             self?.listener(runtime.spec.name, .quarantined, reason)
-            PluginProcess.of(runtime)?.stopAfterQuarantine()
+            runtime.process?.stopAfterQuarantine()
         }
-        PluginProcess.of(runtime)?.attach(runtime)
+        runtime.process?.attach(runtime)
         if let problem = runtime.start() {
             let error = PluginLoadError(plugin: spec.name, stage: .loadFailed, message: "plugins[\(spec.index)] (\(spec.name)): \(problem)")
             noteFailure(spec, error.description)
@@ -173,7 +173,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             }
             interrupters.withLock { $0[ObjectIdentifier(runtime)] = token }
         }
-        logger.info("plugin loaded", metadata: ["plugin": "\(spec.name)", "library": "\(spec.library)"])
+        logger.info("plugin loaded", metadata: ["plugin": "\(spec.name)", "library": "\(spec.command?.joined(separator: " ") ?? spec.library)"])
         listener(spec.name, .loaded, nil)
     }
 
@@ -213,6 +213,8 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             if let old { retire(old, because: "disabled in the manifest") }
             return
         }
+        // A command plugin is started again from its command: nothing to copy.
+        guard spec.command == nil else { return try handOff(spec, path: nil) }
         let copy = try PluginLoader.sideBySideCopy(of: spec.library)
         // Once dlopen has mapped the copy (in start), the file is not needed:
         // on Linux a mapping outlives its file, and we never dlclose.
@@ -451,7 +453,8 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         guard let handle = host.room(room) else { return false }
         let logger = self.logger
         let runtime = runtimes.withLock { $0.first { $0.spec.name == plugin } }
-        Task { [weak runtime] in
+        let gate = runtime?.actionGate ?? PluginActionGate()
+        gate.submit { [weak runtime] in
             do {
                 try await body(handle)
             } catch {

@@ -33,6 +33,13 @@ public struct PluginSpec: Sendable, Hashable {
     public var isolation: PluginIsolation = .process
     /// Limits and restart policy when `isolation` is `process`.
     public var supervision = PluginSupervision()
+    /// `"command"` instead of `library`: any executable speaking
+    /// docs/PLUGIN-WIRE.md, always process-isolated (`library` is then "").
+    public var command: [String]?
+    /// The manifest's folder (a command's working directory).
+    public var directory = ""
+    /// Log and action rate limits (any isolation).
+    public var rateLimits = PluginRateLimits()
 }
 
 /// One problem in a file a user wrote, naming the file and the field: a
@@ -139,7 +146,7 @@ public struct PluginManifest: Sendable {
             throw ManifestErrors(errors: errors)
         }
         var seen: [String: Int] = [:]
-        let known = Set(["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config", "roomConfig", "storageLimitBytes"] + Self.isolationFields)
+        let known = Set(["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config", "roomConfig", "storageLimitBytes", "command"] + Self.isolationFields + PluginRateLimits.fields)
         for (index, item) in list.enumerated() {
             let at = "plugins[\(index)]"
             guard let object = item.objectValue else {
@@ -156,9 +163,14 @@ public struct PluginManifest: Sendable {
             else { seen[name] = index }
 
             var library = ""
+            var command: [String]?
             if let raw = object["library"]?.stringValue, raw.utf8.contains(0) {
                 // A C path ends at the first NUL: dlopen would load another file.
                 fail("\(at).library", "must not contain a NUL character")
+            } else if let value = object["command"] {
+                command = Self.parseCommand(value, at: at, fail: fail)
+                if object["library"] != nil { fail("\(at).command", "give library or command, not both") }
+                if object["isolation"]?.stringValue == "inline" { fail("\(at).isolation", "a command plugin always runs in its own process") }
             } else if let raw = object["library"]?.stringValue, !raw.isEmpty {
                 library = raw.hasPrefix("/") ? raw : (directory as NSString).appendingPathComponent(raw)
                 library = (library as NSString).standardizingPath
@@ -169,7 +181,7 @@ public struct PluginManifest: Sendable {
                     fail("\(at).library", "is a directory, not a library file: \(library)")
                 }
             } else {
-                fail("\(at).library", object["library"] == nil ? "missing" : "must be a non-empty string")
+                fail("\(at).library", object["library"] == nil ? "missing (give library or command)" : "must be a non-empty string")
             }
 
             let entry = object["entry"]?.stringValue ?? "roomkit_plugin_entry"
@@ -240,7 +252,9 @@ public struct PluginManifest: Sendable {
                 specs.append(PluginSpec(name: name, library: library, entry: entry, abi: abi, hooks: hooks, rooms: rooms,
                                         order: order, enabled: enabled, timeout: timeout, config: object["config"] ?? .null,
                                         roomConfig: roomConfig, storageLimit: storageLimit, index: index,
-                                        isolation: isolation, supervision: supervision))
+                                        isolation: command == nil ? isolation : .process, supervision: supervision,
+                                        command: command, directory: directory,
+                                        rateLimits: Self.parseRateLimits(object, at: at, fail: fail)))
             }
         }
         if !errors.isEmpty { throw ManifestErrors(errors: errors) }

@@ -14,24 +14,26 @@ extension PluginProcess {
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
             throw PluginProcessError("socketpair: \(String(cString: strerror(errno)))")
         }
+        // The progress page: shared with roomkit-plugin-host; a private one
+        // (never written by the child) for a command plugin.
         var page: UnsafeMutablePointer<roomkit_wire_progress>?
         let pageFD = roomkit_wire_progress_create(&page)
         guard pageFD >= 0, let page, roomkit_wire_pipe(&out) == 0, roomkit_wire_pipe(&err) == 0 else {
             for fd in pair + out + err + [pageFD] where fd >= 0 { close(fd) }
             throw PluginProcessError("cannot make the progress page or output pipes")
         }
-        let hooks = (spec.hooks.contains(.urlInterrupter) ? ROOMKIT_WIRE_HOOK_URL : 0)
-            | (spec.hooks.contains(.throwError) ? ROOMKIT_WIRE_HOOK_THROW_ERROR : 0)
-            | (spec.hooks.contains(.room) || spec.hooks.contains(.magix) ? ROOMKIT_WIRE_HOOK_ROOM : 0)
-            | (spec.hooks.contains(.player) ? ROOMKIT_WIRE_HOOK_PLAYER : 0)
-        let arguments = [executable, library, spec.entry, "\(hooks)", "\(spec.supervision.memoryLimitMB)",
-                         "\(spec.supervision.cpuLimitSeconds)", "\(getpid())"]
+        let sharePage = spec.command == nil
+        let environment = PluginEnvironment.forChild(plugin: spec.name, progressPage: sharePage)
+        let argv = [executable] + arguments
         let path = executable
+        let cwd = workingDirectory
         let pid = PluginSpawner.shared.run {
-            var argv = arguments.map { strdup($0) }
-            argv.append(nil)
-            defer { for pointer in argv { free(pointer) } }
-            return roomkit_wire_spawn(path, argv, pair[1], pageFD, out[1], err[1])
+            var cArgv = argv.map { strdup($0) }
+            cArgv.append(nil)
+            var cEnv = environment.map { strdup($0) }
+            cEnv.append(nil)
+            defer { for pointer in cArgv + cEnv { free(pointer) } }
+            return roomkit_wire_spawn(path, cArgv, cEnv, cwd, pair[1], sharePage ? pageFD : -1, out[1], err[1])
         }
         for fd in [pair[1], pageFD, out[1], err[1]] { close(fd) }
         guard pid > 0 else {
@@ -51,7 +53,8 @@ extension PluginProcess {
 
     // MARK: Crashes
 
-    /// Called on the child's reader thread once the process is gone.
+    /// Called on the child's reader thread once the process is gone: what
+    /// it was doing goes to the machine, which decides; this does the I/O.
     func childExited(_ child: PluginChild) {
         let what = roomkit_wire_load32(&child.progress.pointee.busy_what)
         let busySeq = roomkit_wire_load64(&child.progress.pointee.busy_seq)
@@ -65,80 +68,70 @@ extension PluginProcess {
             reason = "went over its memory limit (memoryLimitMB \(limits.memoryLimitMB)): " + reason
         }
 
-        enum Next { case nothing, restart(Duration), quarantine(String) }
-        var next = Next.nothing
-        var poisoned: String?
-        var context = ""
         lock.lock()
         guard child === current else { return lock.unlock() }
         current = nil
-        switch phase {
-        case .stopping, .stopped, .starting:
-            phase = .stopped
-            lock.unlock()
-            return
-        case .quarantined:
-            lock.unlock()
-            return
-        case .running, .restarting:
-            break
-        }
         watchdog?.cancel()
         watchdog = nil
         trimLocked(done: child.doneSeq)
-        switch Int(what) {
-        case Int(ROOMKIT_WIRE_BUSY_EVENT.rawValue):
-            if let index = journal[journalHead...].firstIndex(where: { $0.seq == busySeq }) {
-                let entry = journal[index]
-                context = entry.kind == "throwError" ? " while handling throwError" : " while handling \(entry.kind) in room \(entry.room)"
-                poison[busySeq, default: 0] += 1
-                if poison[busySeq]! >= 2 {
-                    journal[index].skip = true
-                    stats.skipped += 1
-                    poisoned = "skipped \(entry.kind) in room \(entry.room): it crashed the plugin twice"
-                }
+        // Without the progress page, the event being handled is the first one
+        // sent and not finished (PLUGIN-WIRE.md section 8.1).
+        let suspect: PluginSupervisorMachine.Suspect
+        if child.usesPage {
+            switch Int(what) {
+            case Int(ROOMKIT_WIRE_BUSY_EVENT.rawValue):
+                suspect = journal[journalHead...].first { $0.seq == busySeq }.map { .event(seq: busySeq, label: $0.label) } ?? .idle
+            case Int(ROOMKIT_WIRE_BUSY_URL.rawValue): suspect = .url
+            case Int(ROOMKIT_WIRE_BUSY_LOAD.rawValue): suspect = .load
+            case Int(ROOMKIT_WIRE_BUSY_TIMER.rawValue): suspect = .timer
+            default: suspect = .idle  // idle, or unloading: nothing to name
             }
-        case Int(ROOMKIT_WIRE_BUSY_URL.rawValue): context = " in urlInterrupter"
-        case Int(ROOMKIT_WIRE_BUSY_LOAD.rawValue): context = " in on_load"
-        case Int(ROOMKIT_WIRE_BUSY_TIMER.rawValue): context = " in a timer"
-        default: break
+        } else {
+            suspect = journal[journalHead..<written].first { !$0.skip }.map { .event(seq: $0.seq, label: $0.label) } ?? .idle
         }
-        stats.crashes += 1
-        let now = DispatchTime.now().uptimeNanoseconds
-        let window = UInt64(limits.crashWindowSeconds) * 1_000_000_000
-        crashTimes = crashTimes.filter { now &- $0 < window } + [now]
-        if crashTimes.count > limits.maxCrashes {
-            phase = .quarantined
+        let result = machine.exited(reason: reason, suspect: suspect, now: DispatchTime.now().uptimeNanoseconds,
+                                    jitter: Double.random(in: 0.5...1.5))
+        var skipNote: String?
+        switch result {
+        case .finished:
+            lock.unlock()
+            return
+        case .restart(_, _, let skip, let note), .quarantine(_, _, let skip, let note):
+            stats.crashes += 1
+            skipNote = note
+            if let skip, let index = journal[journalHead...].firstIndex(where: { $0.seq == skip }) {
+                journal[index].skip = true
+                stats.skipped += 1
+            }
+        }
+        if case .quarantine = result {
             stats.dropped += journal.count - journalHead
             journal.removeAll()
             journalHead = 0
             written = 0
-            next = .quarantine("\(crashTimes.count) crashes within \(limits.crashWindowSeconds) s; last: \(reason)\(context)")
         } else {
-            phase = .restarting
             written = journalHead  // resend what it had not finished
-            let base = Double(limits.restartBackoffMs) * pow(2, Double(crashTimes.count - 1))
-            let delay = min(base, 30_000) * Double.random(in: 0.5...1.5)
-            next = .restart(.milliseconds(Int64(delay)))
         }
         let target = runtime
         lock.unlock()
 
-        let message = "\(reason)\(context)"
+        let message: String
+        switch result {
+        case .finished: return
+        case .restart(_, let text, _, _), .quarantine(_, let text, _, _): message = text
+        }
         logger.error("plugin process crashed", metadata: ["plugin": "\(spec.name)", "reason": "\(message)"])
         onStatus(spec.name, .crashed, message)
-        if let poisoned {
-            logger.error("plugin event skipped", metadata: ["plugin": "\(spec.name)", "reason": "\(poisoned)"])
-            onStatus(spec.name, .skipped, poisoned)
+        if let skipNote {
+            logger.error("plugin event skipped", metadata: ["plugin": "\(spec.name)", "reason": "\(skipNote)"])
+            onStatus(spec.name, .skipped, skipNote)
         }
-        switch next {
-        case .nothing: break
-        case .quarantine(let why): target?.quarantine(because: why)
-        case .restart(let delay):
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(delay.components.attoseconds / 1_000_000_000
-                                                                                  + delay.components.seconds * 1_000_000_000))) { [self] in
-                restart()
-            }
+        switch result {
+        case .finished: return
+        case .quarantine(let why, _, _, _): target?.quarantine(because: why)
+        case .restart(let delay, _, _, _):
+            let ns = Int(PluginSupervisorMachine.nanoseconds(delay))
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(ns)) { [self] in restart() }
         }
     }
 
@@ -151,30 +144,38 @@ extension PluginProcess {
             child = try spawn()
         } catch {
             logger.error("plugin process could not restart", metadata: ["plugin": "\(spec.name)", "error": "\(error)"])
-            lock.withLock { phase = .quarantined }
-            let target = lock.withLock { runtime }
-            target?.quarantine(because: "cannot restart its process: \(error)")
+            let result = lock.withLock { machine.spawnFailed("\(error)") }
+            switch result {
+            case .quarantine(let why): lock.withLock { runtime }?.quarantine(because: why)
+            case .nothing: break
+            }
             return
         }
-        guard child.waitForHello(timeout: loadBound)?.0 == 0,
-              child.load(config: spec.config.jsonString, timeout: loadBound) == 0 else {
-            child.kill(because: child.killReason ?? "restart failed (on_load did not succeed)")
-            return
+        let ok: Bool
+        if let hello = child.waitForHello(timeout: loadBound), Self.check(hello, against: spec) == nil,
+           roomkit_wire_limit(child.pid, UInt(spec.supervision.memoryLimitMB), UInt(spec.supervision.cpuLimitSeconds)) == 0,
+           child.load(config: spec.config.jsonString, callTimeout: spec.timeout, timeout: loadBound) == 0 {
+            ok = true
+        } else {
+            ok = false
         }
-        let restarted = lock.withLock { () -> Bool in
-            guard phase == .restarting, current === child else { return false }
-            phase = .running
-            stats.restarts += 1
-            scheduleFlushLocked()
-            return true
+        let result = lock.withLock { () -> PluginSupervisorMachine.RestartedResult in
+            guard current === child else { return .kill(reason: "unloaded while restarting") }
+            let result = machine.restarted(ok: ok)
+            if result == .running {
+                stats.restarts += 1
+                scheduleFlushLocked()
+            }
+            return result
         }
-        guard restarted else {
-            child.kill(because: "unloaded while restarting")  // stopped or quarantined meanwhile
-            return
+        switch result {
+        case .kill(let reason):
+            child.kill(because: child.killReason ?? reason)
+        case .running:
+            startWatchdog()
+            logger.info("plugin process restarted", metadata: ["plugin": "\(spec.name)", "pid": .stringConvertible(child.pid)])
+            onStatus(spec.name, .restarted, "pid \(child.pid)")
         }
-        startWatchdog()
-        logger.info("plugin process restarted", metadata: ["plugin": "\(spec.name)", "pid": .stringConvertible(child.pid)])
-        onStatus(spec.name, .restarted, "pid \(child.pid)")
     }
 
     // MARK: Hangs
@@ -196,17 +197,29 @@ extension PluginProcess {
     }
 
     private func checkHang(limit: Duration) {
-        guard let child = lock.withLock({ phase == .running ? current : nil }) else { return }
-        let what = roomkit_wire_load32(&child.progress.pointee.busy_what)
-        let since = roomkit_wire_load64(&child.progress.pointee.busy_since_ns)
-        guard what != 0, since != 0 else { return }
-        let bound = what == Int32(ROOMKIT_WIRE_BUSY_LOAD.rawValue) ? loadBound : limit
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let elapsed = (UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)) &- since
-        let boundNs = UInt64(bound.components.seconds) * 1_000_000_000 + UInt64(bound.components.attoseconds / 1_000_000_000)
-        if elapsed > boundNs, elapsed < UInt64.max / 2 {
-            child.kill(because: "hung: a call ran longer than \(bound) (timeoutMs × hangFactor), killed")
+        guard let (child, outstanding) = lock.withLock({ () -> (PluginChild, Bool)? in
+            guard phase == .running, let child = current else { return nil }
+            trimLocked(done: child.doneSeq)
+            return (child, written > journalHead)
+        }) else { return }
+        let busy: PluginSupervisorMachine.Busy
+        if child.usesPage {
+            let what = roomkit_wire_load32(&child.progress.pointee.busy_what)
+            let since = roomkit_wire_load64(&child.progress.pointee.busy_since_ns)
+            busy = what == 0 ? .idle : .call(since: since, loading: what == Int32(ROOMKIT_WIRE_BUSY_LOAD.rawValue))
+        } else if outstanding {
+            busy = .outstanding(lastProgress: child.progressNs)
+        } else {
+            // Idle as far as events go: a PING now and then shows whether it
+            // is stuck elsewhere (a timer). PLUGIN-WIRE.md section 8.2.
+            let sent = child.pendingPing
+            if sent == 0 { child.pingIfQuiet(now: PluginChild.monotonicNow(), quiet: PluginSupervisorMachine.nanoseconds(limit) / 2) }
+            busy = sent == 0 ? .idle : .pinged(sentAt: sent)
+        }
+        let result = lock.withLock { machine.tick(now: PluginChild.monotonicNow(), busy: busy) }
+        switch result {
+        case .nothing: break
+        case .kill(let reason): child.kill(because: reason)
         }
     }
 
@@ -215,17 +228,21 @@ extension PluginProcess {
     /// on_unload: the queued events, then on_unload in the process, then its
     /// exit; SIGKILL after `shutdownTimeoutMs`.
     func shutdown() {
-        let child = lock.withLock { () -> PluginChild? in
+        let (result, child) = lock.withLock { () -> (PluginSupervisorMachine.StopResult, PluginChild?) in
             watchdog?.cancel()
             watchdog = nil
-            let running = phase == .running
-            phase = .stopping
-            return running ? current : nil
+            return (machine.stop(), current)
         }
-        guard let child else {
-            lock.withLock { current?.kill(because: "unloaded while restarting"); phase = .stopped }
+        switch result {
+        case .nothing:
             return
+        case .killCurrent:
+            child?.kill(because: "unloaded while restarting")
+            return
+        case .unload:
+            break
         }
+        guard let child else { return lock.withLock { machine.stopped() } }
         flush()
         child.send(WireFrame(UInt8(ROOMKIT_WIRE_UNLOAD.rawValue)).finished)
         if !child.waitForExit(timeout: .milliseconds(spec.supervision.shutdownTimeoutMs)) {
@@ -233,58 +250,42 @@ extension PluginProcess {
             child.kill(because: "did not unload within shutdownTimeoutMs")
             _ = child.waitForExit(timeout: .seconds(1))
         }
-        lock.withLock { phase = .stopped }
+        lock.withLock { machine.stopped() }
     }
 
     /// The runtime was quarantined (e.g. URL failures in a row): end the process.
     func stopAfterQuarantine() {
-        let child = lock.withLock { () -> PluginChild? in
-            guard phase != .stopped else { return nil }
-            phase = .quarantined
+        let (result, child) = lock.withLock { () -> (PluginSupervisorMachine.QuarantineResult, PluginChild?) in
             watchdog?.cancel()
             watchdog = nil
-            return current
+            return (machine.quarantine(), current)
         }
-        child?.kill(because: "quarantined")
+        switch result {
+        case .killCurrent: child?.kill(because: "quarantined")
+        case .nothing: break
+        }
     }
 
     // MARK: Host functions from the process (its reader thread)
 
+    /// A LOG frame: the plugin's log rate limit, then the bot's log (no C table on the way).
     func log(level: Int32, _ message: String) {
-        if let host = lock.withLock({ host }) {
-            message.withCString { host.pointee.log?(host.pointee.context, level, $0) }
+        if let runtime = lock.withLock({ runtime }), let actions = runtime.actions {
+            if runtime.mayLog() { actions.pluginLog(spec.name, level: level, message) }
         } else {
             logger.info("\(oneLine(message))", metadata: ["plugin": "\(spec.name)"])
         }
     }
 
-    /// Runs one proxied host function through the runtime's own table.
-    func perform(_ function: Int32, argument: Int32, _ arguments: [[UInt8]?]) -> (Int32, String?) {
-        guard let host = lock.withLock({ host }) else { return (-1, nil) }
-        let api = host.pointee
-        var strings: [UnsafeMutablePointer<CChar>?] = arguments.map { bytes in
-            guard let bytes, let text = String(validating: bytes, as: UTF8.self) else { return nil }
-            return strdup(text)
+    /// A fire-and-forget CALL failed its arguments (-1): logged, at most a few a second.
+    func noteFailedCall(_ function: Int32) {
+        let suppressed: Int
+        switch failedCallLog.take() {
+        case .allowed(let before): suppressed = before
+        case .refused: return
         }
-        while strings.count < 4 { strings.append(nil) }
-        defer { for pointer in strings { free(pointer) } }
-        let a = strings.map { UnsafePointer($0) }
-        switch UInt32(function) {
-        case ROOMKIT_WIRE_DISPATCH_MAGIX.rawValue:
-            return (api.dispatch_magix?(api.context, a[0], a[1], a[2], a[3]) ?? -1, nil)
-        case ROOMKIT_WIRE_SET_GLOBAL_STATE.rawValue:
-            return (api.set_global_state?(api.context, a[0], a[1]) ?? -1, nil)
-        case ROOMKIT_WIRE_INSERT_IMAGE.rawValue:
-            return (api.insert_image?(api.context, a[0], a[1]) ?? -1, nil)
-        case ROOMKIT_WIRE_PUT_SCENES.rawValue:
-            return (api.put_scenes?(api.context, a[0], a[1], a[2], argument) ?? -1, nil)
-        case ROOMKIT_WIRE_ROOM_STATE.rawValue:
-            guard let text = api.room_state_json?(api.context, a[0]) else { return (-1, nil) }
-            defer { api.free_string?(api.context, text) }
-            return (0, String(cString: text))
-        default:
-            return Self.performABI11(function, api, a)
-        }
+        logger.warning("plugin call failed (bad arguments or unknown room)",
+                       metadata: ["plugin": "\(spec.name)", "function": "\(function)", "suppressed": "\(suppressed)"])
     }
 }
 

@@ -26,21 +26,41 @@ final class PluginProcess: @unchecked Sendable {
     // @unchecked Sendable: every mutable field below `lock` is only touched
     // with `lock` held; `descriptor` is written once in init.
 
-    enum Phase: String { case starting, running, restarting, quarantined, stopping, stopped }
+    typealias Phase = PluginSupervisorMachine.Phase
 
     /// One event sent (or to send) to the process, kept until it finishes so
     /// that a restarted process gets it again, and so a crash can name it.
     struct Entry {
         let seq: UInt64
-        let kind: String
-        let room: String
-        let frame: [UInt8]
+        /// The encoded EVENTS record (PLUGIN-WIRE.md section 4).
+        let record: [UInt8]
         var skip = false
+
+        /// What the record is, for messages: "magix in room lobby", "throwError".
+        var label: String {
+            record.withUnsafeBytes { raw -> String in
+                var r = WireReader(raw)
+                let type = UInt32(r.u8())
+                _ = r.u64()
+                let number = Int64(bitPattern: r.u64())
+                let a = r.string() ?? ""
+                switch type {
+                case ROOMKIT_WIRE_RECORD_ROOM.rawValue: return "\(PluginProcess.roomKindName(Int32(truncatingIfNeeded: number))) in room \(a)"
+                case ROOMKIT_WIRE_RECORD_PLAYER.rawValue: return "player event \(number) in room \(a)"
+                case ROOMKIT_WIRE_RECORD_CONFIG_CHANGED.rawValue: return "configChanged"
+                default: return "throwError"
+                }
+            }
+        }
     }
 
     let spec: PluginSpec
     let library: String
+    /// argv[0] (absolute) and the arguments: roomkit-plugin-host and the library, or the manifest's command.
     let executable: String
+    let arguments: [String]
+    /// The child's working directory (the manifest's folder for a command; nil: the bot's).
+    let workingDirectory: String?
     let logger: Logger
     let onStatus: @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void
     let descriptor: UnsafeMutablePointer<roomkit_plugin>
@@ -48,7 +68,9 @@ final class PluginProcess: @unchecked Sendable {
 
     let lock = NSLock()
     // Guarded by `lock`:
-    var phase = Phase.starting
+    /// The supervision's decisions (PluginSupervisorMachine.swift); this class is its driver.
+    var machine: PluginSupervisorMachine
+    var phase: Phase { machine.phase }
     var current: PluginChild?
     var generation = 0
     var host: UnsafePointer<roomkit_host_api>?
@@ -58,10 +80,12 @@ final class PluginProcess: @unchecked Sendable {
     var written = 0
     var nextSeq: UInt64 = 0
     var flushScheduled = false
-    var crashTimes: [UInt64] = []
-    var poison: [UInt64: Int] = [:]
     var stats = Stats()
     var watchdog: (any DispatchSourceTimer)?
+    /// Rate of the warnings for failed fire-and-forget calls.
+    let failedCallLog = TokenBucket(rate: 1, burst: 5)
+    /// Why on_load failed, in words (a crash names its signal).
+    var loadFailure: String?
 
     /// Counters shown by `GET /v1/plugins` and metrics.
     struct Stats: Sendable, Hashable {
@@ -72,19 +96,15 @@ final class PluginProcess: @unchecked Sendable {
         var pid: Int32 = 0
     }
 
-    /// Processes by descriptor address, so the manager can find a runtime's process.
-    static let registry = LockedValue<[UInt: PluginProcess]>([:])
-
-    /// The process behind `runtime`, if it runs in one.
-    static func of(_ runtime: PluginRuntime) -> PluginProcess? {
-        registry.withLock { $0[UInt(bitPattern: runtime.descriptor)] }
-    }
-
-    private init(spec: PluginSpec, library: String, executable: String, logger: Logger,
-                 onStatus: @escaping @Sendable (String, PluginStatus, String?) -> Void) {
+    init(spec: PluginSpec, library: String, executable: String, arguments: [String], workingDirectory: String?,
+         logger: Logger, onStatus: @escaping @Sendable (String, PluginStatus, String?) -> Void) {
         self.spec = spec
         self.library = library
         self.executable = executable
+        self.arguments = arguments
+        self.workingDirectory = workingDirectory
+        machine = PluginSupervisorMachine(limits: spec.supervision, hangBound: spec.timeout * spec.supervision.hangFactor,
+                                          loadBound: max(spec.timeout * 20, .seconds(2)))
         self.logger = logger
         self.onStatus = onStatus
         writer = DispatchQueue(label: "roomkit.plugin-process.\(spec.name)")
@@ -98,57 +118,6 @@ final class PluginProcess: @unchecked Sendable {
     deinit {
         descriptor.deinitialize(count: 1)
         descriptor.deallocate()
-    }
-
-    // MARK: Mapping (the process replaces dlopen)
-
-    /// Starts the plugin's process, which maps the library and checks its
-    /// entry, ABI and declared hooks (so a library that crashes while loading
-    /// costs only its process). Returns a descriptor whose hooks forward to it.
-    static func map(_ spec: PluginSpec, path: String?, logger: Logger,
-                    onStatus: @escaping @Sendable (String, PluginStatus, String?) -> Void) throws(PluginLoadError) -> MappedPlugin {
-        let where_ = "plugins[\(spec.index)] (\(spec.name))"
-        let file = path ?? spec.library
-        guard FileManager.default.fileExists(atPath: file) else {
-            throw PluginLoadError(plugin: spec.name, stage: .missingFile, message: "\(where_).library: no such file: \(file)")
-        }
-        guard let executable = hostExecutable() else {
-            throw PluginLoadError(plugin: spec.name, stage: .missingFile, message:
-                "\(where_).isolation: roomkit-plugin-host not found next to \(ownExecutable) (install it there, or set ROOMKIT_PLUGIN_HOST)")
-        }
-        let process = PluginProcess(spec: spec, library: file, executable: executable, logger: logger, onStatus: onStatus)
-        let child: PluginChild
-        do {
-            child = try process.spawn()
-        } catch {
-            throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): cannot start roomkit-plugin-host: \(error)")
-        }
-        switch child.waitForHello(timeout: process.loadBound) {
-        case .some((0, _)):
-            break
-        case .some((let stage, let message)):
-            child.kill()
-            throw PluginLoadError(plugin: spec.name, stage: Self.stage(stage), message: "\(where_): \(message)")
-        case nil:
-            child.kill()
-            let why = child.exitDescription ?? "did not answer within \(process.loadBound)"
-            throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): the plugin process \(why) while mapping \(file)")
-        }
-        process.installDescriptor()
-        _ = Unmanaged.passRetained(process)  // lives as long as its descriptor: forever
-        registry.withLock { $0[UInt(bitPattern: UnsafeRawPointer(process.descriptor))] = process }
-        PluginLoader.keepForProcessLifetime(UnsafeRawPointer(process.descriptor))
-        return MappedPlugin(spec: spec, descriptor: UnsafePointer(process.descriptor), mappedPath: file)
-    }
-
-    private static func stage(_ code: Int32) -> PluginLoadError.Stage {
-        switch code {
-        case Int32(ROOMKIT_WIRE_STAGE_MISSING_ENTRY.rawValue): return .missingEntry
-        case Int32(ROOMKIT_WIRE_STAGE_ENTRY_REFUSED.rawValue): return .entryRefused
-        case Int32(ROOMKIT_WIRE_STAGE_ABI_MISMATCH.rawValue): return .abiMismatch
-        case Int32(ROOMKIT_WIRE_STAGE_HOOK_NOT_EXPORTED.rawValue): return .hookNotExported
-        default: return .dlopen
-        }
     }
 
     static var ownExecutable: String {
@@ -166,6 +135,23 @@ final class PluginProcess: @unchecked Sendable {
 
     /// How long mapping and on_load may take (as the inline host allows).
     var loadBound: Duration { max(spec.timeout * 20, .seconds(2)) }
+
+    /// Whether every event queued for the process has been written and
+    /// finished (or the process is gone for good): nothing of it is pending.
+    var idle: Bool {
+        lock.withLock {
+            switch phase {
+            case .quarantined, .stopping, .stopped: return true
+            case .starting, .restarting: return journal.count == journalHead
+            case .running: break
+            }
+            if let current { trimLocked(done: current.doneSeq) }
+            return !flushScheduled && journalHead == journal.count
+        }
+    }
+
+    /// Why on_load failed (nil: it did not, or it returned a code and lived).
+    var loadFailureReason: String? { lock.withLock { loadFailure } }
 
     /// Lets the supervisor mark `runtime` quarantined.
     func attach(_ runtime: PluginRuntime) {
@@ -189,49 +175,44 @@ final class PluginProcess: @unchecked Sendable {
             return current
         }
         guard let child else { return -1 }
-        let result = child.load(config: config, timeout: loadBound)
+        let result = child.load(config: config, callTimeout: spec.timeout, timeout: loadBound)
         guard result == 0 else {
-            let why = result.map { "on_load returned \($0)" } ?? (child.exitDescription ?? "on_load did not return in time")
+            if result == nil { _ = child.waitForExit(timeout: .milliseconds(200)) }
+            let why = result.map { "on_load returned \($0)" }
+                ?? child.exitDescription.map { "on_load crashed: the plugin process \($0)" } ?? "on_load did not return in time"
+            if result == nil { lock.withLock { loadFailure = why } }
             logger.error("plugin process failed to load", metadata: ["plugin": "\(spec.name)", "reason": "\(why)"])
-            lock.withLock { phase = .stopped }
+            _ = lock.withLock { machine.loaded(ok: false) }
             child.kill()
             return result ?? -1
         }
-        lock.withLock { phase = .running }
+        guard lock.withLock({ machine.loaded(ok: true) }) == .running else {
+            child.kill(because: "unloaded while loading")
+            return -1
+        }
         startWatchdog()
         return 0
     }
 
-    /// A room, player or error event: queued in order, written in batches.
-    func enqueue(type: roomkit_wire_down, kind: Int32, room: String, first: String, second: String, code: Int64 = 0) {
+    /// A room, player, error or config event: encoded once, queued in order,
+    /// written in EVENTS frames (many records a frame when they queue up).
+    /// Returns the record's seq (nil: not queued).
+    @discardableResult
+    func enqueue(_ type: roomkit_wire_record, number: Int64, a: UnsafePointer<CChar>?, b: UnsafePointer<CChar>) -> UInt64? {
         lock.lock()
         defer { lock.unlock() }
         switch phase {
-        case .quarantined, .stopping, .stopped: return
+        case .quarantined, .stopping, .stopped: return nil
         case .starting, .running, .restarting: break
         }
         guard journal.count - journalHead < spec.supervision.queueLimit else {
             stats.dropped += 1
-            return
+            return nil
         }
         nextSeq += 1
-        var frame = WireFrame(UInt8(type.rawValue), capacity: 32 + room.utf8.count + first.utf8.count + second.utf8.count)
-        frame.u64(nextSeq)
-        let label: String
-        if type == ROOMKIT_WIRE_THROW_ERROR {
-            frame.u64(UInt64(bitPattern: code))
-            frame.string(first)
-            frame.string(second)
-            label = "throwError"
-        } else {
-            frame.i32(kind)
-            frame.string(room)
-            frame.string(first)
-            label = type == ROOMKIT_WIRE_ROOM_EVENT ? Self.roomKindName(kind)
-                : type == ROOMKIT_WIRE_CONFIG_CHANGED ? "configChanged" : "player event \(kind)"
-        }
-        journal.append(Entry(seq: nextSeq, kind: label, room: room, frame: frame.finished))
+        journal.append(Entry(seq: nextSeq, record: WireRecord.encode(type, seq: nextSeq, number: number, a: a, b: b)))
         scheduleFlushLocked()
+        return nextSeq
     }
 
     /// Schedules one write of everything unsent (`lock` held).
@@ -241,21 +222,40 @@ final class PluginProcess: @unchecked Sendable {
         writer.async { [self] in flush() }
     }
 
-    /// Writes the unsent events in one send (writer queue).
+    /// Writes the unsent events as EVENTS frames in one send (writer queue).
     func flush() {
-        let batch = lock.withLock { () -> (PluginChild, [UInt8])? in
+        let batch = lock.withLock { () -> (PluginChild, [UInt8], Bool)? in
             flushScheduled = false
             guard phase == .running || phase == .stopping, let child = current else { return nil }
             trimLocked(done: child.doneSeq)
             guard written < journal.count else { return nil }
+            let wasIdle = written == journalHead
             var bytes: [UInt8] = []
-            for index in written..<journal.count where !journal[index].skip {
-                bytes.append(contentsOf: journal[index].frame)
+            var frameStart = -1, count: UInt32 = 0
+            func close() {
+                guard frameStart >= 0 else { return }
+                let length = UInt32(bytes.count - frameStart - 4)
+                withUnsafeBytes(of: length.littleEndian) { for i in 0..<4 { bytes[frameStart + i] = $0[i] } }
+                withUnsafeBytes(of: count.littleEndian) { for i in 0..<4 { bytes[frameStart + 5 + i] = $0[i] } }
+                frameStart = -1
+                count = 0
             }
+            for index in written..<journal.count where !journal[index].skip {
+                if frameStart >= 0, count >= ROOMKIT_WIRE_BATCH_RECORDS || bytes.count - frameStart >= Int(ROOMKIT_WIRE_BATCH_BYTES) { close() }
+                if frameStart < 0 {
+                    frameStart = bytes.count
+                    bytes.append(contentsOf: [0, 0, 0, 0, UInt8(ROOMKIT_WIRE_EVENTS.rawValue), 0, 0, 0, 0])
+                }
+                bytes.append(contentsOf: journal[index].record)
+                count += 1
+            }
+            close()
             written = journal.count
-            return (child, bytes)
+            return (child, bytes, wasIdle)
         }
-        if let (child, bytes) = batch, !bytes.isEmpty { child.send(bytes) }
+        guard let (child, bytes, wasIdle) = batch, !bytes.isEmpty else { return }
+        if wasIdle { child.noteWaitingFrom(PluginChild.monotonicNow()) }
+        child.send(bytes)
     }
 
     /// Forgets the events the process has finished (`lock` held).
@@ -293,58 +293,6 @@ final class PluginProcess: @unchecked Sendable {
                      10: "streamUpdate", 11: "extraInfoUpdate", 12: "tokenWillExpire", 13: "resync"]
         return names[Int(kind)] ?? "room event \(kind)"
     }
-
-    // MARK: The proxy descriptor
-
-    private func installDescriptor() {
-        var d = roomkit_plugin()
-        d.struct_size = UInt32(MemoryLayout<roomkit_plugin>.size)
-        d.abi_major = UInt16(ROOMKIT_PLUGIN_ABI_MAJOR)
-        d.abi_minor = UInt16(ROOMKIT_PLUGIN_ABI_MINOR)
-        d.`self` = Unmanaged.passUnretained(self).toOpaque()
-        d.on_load = { me, host, config in
-            proxy(me).load(host: host, config: config.map { String(cString: $0) } ?? "null")
-        }
-        d.on_unload = { me in proxy(me).shutdown() }
-        let hooks = spec.hooks
-        // Always: besides the throwError hook, a failed action of the
-        // plugin's own reaches it as throw_error (roomkit_plugin.h); the child
-        // calls the plugin's throw_error when it exports one.
-        do {
-            d.throw_error = { me, domain, code, message in
-                proxy(me).enqueue(type: ROOMKIT_WIRE_THROW_ERROR, kind: 0, room: "",
-                                  first: domain.map { String(cString: $0) } ?? "", second: message.map { String(cString: $0) } ?? "",
-                                  code: code)
-            }
-        }
-        if hooks.contains(.urlInterrupter) {
-            d.url_interrupter = { me, url in
-                guard let url else { return nil }
-                return proxy(me).interrupt(String(cString: url))
-            }
-        }
-        if hooks.contains(.room) || hooks.contains(.magix) {
-            d.on_room_event = { me, kind, room, payload in
-                guard let room, let payload else { return }
-                proxy(me).enqueue(type: ROOMKIT_WIRE_ROOM_EVENT, kind: kind, room: String(cString: room),
-                                  first: String(cString: payload), second: "")
-            }
-        }
-        if hooks.contains(.player) {
-            d.on_player_event = { me, kind, room, payload in
-                guard let room, let payload else { return }
-                proxy(me).enqueue(type: ROOMKIT_WIRE_PLAYER_EVENT, kind: kind, room: String(cString: room),
-                                  first: String(cString: payload), second: "")
-            }
-        }
-        installABI11Hooks(&d)
-        descriptor.pointee = d
-    }
-}
-
-/// The process behind a proxy descriptor's `self`.
-private func proxy(_ pointer: UnsafeMutableRawPointer?) -> PluginProcess {
-    Unmanaged<PluginProcess>.fromOpaque(pointer!).takeUnretainedValue()
 }
 
 extension PluginRuntime {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RoomKit
+import RoomKitBot
 import RoomKitCLI
 import RoomKitLoop
 
@@ -8,37 +9,23 @@ import RoomKitLoop
 /// rooms: a stderr line every `interval` while logins are outstanding
 /// (`roombot: logins: 140 of 1000 done (138 LOGINED, 2 LOGIN_FAILED)`), and
 /// a last one when start-up ends; `info` log lines `logins` in json format.
-/// Fewer rooms: silent. Counts `LOGINING` as started and `LOGINED` or
-/// `LOGIN_FAILED` as done, from the host's events. Thread-safe.
+/// Fewer rooms: silent. Counts rooms, not attempts: a room is done once it
+/// is in or given up, however many attempts it took (`BotRunner.joinProgress`).
+/// Thread-safe.
 final class LoginProgress: Sendable {
-    private struct Counts {
-        var started: Set<String> = []
-        var logined = 0
-        var failed = 0
-        var printed = -1
-    }
-
-    private let counts = LockedValue(Counts())
+    private let progress: @Sendable () -> JoinProgress
+    private let printed = LockedValue(-1)
     private let threshold: Int
     private let format: LogFormat
     private let logger: Logger
     private let task = LockedValue<Task<Void, Never>?>(nil)
 
-    init(host: RoomHost, threshold: Int = 100, interval: Duration, format: LogFormat, logger: Logger) {
+    init(progress: @escaping @Sendable () -> JoinProgress, threshold: Int = 100, interval: Duration, format: LogFormat,
+         logger: Logger) {
+        self.progress = progress
         self.threshold = threshold
         self.format = format
         self.logger = logger
-        host.addObserver { [counts] event in
-            guard case .roomStateChanged(let room, let reason, _, _) = event else { return }
-            counts.withLock { counts in
-                switch reason {
-                case .logining: counts.started.insert(room)
-                case .logined where counts.started.contains(room): counts.logined += 1
-                case .loginFailed where counts.started.contains(room): counts.failed += 1
-                default: break
-                }
-            }
-        }
         guard interval > .zero else { return }
         task.withLock {
             $0 = Task { [self] in
@@ -57,20 +44,20 @@ final class LoginProgress: Sendable {
     }
 
     private func report(final: Bool) {
-        let line: (total: Int, logined: Int, failed: Int)? = counts.withLock { counts in
-            let done = counts.logined + counts.failed
-            guard counts.started.count > threshold, final || done != counts.printed else { return nil }
-            counts.printed = done
-            return (counts.started.count, counts.logined, counts.failed)
+        let now = progress()
+        let done = now.joined + now.failed
+        let due = printed.withLock { printed -> Bool in
+            guard now.total > threshold, final || done != printed else { return false }
+            printed = done
+            return true
         }
-        guard let line else { return }
-        let done = line.logined + line.failed
+        guard due else { return }
         if format == .json {
-            logger.info("logins", metadata: ["done": "\(done)", "total": "\(line.total)",
-                                             "logined": "\(line.logined)", "failed": "\(line.failed)"])
+            logger.info("logins", metadata: ["done": "\(done)", "total": "\(now.total)", "logined": "\(now.joined)",
+                                             "failed": "\(now.failed)", "retrying": "\(now.retrying)"])
         } else {
             FileHandle.standardError.write(Data(
-                "roombot: logins: \(done) of \(line.total) done (\(line.logined) LOGINED, \(line.failed) LOGIN_FAILED)\n".utf8))
+                "roombot: logins: \(done) of \(now.total) done (\(now.joined) LOGINED, \(now.failed) LOGIN_FAILED)\n".utf8))
         }
     }
 }

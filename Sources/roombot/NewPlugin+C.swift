@@ -138,11 +138,12 @@ extension Scaffold {
         LIB := lib$(NAME).so
         CFLAGS ?= -O2 -g -Wall -Wextra
         ROOMKIT_PREFIX ?= \(roombotPrefix)
-        export PKG_CONFIG_PATH := $(ROOMKIT_PREFIX)/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
-        ifneq ($(shell pkg-config --exists roomkit-plugin && echo yes),yes)
+        # (Set on the command itself: make before 4.4 does not export to $(shell).)
+        PKG_CONFIG := PKG_CONFIG_PATH=$(ROOMKIT_PREFIX)/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH)) pkg-config
+        ifneq ($(shell $(PKG_CONFIG) --exists roomkit-plugin && echo yes),yes)
         $(error pkg-config cannot find roomkit-plugin in $(ROOMKIT_PREFIX)/lib/pkgconfig: run `make install` of RoomKit first (it installs roomkit-plugin.pc and roombot), or set ROOMKIT_PREFIX=<its PREFIX>)
         endif
-        ROOMKIT_CFLAGS := $(shell pkg-config --cflags roomkit-plugin)
+        ROOMKIT_CFLAGS := $(shell $(PKG_CONFIG) --cflags roomkit-plugin)
         # The simulator: the roombot that wrote this file (or the one on PATH).
         ROOMBOT ?= $(firstword $(wildcard \(roombotPath)) roombot)
 

@@ -99,8 +99,8 @@ struct Run: AsyncParsableCommand {
         }
         // The control API is up before the first login: an operator can
         // look while the rooms join, and SIGTERM stops the bot at any point.
-        let logins = LoginProgress(host: runner.host, interval: progressDuration(progressInterval),
-                                   format: format, logger: logger)
+        let logins = LoginProgress(progress: { runner.joinProgress.withLock { $0 } },
+                                   interval: progressDuration(progressInterval), format: format, logger: logger)
         do {
             try runner.startServices()
         } catch {

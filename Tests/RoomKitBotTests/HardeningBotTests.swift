@@ -9,6 +9,50 @@ import XCTest
 /// Issue #27 §6, the bot's side: config and control-API input that was
 /// accepted although it is wrong, and reports that said the wrong thing.
 final class HardeningBotTests: XCTestCase {
+    /// Everything a child writes to stderr, read on a background thread so
+    /// the test never blocks on the pipe.
+    final class Stderr: @unchecked Sendable {
+        // @unchecked Sendable: guarded by lock.
+        private let lock = NSLock()
+        private var data = Data()
+        private let handle: FileHandle
+
+        init(_ bot: ChildProcess) {
+            handle = bot.errors.fileHandleForReading
+            handle.readabilityHandler = { [weak self] handle in
+                let chunk = handle.availableData
+                self?.lock.withLock { self?.data.append(chunk) }
+            }
+        }
+
+        var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+
+        func waitFor(_ marker: String, timeout: TimeInterval = 20) -> Bool {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if text.contains(marker) { return true }
+                usleep(20_000)
+            }
+            return false
+        }
+
+        /// SIGTERM, then the exit status (after at most `timeout`).
+        func stop(_ bot: ChildProcess, timeout: TimeInterval = 20) -> Int32 {
+            bot.signal(SIGTERM)
+            let deadline = Date().addingTimeInterval(timeout)
+            while bot.process.isRunning && Date() < deadline { usleep(20_000) }
+            if bot.process.isRunning { bot.process.terminate(); bot.process.waitUntilExit() }
+            usleep(100_000)
+            handle.readabilityHandler = nil
+            return bot.process.terminationStatus
+        }
+
+        /// The control API's port from `control on PORT`.
+        var controlPort: Int? {
+            text.split(separator: "\n").first { $0.hasPrefix("control on ") }.flatMap { Int($0.dropFirst("control on ".count)) }
+        }
+    }
+
     func testRun_withARoomListedTwice_exits2NamingTheRoom() throws {
         let harness = try BotHarness()
         defer { try? harness.close() }
@@ -139,23 +183,22 @@ final class HardeningBotTests: XCTestCase {
         guard case .object(var config) = harness.standardConfig(rooms: ["lobby"]) else { return XCTFail("config") }
         config["manifest"] = .string(manifest)
         let bot = try ChildProcess("roombot", ["run", "--config", try harness.writeConfig(.object(config))])
-        let started = ChildProcess.read(bot.errors, until: "control on ", while: { bot.process.isRunning })
-        var seen = started + ChildProcess.read(bot.errors, until: "\n", timeout: 2, while: { bot.process.isRunning })
-        let port = try XCTUnwrap(seen.components(separatedBy: "control on ").last?.split(separator: "\n").first.flatMap { Int($0) },
-                                 seen)
+        let stderr = Stderr(bot)
+        XCTAssertTrue(stderr.waitFor("control on ") && stderr.waitFor("\n", timeout: 2), stderr.text)
+        let port = try XCTUnwrap(stderr.controlPort, stderr.text)
         await eventually(10, "ready") { http(port, "GET", "/readyz").0 == 200 }
         let (status, body) = http(port, "POST", "/v1/rooms/lobby/images",
                                   #"{"uuid":"i","url":"http://keep/me","x":0,"y":0,"width":1,"height":1}"#)
         XCTAssertEqual(status, 200, body)
         XCTAssertEqual(try JSON.parse(body)["url"], "http://keep/me", "a failed step leaves the URL unchanged")
-        seen += ChildProcess.read(bot.errors, until: "plugin call failed", while: { bot.process.isRunning })
+        XCTAssertTrue(stderr.waitFor("plugin call failed"), stderr.text)
+        let seen = stderr.text
         let line = seen.split(separator: "\n").first { $0.contains("plugin call failed") }.map(String.init) ?? ""
         XCTAssertTrue(line.contains("warning"), seen)
         XCTAssertTrue(line.contains("plugin=failing"), line)
         XCTAssertTrue(line.contains("no result"), "names the failure: \(line)")
         XCTAssertFalse(seen.contains("quarantined"), "one failure quarantines nothing")
-        bot.signal(SIGTERM)
-        XCTAssertEqual(bot.finish().0, 0)
+        XCTAssertEqual(stderr.stop(bot), 0)
     }
 
     func testUnreachableRoomd_isLoggedAtWarningNamingTheURL_onTheFirstAttempt() throws {
@@ -165,15 +208,16 @@ final class HardeningBotTests: XCTestCase {
         guard case .object(var config) = harness.standardConfig(rooms: ["lobby"], control: nil) else { return XCTFail("config") }
         config["server"] = .string(url)
         let bot = try ChildProcess("roombot", ["run", "--config", try harness.writeConfig(.object(config))])
+        let stderr = Stderr(bot)
         // The login timeout is 5 s: the line must come before any login fails.
-        let seen = ChildProcess.read(bot.errors, until: "cannot connect", timeout: 4, while: { bot.process.isRunning })
-        bot.signal(SIGTERM)
-        let rest = bot.finish().2
-        let line = (seen + rest).split(separator: "\n").first { $0.contains("cannot connect") }.map(String.init) ?? ""
-        XCTAssertTrue(line.contains("warning"), seen + rest)
+        XCTAssertTrue(stderr.waitFor("cannot connect", timeout: 30), stderr.text)
+        let seen = stderr.text
+        _ = stderr.stop(bot)
+        let line = seen.split(separator: "\n").first { $0.contains("cannot connect") }.map(String.init) ?? ""
+        XCTAssertTrue(line.contains("warning"), seen)
         XCTAssertTrue(line.contains("url=\(url)"), line)
         XCTAssertTrue(line.contains("attempt=1"), line)
-        XCTAssertFalse(seen.contains("login failed"), "logged before the first login timed out")
+        XCTAssertFalse(seen.contains("login failed"), "logged before the first login timed out: \(seen)")
     }
 
     func testRefusedServiceToken_isLOGIN_FAILED1002033WithRoomdsReason_inTheEventLog() async throws {
@@ -184,12 +228,13 @@ final class HardeningBotTests: XCTestCase {
         guard case .object(var config) = harness.standardConfig(rooms: ["lobby"], control: nil) else { return XCTFail("config") }
         config["serviceToken"] = .string(writer)
         let bot = try ChildProcess("roombot", ["run", "--config", try harness.writeConfig(.object(config))])
+        let stderr = Stderr(bot)
         let events = harness.directory + "/events.ndjson"
         await eventually(20, "LOGIN_FAILED") { (fileText(events) ?? "").contains(#""reason":"LOGIN_FAILED""#) }
         let failed = (fileText(events) ?? "").split(separator: "\n").first { $0.contains(#""reason":"LOGIN_FAILED""#) } ?? ""
         XCTAssertTrue(failed.contains(#""errorCode":1002033"#), String(failed))
-        bot.signal(SIGTERM)
-        let errors = bot.finish().2
+        _ = stderr.stop(bot)
+        let errors = stderr.text
         XCTAssertTrue(errors.contains("roomd refused the service token (1002033)"), errors)
         XCTAssertTrue(errors.contains("role service"), "roomd's reason: \(errors)")
     }

@@ -82,16 +82,24 @@ final class IsolationScenario {
 
     /// `bad` is the misbehaving plugin's source maker (given its record file);
     /// `supervision` its manifest fields.
-    init(bad: (String) -> String, supervision: [String: JSON], logLevel: String = "warning") async throws {
+    /// `badPython`, when given, makes the plugin under test a `"command"`
+    /// plugin: WirePythonFixture run with that mode instead of `bad`.
+    init(bad: (String) -> String, supervision: [String: JSON], logLevel: String = "warning", badPython: String? = nil,
+         environment: [String: String] = [:]) async throws {
         harness = try BotHarness()
         let directory = harness.directory
         healthyRecord = directory + "/healthy.ndjson"
         badRecord = directory + "/bad.ndjson"
         let healthy = try compilePlugin("healthy", source: IsolationPlugins.source(record: healthyRecord), in: directory)
-        let badLibrary = try compilePlugin("bad", source: bad(badRecord), in: directory)
-        var badEntry: [String: JSON] = ["name": "bad", "library": .string(badLibrary), "abi": 1, "hooks": ["magix"],
-                                        "timeoutMs": 50, "restartBackoffMs": 10]
+        var badEntry: [String: JSON] = ["name": "bad", "abi": 1, "hooks": ["magix"], "timeoutMs": 50, "restartBackoffMs": 10]
+        if let badPython {
+            try WirePythonFixture.script.write(toFile: directory + "/fixture_plugin.py", atomically: true, encoding: .utf8)
+            badEntry["command"] = ["python3", "fixture_plugin.py", "bad.ndjson", .string(badPython)]
+        } else {
+            badEntry["library"] = .string(try compilePlugin("bad", source: bad(badRecord), in: directory))
+        }
         badEntry.merge(supervision) { _, new in new }
+        badEntry = badEntry.filter { $0.value != .null }  // a null in `supervision` removes a field
         _ = try harness.writeConfig(["manifestVersion": 1, "plugins": [
             ["name": "healthy", "library": .string(healthy), "abi": 1, "hooks": ["magix"], "order": 1],
             .object(badEntry),
@@ -103,7 +111,7 @@ final class IsolationScenario {
         for room in ["lobby", "hall"] {
             try await watcher.host.loginRoom(room, user: LoginUser(id: "watcher"), token: harness.token("watcher"))
         }
-        bot = try ChildProcess("roombot", ["run", "--config", path, "--log-level", logLevel])
+        bot = try ChildProcess("roombot", ["run", "--config", path, "--log-level", logLevel], environment: environment)
         let handle = bot.errors.fileHandleForReading
         let text = stderrText
         let reader = Thread {

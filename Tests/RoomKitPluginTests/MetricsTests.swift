@@ -54,6 +54,9 @@ final class MetricsTests: XCTestCase {
             .values.isEmpty)
         XCTAssertGreaterThanOrEqual(try metrics.expectTimer("roomkit_plugin_dispatch_seconds", [("plugin", "recorder")]).values.count, 4,
                                     "one dispatch time per room event the plugin took")
+        // One run of the URL chain, one sample of its timer.
+        _ = await host.interruptURL("https://example.com/a.png", room: "lobby")
+        XCTAssertEqual(try metrics.expectTimer("roomkit_url_interrupter_seconds").values.count, 1)
         manager.unloadAll()
         try await harness.close()
     }

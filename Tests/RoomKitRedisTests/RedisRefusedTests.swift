@@ -44,7 +44,7 @@ final class RedisRefusedTests: XCTestCase {
             return client
         }
         await eventually(10, "the failed connect is logged") { lines.all.contains { $0.contains("redis unavailable") } }
-        let line = try XCTUnwrap(lines.all.first { $0.contains("redis unavailable") })
+        let line = lines.all.first { $0.contains("redis unavailable") } ?? ""
         XCTAssertTrue(line.lowercased().contains("refused"), line)
         XCTAssertFalse(line.contains("timed out"), line)
         try loop.runAndWait { client.close() }
