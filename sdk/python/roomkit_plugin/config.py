@@ -1,0 +1,108 @@
+"""Layered plugin config, resolved per room exactly as roombot does for C plugins.
+
+The manifest's ``config`` is the base. ``roomConfig`` maps room globs
+(fnmatch: ``*``, ``?``, ``[...]``) to objects merged over the base one level
+deep: a top-level key's value is replaced whole, never merged further.
+Globs apply from least to most specific (fewest literal characters first,
+then by text), so ``vip-*`` overrides ``*`` whatever order the file lists
+them in (docs/PLUGINS.md, "Configure: layered, per room, live";
+Sources/RoomKitPluginHost/PluginConfig.swift is the host's copy).
+"""
+
+from fnmatch import fnmatchcase
+from typing import Any, Dict, Iterator, List, Mapping, Optional
+
+
+def room_matches(pattern: str, room: str) -> bool:
+    """Whether ``room`` matches the manifest glob ``pattern`` (``*`` matches all)."""
+    return pattern == "*" or fnmatchcase(room, pattern)
+
+
+def _literals(glob: str) -> int:
+    return sum(1 for c in glob if c != "*" and c != "?")
+
+
+def resolve(base: Any, room_config: Mapping[str, Any], room: Optional[str]) -> Any:
+    """The config as a plugin sees it in ``room`` (the base for ``None``)."""
+    if room is None:
+        return base
+    matching = sorted((g for g in room_config if room_matches(g, room)), key=lambda g: (_literals(g), g))
+    if not matching:
+        return base
+    merged: Dict[str, Any] = dict(base) if isinstance(base, dict) else {}
+    for glob in matching:
+        layer = room_config.get(glob)
+        if isinstance(layer, dict):
+            merged.update(layer)
+    return merged
+
+
+class Config(Mapping):
+    """``plugin.config``: the base config as a read-only mapping, and per room.
+
+    ``plugin.config["greeting"]`` reads the base (the manifest's ``config``,
+    or the last live change); ``plugin.config.for_room("vip-1")`` (or
+    ``plugin.config("vip-1")``) is the base with the ``roomConfig`` layers for
+    that room merged over it. Both follow live changes (``PUT
+    /v1/plugins/{name}/config``) as soon as the host sends them.
+    """
+
+    def __init__(self, base: Any = None, room_config: Optional[Mapping[str, Any]] = None) -> None:
+        self._base: Any = {} if base is None else base
+        self._room_config: Dict[str, Any] = dict(room_config or {})
+        self._rooms: Dict[str, Any] = {}  # resolved configs the host pushed, by room
+
+    # -- updates from the host ---------------------------------------------
+    def _replace(self, base: Any, room_config: Optional[Mapping[str, Any]]) -> None:
+        self._base = {} if base is None else base
+        if room_config is not None:
+            self._room_config = dict(room_config)
+        self._rooms.clear()
+
+    def _set_room(self, room: Optional[str], resolved: Any) -> None:
+        if room is None:
+            self._base = resolved
+            self._rooms.clear()
+        else:
+            self._rooms[room] = resolved
+
+    # -- reading ------------------------------------------------------------
+    @property
+    def base(self) -> Any:
+        """The base config (any JSON value; usually a dict)."""
+        return self._base
+
+    @property
+    def room_config(self) -> Dict[str, Any]:
+        """The ``roomConfig`` layers, glob -> object."""
+        return dict(self._room_config)
+
+    def for_room(self, room: Optional[str]) -> Any:
+        """The config as resolved for ``room`` (``None``: the base)."""
+        if room is None:
+            return self._base
+        pushed = self._rooms.get(room)
+        if pushed is not None:
+            return pushed
+        return resolve(self._base, self._room_config, room)
+
+    def __call__(self, room: Optional[str] = None) -> Any:
+        return self.for_room(room)
+
+    def _mapping(self) -> Mapping[str, Any]:
+        return self._base if isinstance(self._base, dict) else {}
+
+    def __getitem__(self, key: str) -> Any:
+        return self._mapping()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
+
+    def __repr__(self) -> str:
+        return "Config(%r, roomConfig=%r)" % (self._base, self._room_config)
+
+
+__all__: List[str] = ["Config", "resolve", "room_matches"]

@@ -1,0 +1,505 @@
+"""The plugin wire, version 1 (docs/PLUGIN-WIRE.md), child side.
+
+One thread, no asyncio: ``os.read`` into a buffer, frames cut by their
+length, handled in order; URL requests and PINGs jump the queue of event
+records (served between records, never inside a handler). Host calls and
+DONE are buffered and leave in one ``os.write`` per batch.
+"""
+
+import json
+import os
+import select
+import struct
+import sys
+import time
+from collections import deque
+from typing import Any, Deque, Dict, List, Optional, Tuple
+
+WIRE_VERSION = 1
+ABI_MAJOR, ABI_MINOR = 1, 1
+MAX_FRAME = 64 * 1024 * 1024
+NULL = 0xFFFFFFFF
+
+# Frame types (PLUGIN-WIRE.md §12).
+LOAD, EVENTS, URL, REPLY, UNLOAD, EXPORT_STATE, IMPORT_STATE, PING = 1, 2, 5, 6, 7, 9, 10, 11
+HELLO, LOADED, ANSWER, LOG, CALL, UNLOADED, DONE, PONG = 64, 65, 66, 67, 68, 69, 70, 71
+
+# HELLO hook bits.
+HOOK_URL, HOOK_THROW_ERROR, HOOK_ROOM, HOOK_PLAYER = 1, 2, 4, 8
+HOOK_CONFIG_CHANGED, HOOK_EXPORT, HOOK_IMPORT = 16, 32, 64
+STAGE_OK, STAGE_SETUP, STAGE_NO_VERSION = 0, 6, 7
+NO_IMPORT = -100
+
+# How often a long EVENTS frame looks at the socket between records (URL
+# requests and PINGs jump the queue; timers run; DONE goes out).
+CHECK_EVERY_S = 0.001
+
+# Exit codes (§10).
+EXIT_OK, EXIT_BY_HAND, EXIT_SETUP, EXIT_BAD_FRAME = 0, 64, 70, 71
+
+# Host call functions (§6): name -> (number, argument names in order).
+FUNCTIONS: Dict[str, Tuple[int, Tuple[str, ...]]] = {
+    "dispatch_magix": (1, ("room", "event", "payload", "to")),
+    "set_global_state": (2, ("room", "patch")),
+    "insert_image": (3, ("room", "image")),
+    "put_scenes": (4, ("room", "dir", "scenes")),
+    "room_state": (5, ("room",)),
+    "set_member_state": (6, ("room", "patch")),
+    "set_extra_info": (7, ("room", "key", "value")),
+    "publish_stream": (8, ("room", "stream", "extra")),
+    "unpublish_stream": (9, ("room", "stream")),
+    "login_room": (10, ("room",)),
+    "logout_room": (11, ("room",)),
+    "switch_room": (12, ("from", "to")),
+    "room_members": (13, ("room",)),
+    "config_get": (14, ("room",)),
+    "kv_get": (15, ("key",)),
+    "kv_set": (16, ("key", "value")),
+    "kv_delete": (17, ("key",)),
+    "kv_scan": (18, ("prefix",)),
+}
+# Calls whose answer is text (JSON decoded for these), not a result code.
+TEXT_JSON = {"room_state", "room_members", "config_get", "kv_scan"}
+TEXT_RAW = {"kv_get"}
+
+_HEADER = struct.Struct("<IB")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+_RECORD = struct.Struct("<BQqI")  # type, seq, number, len(a)
+_URL = struct.Struct("<QII")      # request, deadline_us, len(url)
+_REPLY = struct.Struct("<QiI")    # request, result, len(text)
+_ANSWER_HEAD = struct.Struct("<IBQi")
+_DONE = struct.Struct("<IBQ")
+_CALL_HEAD = struct.Struct("<IBQiiI")
+_LOG_HEAD = struct.Struct("<IBi")
+
+
+class BadFrame(Exception):
+    """The bot sent something this side cannot parse: the child exits 71."""
+
+
+class Closed(Exception):
+    """End-of-file on the wire: the bot is gone or gave up on us; exit now."""
+
+
+def _s(data: Optional[bytes]) -> bytes:
+    return _U32.pack(NULL) if data is None else _U32.pack(len(data)) + data
+
+
+def encode_str(text: Optional[str]) -> bytes:
+    return _s(None if text is None else text.encode("utf-8"))
+
+
+def frame(kind: int, body: bytes = b"") -> bytes:
+    return _HEADER.pack(len(body) + 1, kind) + body
+
+
+def hello(hooks: int, stage: int = STAGE_OK, message: str = "", version: int = WIRE_VERSION) -> bytes:
+    return frame(HELLO, struct.pack("<IIIHHi", version, 0, hooks, ABI_MAJOR, ABI_MINOR, stage) + encode_str(message))
+
+
+class Reader:
+    """Cuts frames from bytes as they arrive (any split, many per read)."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+
+    def feed(self, data: bytes) -> List[Tuple[int, bytes]]:
+        buf = self.buffer
+        buf += data
+        frames = []
+        at, end = 0, len(buf)
+        while end - at >= 5:
+            length, kind = _HEADER.unpack_from(buf, at)
+            if length < 1 or length > MAX_FRAME:
+                raise BadFrame("frame length %d out of bounds (1...%d)" % (length, MAX_FRAME))
+            if end - at - 4 < length:
+                break
+            frames.append((kind, bytes(buf[at + 5:at + 4 + length])))
+            at += 4 + length
+        if at:
+            del buf[:at]
+        return frames
+
+
+def _str_at(body: bytes, at: int) -> Tuple[Optional[bytes], int]:
+    if at + 4 > len(body):
+        raise BadFrame("a str runs past the end of the frame")
+    (n,) = _U32.unpack_from(body, at)
+    at += 4
+    if n == NULL:
+        return None, at
+    if at + n > len(body):
+        raise BadFrame("a str runs past the end of the frame")
+    return body[at:at + n], at + n
+
+
+def _text(data: Optional[bytes]) -> Optional[str]:
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadFrame("a str is not UTF-8: %s" % error)
+
+
+def _exactly(body: bytes, at: int, what: str) -> None:
+    if at != len(body):
+        raise BadFrame("%s frame has %d trailing bytes" % (what, len(body) - at))
+
+
+def parse_records(body: bytes) -> List[Tuple[int, int, int, Optional[bytes], Optional[bytes]]]:
+    """An EVENTS body as (type, seq, number, a, b) records (a and b raw bytes)."""
+    if len(body) < 4:
+        raise BadFrame("EVENTS frame shorter than its count")
+    (count,) = _U32.unpack_from(body, 0)
+    records = []
+    at, size = 4, len(body)
+    unpack, u32 = _RECORD.unpack_from, _U32.unpack_from
+    try:
+        for _ in range(count):
+            rtype, seq, number, na = unpack(body, at)
+            at += 21
+            if na == NULL:
+                a = None
+            else:
+                a = body[at:at + na]
+                at += na
+            (nb,) = u32(body, at)
+            at += 4
+            if nb == NULL:
+                b = None
+            else:
+                b = body[at:at + nb]
+                at += nb
+            if at > size:
+                raise BadFrame("an EVENTS record runs past the end of the frame")
+            records.append((rtype, seq, number, a, b))
+    except struct.error:
+        raise BadFrame("an EVENTS record runs past the end of the frame")
+    _exactly(body, at, "EVENTS")
+    return records
+
+
+class Connection:
+    """The child's side of one wire connection, driving a ``Plugin``."""
+
+    def __init__(self, plugin: Any, fd: int) -> None:
+        self.plugin = plugin
+        self.fd = fd
+        self.reader = Reader()
+        self.out = bytearray()
+        self.inbox: Deque[Tuple[int, bytes]] = deque()   # frames in order
+        self.urgent: Deque[Tuple[int, bytes]] = deque()  # URL requests waiting for the handler to return
+        self.replies: Dict[int, Tuple[int, Optional[bytes]]] = {}
+        self.next_request = 0
+        self.timeout_s = 0.05
+        self.last_done_at = time.monotonic()
+        self.done_seq = 0       # last record finished
+        self.reported_seq = 0   # last seq sent in DONE
+        self.in_handler = False
+        self.unloaded = False
+        os.set_blocking(fd, False)
+
+    # -- output ----------------------------------------------------------------------------
+    def notify(self, method: str, args: Dict[str, Any]) -> None:
+        if method == "log":
+            message = args["message"].encode("utf-8", "replace")
+            self.out += _LOG_HEAD.pack(9 + len(message), LOG, args["level"]) + message
+            return
+        self._call(0, method, args)
+
+    def request(self, method: str, args: Dict[str, Any]) -> Any:
+        self.next_request += 1
+        request = self.next_request
+        self._call(request, method, args)
+        self.flush()
+        result, text = self._wait_reply(request)
+        if method in TEXT_RAW:
+            return _text(text)
+        if method in TEXT_JSON:
+            return None if text is None else json.loads(text)
+        return result
+
+    def _call(self, request: int, method: str, args: Dict[str, Any]) -> None:
+        function, names = FUNCTIONS[method]
+        parts = [_s(None if args.get(n) is None else str(args[n]).encode("utf-8")) for n in names]
+        body = b"".join(parts)
+        number = int(args.get("index", 0)) if method == "put_scenes" else 0
+        self.out += _CALL_HEAD.pack(22 + len(body), CALL, request, function, number, len(names)) + body
+
+    def answer(self, request: int, result: int, text: Optional[str]) -> None:
+        body = encode_str(text)
+        self.out += _ANSWER_HEAD.pack(13 + len(body), ANSWER, request, result) + body
+
+    def flush(self) -> None:
+        if self.done_seq != self.reported_seq:
+            self.out += _DONE.pack(9, DONE, self.done_seq)
+            self.reported_seq = self.done_seq
+            self.last_done_at = time.monotonic()
+        out = self.out
+        while out:
+            try:
+                n = os.write(self.fd, out)
+                del out[:n]
+            except BlockingIOError:
+                # The bot is not reading right now: keep reading its frames so it never blocks on us.
+                readable, _, _ = select.select([self.fd], [self.fd], [])
+                if readable:
+                    self._read_some()
+            except (BrokenPipeError, ConnectionResetError):
+                raise Closed()
+
+    # -- input -----------------------------------------------------------------------------
+    def _read_some(self) -> bool:
+        """Reads what is there (never blocks); False when nothing was."""
+        try:
+            data = os.read(self.fd, 1 << 20)
+        except BlockingIOError:
+            return False
+        except ConnectionResetError:
+            raise Closed()
+        if not data:
+            raise Closed()
+        for kind, body in self.reader.feed(data):
+            self._sort(kind, body)
+        return True
+
+    def _sort(self, kind: int, body: bytes) -> None:
+        if kind == REPLY:
+            if len(body) < 16:
+                raise BadFrame("REPLY frame shorter than its fields")
+            request, result, _ = _REPLY.unpack_from(body, 0)
+            text, at = _str_at(body, 12)
+            _exactly(body, at, "REPLY")
+            self.replies[request] = (result, text)
+        elif kind == PING:
+            if len(body) != 8:
+                raise BadFrame("PING frame must have 8 bytes, has %d" % len(body))
+            self.out += frame(PONG, body)
+            if not self.in_handler:
+                self.flush()
+        elif kind == URL:
+            self.urgent.append((kind, body))
+        elif kind in (LOAD, EVENTS, UNLOAD, EXPORT_STATE, IMPORT_STATE):
+            self.inbox.append((kind, body))
+        else:
+            raise BadFrame("unknown frame type %d" % kind)
+
+    def _wait(self, timeout: Optional[float]) -> None:
+        select.select([self.fd], [], [], timeout)
+        self._read_some()
+
+    def _wait_reply(self, request: int) -> Tuple[int, Optional[bytes]]:
+        while request not in self.replies:
+            self.flush()
+            self._wait(None)
+        return self.replies.pop(request)
+
+    # -- serving ---------------------------------------------------------------------------
+    def serve(self) -> None:
+        plugin = self.plugin
+        timers = plugin._timers
+        while not self.unloaded:
+            if self.urgent:
+                self._url(self.urgent.popleft()[1])
+            elif self.inbox:
+                kind, body = self.inbox.popleft()
+                self._frame(kind, body)
+            else:
+                self.flush()
+                self._wait(timers.timeout())
+                self._timers()
+
+    def _timers(self) -> None:
+        timers = self.plugin._timers
+        if timers.timeout() == 0:
+            self.in_handler = True
+            try:
+                timers.run_due(self.plugin._run_timer)
+            finally:
+                self.in_handler = False
+
+    def _frame(self, kind: int, body: bytes) -> None:
+        plugin = self.plugin
+        if kind == EVENTS:
+            try:
+                self._events(parse_records(body))
+            except (ValueError, UnicodeDecodeError) as error:  # json.JSONDecodeError is a ValueError
+                raise BadFrame("an EVENTS record's room or payload does not parse: %s" % error)
+        elif kind == LOAD:
+            if len(body) < 8:
+                raise BadFrame("LOAD frame shorter than its fields")
+            (timeout_ms,) = _U32.unpack_from(body, 0)
+            config, at = _str_at(body, 4)
+            _exactly(body, at, "LOAD")
+            self.timeout_s = max(timeout_ms, 1) / 1000.0
+            self.in_handler = True
+            ok, _ = plugin._on_load(None if config is None else json.loads(config), None)
+            self.in_handler = False
+            self.out += frame(LOADED, struct.pack("<i", 0 if ok else -1))
+            self.flush()
+        elif kind == UNLOAD:
+            _exactly(body, 0, "UNLOAD")
+            self.in_handler = True
+            plugin._on_unload()
+            self.in_handler = False
+            self.out += frame(UNLOADED)
+            self.flush()
+            self.unloaded = True
+        elif kind == EXPORT_STATE:
+            if len(body) != 8:
+                raise BadFrame("EXPORT_STATE frame must have 8 bytes, has %d" % len(body))
+            (request,) = _U64.unpack_from(body, 0)
+            self.in_handler = True
+            ok, state = plugin._on_export_state()
+            self.in_handler = False
+            self.answer(request, 0 if ok else -1, state)
+            self.flush()
+        elif kind == IMPORT_STATE:
+            if len(body) < 12:
+                raise BadFrame("IMPORT_STATE frame shorter than its fields")
+            (request,) = _U64.unpack_from(body, 0)
+            state, at = _str_at(body, 8)
+            _exactly(body, at, "IMPORT_STATE")
+            if plugin._import is None:
+                result = NO_IMPORT
+            else:
+                self.in_handler = True
+                result = 0 if plugin._on_import_state(_text(state) or "") else -1
+                self.in_handler = False
+            self.answer(request, result, None)
+            self.flush()
+
+    def _url(self, body: bytes) -> None:
+        if len(body) < 16:
+            raise BadFrame("URL frame shorter than its fields")
+        request, _deadline_us, _ = _URL.unpack_from(body, 0)
+        url, at = _str_at(body, 12)
+        _exactly(body, at, "URL")
+        self.in_handler = True
+        rewritten = self.plugin._on_url(_text(url) or "")
+        self.in_handler = False
+        self.answer(request, 0 if rewritten is not None else -1, rewritten)
+        self.flush()
+
+    def _events(self, records: List[Tuple[int, int, int, Optional[bytes], Optional[bytes]]]) -> None:
+        plugin = self.plugin
+        room_fn = plugin._on_room_event
+        wants_room = bool(plugin._room or plugin._magix)
+        only_magix = not plugin._room
+        loads = json.loads
+        clock = time.monotonic
+        next_check = clock() + CHECK_EVERY_S
+        self.in_handler = True
+        try:
+            for rtype, seq, number, a, b in records:
+                if rtype == 1:
+                    if wants_room and (number == 8 or not only_magix):
+                        room_fn(number, a.decode("utf-8") if a is not None else "", loads(b) if b is not None else None)
+                elif rtype == 3:
+                    plugin._on_throw_error(_text(a) or "", number, _text(b) or "")
+                elif rtype == 4:
+                    plugin._on_config_changed(_text(a), None if b is None else loads(b))
+                elif rtype == 2:
+                    if plugin._player:
+                        plugin._on_player_event(number, _text(a) or "", None if b is None else loads(b))
+                self.done_seq = seq
+                now = clock()
+                if now >= next_check:
+                    self._between_records(now)
+                    next_check = clock() + CHECK_EVERY_S
+        finally:
+            self.in_handler = False
+
+    def _between_records(self, now: float) -> None:
+        """Between records, every CHECK_EVERY_S: let URL requests and PINGs
+        in, run due timers, and send DONE when a call's budget has passed
+        since the last one."""
+        self.in_handler = False
+        try:
+            while self._read_some():
+                pass
+            while self.urgent:
+                self._url(self.urgent.popleft()[1])
+            self._timers()
+            if now - self.last_done_at >= self.timeout_s:
+                self.flush()
+        finally:
+            self.in_handler = True
+
+
+def hooks_of(plugin: Any) -> int:
+    bits = HOOK_CONFIG_CHANGED
+    if plugin._url is not None:
+        bits |= HOOK_URL
+    if plugin._throw_error:
+        bits |= HOOK_THROW_ERROR
+    if plugin._room or plugin._magix:
+        bits |= HOOK_ROOM
+    if plugin._player:
+        bits |= HOOK_PLAYER
+    if plugin._export is not None:
+        bits |= HOOK_EXPORT
+    if plugin._import is not None:
+        bits |= HOOK_IMPORT
+    return bits
+
+
+BY_HAND = """%s is a RoomKit plugin: roombot starts it and talks to it over fd 3 (docs/PLUGIN-WIRE.md).
+Run it from a manifest entry such as
+  {"name": "my-plugin", "command": ["python3", "%s"], "abi": 1, "hooks": ["magix"]}
+with `roombot simulate --manifest plugins.json --script scenario.json` or `roombot run`.
+"""
+
+
+def serve(plugin: Any) -> None:
+    """Runs ``plugin`` over the wire until UNLOAD or end-of-file, then exits the process."""
+    script = sys.argv[0] if sys.argv and sys.argv[0] else "this program"
+    fd_text = os.environ.get("ROOMKIT_WIRE_FD")
+    try:
+        fd = int(fd_text) if fd_text is not None else -1
+        os.fstat(fd)
+    except (ValueError, OSError):
+        sys.stderr.write(BY_HAND % (script, os.path.basename(script)))
+        sys.exit(EXIT_BY_HAND)
+    if plugin.name is None:
+        plugin.name = os.environ.get("ROOMKIT_PLUGIN_NAME")
+    offered = os.environ.get("ROOMKIT_WIRE_VERSIONS", "1")
+    versions = set()
+    for part in offered.split(","):
+        try:
+            versions.add(int(part.strip()))
+        except ValueError:
+            pass
+    connection = Connection(plugin, fd)
+    # stdout and stderr are pipes into the bot's log (never the wire): line
+    # buffered, so a print() shows up when it happens.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(line_buffering=True)
+        except (AttributeError, ValueError):
+            pass
+    if WIRE_VERSION not in versions:
+        connection.out += hello(0, STAGE_NO_VERSION,
+                                "wire versions offered %s, this plugin speaks %d" % (offered, WIRE_VERSION), version=0)
+        try:
+            connection.flush()
+        except Closed:
+            pass
+        sys.exit(EXIT_OK)
+    connection.out += hello(hooks_of(plugin))
+    plugin._connect(connection)
+    code = EXIT_OK
+    try:
+        connection.serve()
+    except Closed:
+        code = EXIT_OK
+    except BadFrame as error:
+        sys.stderr.write("roomkit_plugin: bad frame from the bot: %s\n" % error)
+        code = EXIT_BAD_FRAME
+    except MemoryError:
+        code = EXIT_SETUP
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(code)
