@@ -71,7 +71,7 @@ _REPLY = struct.Struct("<QiI")    # request, result, len(text)
 _ANSWER_HEAD = struct.Struct("<IBQi")
 _DONE = struct.Struct("<IBQ")
 _CALL_HEAD = struct.Struct("<IBQiiI")
-_LOG_HEAD = struct.Struct("<IBi")
+_LOG_HEAD = struct.Struct("<IBiI")
 
 
 class BadFrame(Exception):
@@ -205,7 +205,7 @@ class Connection:
     def notify(self, method: str, args: Dict[str, Any]) -> None:
         if method == "log":
             message = args["message"].encode("utf-8", "replace")
-            self.out += _LOG_HEAD.pack(9 + len(message), LOG, args["level"]) + message
+            self.out += _LOG_HEAD.pack(9 + len(message), LOG, args["level"], len(message)) + message
             return
         self._call(0, method, args)
 
@@ -226,17 +226,21 @@ class Connection:
         parts = [_s(None if args.get(n) is None else str(args[n]).encode("utf-8")) for n in names]
         body = b"".join(parts)
         number = int(args.get("index", 0)) if method == "put_scenes" else 0
-        self.out += _CALL_HEAD.pack(22 + len(body), CALL, request, function, number, len(names)) + body
+        self.out += _CALL_HEAD.pack(21 + len(body), CALL, request, function, number, len(names)) + body
 
     def answer(self, request: int, result: int, text: Optional[str]) -> None:
         body = encode_str(text)
         self.out += _ANSWER_HEAD.pack(13 + len(body), ANSWER, request, result) + body
 
-    def flush(self) -> None:
+    def mark_done(self) -> None:
+        """Appends DONE for the records finished since the last one, if any."""
         if self.done_seq != self.reported_seq:
             self.out += _DONE.pack(9, DONE, self.done_seq)
             self.reported_seq = self.done_seq
             self.last_done_at = time.monotonic()
+
+    def flush(self) -> None:
+        self.mark_done()
         out = self.out
         while out:
             try:
@@ -322,6 +326,8 @@ class Connection:
 
     def _frame(self, kind: int, body: bytes) -> None:
         plugin = self.plugin
+        if kind != EVENTS:
+            self.mark_done()  # what follows (UNLOADED, an export) comes after the records before it
         if kind == EVENTS:
             try:
                 self._events(parse_records(body))
