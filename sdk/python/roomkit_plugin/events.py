@@ -48,10 +48,9 @@ def as_logged(name: str, fields: Any) -> Dict[str, Any]:
     ``event`` (a magix event's name) becomes ``magixEvent`` and ``event``
     becomes the line's type.
     """
-    if not isinstance(fields, dict):
+    if type(fields) is not dict:
         fields = {"payload": fields}
-    custom = fields.pop("event", None)
-    if custom is not None:
-        fields["magixEvent"] = custom
+    elif "event" in fields:
+        fields["magixEvent"] = fields.pop("event")
     fields["event"] = name
     return fields

@@ -148,13 +148,22 @@ def _exactly(body: bytes, at: int, what: str) -> None:
         raise BadFrame("%s frame has %d trailing bytes" % (what, len(body) - at))
 
 
-def parse_records(body: bytes) -> List[Tuple[int, int, int, Optional[bytes], Optional[bytes]]]:
-    """An EVENTS body as (type, seq, number, a, b) records (a and b raw bytes)."""
-    if len(body) < 4:
+Record = Tuple[int, int, int, Optional[bytes], Optional[bytes]]
+
+
+def parse_records(body: bytes) -> Tuple[List[Record], List[Any]]:
+    """An EVENTS body as (type, seq, number, a, b) records (a and b raw
+    bytes), and the JSON values of the records that carry JSON (room,
+    player and configChanged records, in order), decoded with one
+    ``json.loads`` of them all: a third of the cost of one call per record."""
+    size = len(body)
+    if size < 4:
         raise BadFrame("EVENTS frame shorter than its count")
     (count,) = _U32.unpack_from(body, 0)
-    records = []
-    at, size = 4, len(body)
+    records: List[Record] = []
+    texts: List[bytes] = []
+    append, text = records.append, texts.append
+    at = 4
     unpack, u32 = _RECORD.unpack_from, _U32.unpack_from
     try:
         for _ in range(count):
@@ -174,11 +183,21 @@ def parse_records(body: bytes) -> List[Tuple[int, int, int, Optional[bytes], Opt
                 at += nb
             if at > size:
                 raise BadFrame("an EVENTS record runs past the end of the frame")
-            records.append((rtype, seq, number, a, b))
+            append((rtype, seq, number, a, b))
+            if rtype != 3:
+                text(b"null" if b is None else b)
     except struct.error:
         raise BadFrame("an EVENTS record runs past the end of the frame")
     _exactly(body, at, "EVENTS")
-    return records
+    if not texts:
+        return records, []
+    try:
+        values = json.loads((b"[" + b",".join(texts) + b"]").decode("utf-8"))
+    except ValueError as error:  # UnicodeDecodeError and JSONDecodeError both are
+        raise BadFrame("an EVENTS record's payload is not JSON: %s" % error)
+    if len(values) != len(texts):  # a payload like `1,2` smuggled a second value in
+        raise BadFrame("an EVENTS record's payload is not one JSON value")
+    return records, values
 
 
 class Connection:
@@ -329,10 +348,7 @@ class Connection:
         if kind != EVENTS:
             self.mark_done()  # what follows (UNLOADED, an export) comes after the records before it
         if kind == EVENTS:
-            try:
-                self._events(parse_records(body))
-            except (ValueError, UnicodeDecodeError) as error:  # json.JSONDecodeError is a ValueError
-                raise BadFrame("an EVENTS record's room or payload does not parse: %s" % error)
+            self._events(body)
         elif kind == LOAD:
             if len(body) < 8:
                 raise BadFrame("LOAD frame shorter than its fields")
@@ -389,27 +405,32 @@ class Connection:
         self.answer(request, 0 if rewritten is not None else -1, rewritten)
         self.flush()
 
-    def _events(self, records: List[Tuple[int, int, int, Optional[bytes], Optional[bytes]]]) -> None:
+    def _events(self, body: bytes) -> None:
+        records, values = parse_records(body)
         plugin = self.plugin
-        room_fn = plugin._on_room_event
+        room_event = plugin._on_room_event
         wants_room = bool(plugin._room or plugin._magix)
         only_magix = not plugin._room
-        loads = json.loads
         clock = time.monotonic
         next_check = clock() + CHECK_EVERY_S
+        value = 0
         self.in_handler = True
         try:
             for rtype, seq, number, a, b in records:
                 if rtype == 1:
+                    fields = values[value]
+                    value += 1
                     if wants_room and (number == 8 or not only_magix):
-                        room_fn(number, a.decode("utf-8") if a is not None else "", loads(b) if b is not None else None)
+                        room_event(number, _text(a) or "", fields)
                 elif rtype == 3:
                     plugin._on_throw_error(_text(a) or "", number, _text(b) or "")
                 elif rtype == 4:
-                    plugin._on_config_changed(_text(a), None if b is None else loads(b))
+                    plugin._on_config_changed(_text(a), values[value])
+                    value += 1
                 elif rtype == 2:
                     if plugin._player:
-                        plugin._on_player_event(number, _text(a) or "", None if b is None else loads(b))
+                        plugin._on_player_event(number, _text(a) or "", values[value])
+                    value += 1
                 self.done_seq = seq
                 now = clock()
                 if now >= next_check:
