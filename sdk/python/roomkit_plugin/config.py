@@ -10,7 +10,7 @@ Sources/RoomKitPluginHost/PluginConfig.swift is the host's copy).
 """
 
 from fnmatch import fnmatchcase
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 
 def room_matches(pattern: str, room: str) -> bool:
@@ -43,14 +43,20 @@ class Config(Mapping):
     ``plugin.config["greeting"]`` reads the base (the manifest's ``config``,
     or the last live change); ``plugin.config.for_room("vip-1")`` (or
     ``plugin.config("vip-1")``) is the base with the ``roomConfig`` layers for
-    that room merged over it. Both follow live changes (``PUT
-    /v1/plugins/{name}/config``) as soon as the host sends them.
+    that room merged over it, as the bot resolves it (asked once per room
+    with the ``config_get`` host call, then kept until the config changes).
+    Both follow live changes (``PUT /v1/plugins/{name}/config``) as soon as
+    the bot sends them.
     """
 
-    def __init__(self, base: Any = None, room_config: Optional[Mapping[str, Any]] = None) -> None:
+    def __init__(self, base: Any = None, room_config: Optional[Mapping[str, Any]] = None,
+                 fetch: Optional[Callable[[str], Any]] = None) -> None:
         self._base: Any = {} if base is None else base
-        self._room_config: Dict[str, Any] = dict(room_config or {})
-        self._rooms: Dict[str, Any] = {}  # resolved configs the host pushed, by room
+        # The roomConfig layers when known; otherwise ``fetch(room)`` asks the
+        # bot (config_get) once per room until the base changes.
+        self._room_config: Optional[Dict[str, Any]] = None if room_config is None else dict(room_config)
+        self._fetch = fetch
+        self._rooms: Dict[str, Any] = {}  # resolved configs, by room: pushed by the host or fetched
 
     # -- updates from the host ---------------------------------------------
     def _replace(self, base: Any, room_config: Optional[Mapping[str, Any]]) -> None:
@@ -73,18 +79,22 @@ class Config(Mapping):
         return self._base
 
     @property
-    def room_config(self) -> Dict[str, Any]:
-        """The ``roomConfig`` layers, glob -> object."""
-        return dict(self._room_config)
+    def room_config(self) -> Optional[Dict[str, Any]]:
+        """The ``roomConfig`` layers, glob -> object (None when the bot did not send them)."""
+        return None if self._room_config is None else dict(self._room_config)
 
     def for_room(self, room: Optional[str]) -> Any:
         """The config as resolved for ``room`` (``None``: the base)."""
         if room is None:
             return self._base
-        pushed = self._rooms.get(room)
-        if pushed is not None:
-            return pushed
-        return resolve(self._base, self._room_config, room)
+        known = self._rooms.get(room)
+        if known is not None:
+            return known
+        if self._room_config is not None or self._fetch is None:
+            return resolve(self._base, self._room_config or {}, room)
+        fetched = self._fetch(room)
+        self._rooms[room] = fetched
+        return fetched
 
     def __call__(self, room: Optional[str] = None) -> Any:
         return self.for_room(room)

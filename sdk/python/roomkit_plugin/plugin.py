@@ -59,7 +59,7 @@ class Plugin:
         self._timers = Timers()
         self._channel: Any = _Buffered()
         self.host = Host(self, self._timers)
-        self.config = Config()
+        self.config = Config(fetch=lambda room: self.request("config_get", {"room": room}))
         self._url: Optional[Handler] = None
         self._magix: List[Tuple[Optional[str], Handler]] = []
         self._room: List[Handler] = []
@@ -283,7 +283,7 @@ class Plugin:
     def _on_config_changed(self, room: Optional[str], config: Any,
                            room_config: Optional[Dict[str, Any]] = None) -> bool:
         if room is None:
-            self.config._replace(config, room_config if room_config is not None else self.config.room_config)
+            self.config._replace(config, room_config)
         else:
             self.config._set_room(room, config)
         ok = True

@@ -48,6 +48,16 @@ class ConfigTests(unittest.TestCase):
         config._set_room(None, {"g": "new base"})
         self.assertEqual(config.for_room("lobby"), {"g": "new base"})
 
+    def test_without_layers_each_room_is_fetched_once_until_the_base_changes(self):
+        asked = []
+        config = Config({"g": "a"}, fetch=lambda room: asked.append(room) or {"g": "for " + room})
+        self.assertEqual(config.for_room("lobby"), {"g": "for lobby"})
+        self.assertEqual(config.for_room("lobby"), {"g": "for lobby"})
+        self.assertIsNone(config.room_config)
+        config._set_room(None, {"g": "b"})
+        self.assertEqual(config.for_room("lobby"), {"g": "for lobby"})
+        self.assertEqual(asked, ["lobby", "lobby"])
+
     def test_non_object_base_is_an_empty_mapping(self):
         config = Config("text")
         self.assertEqual(len(config), 0)

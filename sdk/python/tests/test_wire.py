@@ -187,11 +187,18 @@ class WireTests(unittest.TestCase):
             record(1, 4, 9, "lobby", '{"room":"lobby","type":"add","users":["alice"]}'),
             chat(5, "!config", room="vip-1"),
             chat(6, "!config", room="lobby"),
+            chat(7, "!config", room="lobby"),
         ]))
-        calls = self.until_done(6)
+        vip = self.bot.expect(CALL)
+        fetch = self.bot.expect(CALL)
+        self.assertEqual((fetch.function, fetch.args), (14, ["lobby"]))
+        self.bot.reply(fetch.request, 0, '{"greeting":"hi","lobby":true}')
+        calls = [vip] + self.until_done(7)
         self.assertEqual(self.bot.logs, ['config None {"greeting": "hi"}', 'config vip-1 {"greeting": "vip"}',
                                          "error dispatch_magix 1009003 read-only session", "users alice"])
-        self.assertEqual([json.loads(c.args[2]) for c in calls], [{"greeting": "vip"}, {"greeting": "hi"}])
+        # vip-1 as pushed; lobby asked once (config_get), then kept
+        self.assertEqual([json.loads(c.args[2]) for c in calls],
+                         [{"greeting": "vip"}, {"greeting": "hi", "lobby": True}, {"greeting": "hi", "lobby": True}])
 
     def test_state_export_and_import(self):
         self.start()
