@@ -80,17 +80,26 @@ final class IsolationScenario {
         var value: String { lock.withLock { text } }
     }
 
-    /// `bad` is the misbehaving plugin's source maker (given its record file);
+    /// `bad` is the misbehaving C plugin's source maker (given its record file);
     /// `supervision` its manifest fields.
-    init(bad: (String) -> String, supervision: [String: JSON], logLevel: String = "warning") async throws {
+    convenience init(bad: @escaping (String) -> String, supervision: [String: JSON], logLevel: String = "warning") async throws {
+        try await self.init(badEntry: { record, directory in
+            let library = try compilePlugin("bad", source: bad(record), in: directory)
+            return ["name": "bad", "library": .string(library), "abi": 1, "hooks": ["magix"]]
+        }, supervision: supervision, logLevel: logLevel)
+    }
+
+    /// `badEntry` writes the misbehaving plugin (given its record file and
+    /// the test's directory) and returns its manifest entry (a `library` or
+    /// a `command`); `supervision` adds to it.
+    init(badEntry: (String, String) throws -> [String: JSON], supervision: [String: JSON], logLevel: String = "warning") async throws {
         harness = try BotHarness()
         let directory = harness.directory
         healthyRecord = directory + "/healthy.ndjson"
         badRecord = directory + "/bad.ndjson"
         let healthy = try compilePlugin("healthy", source: IsolationPlugins.source(record: healthyRecord), in: directory)
-        let badLibrary = try compilePlugin("bad", source: bad(badRecord), in: directory)
-        var badEntry: [String: JSON] = ["name": "bad", "library": .string(badLibrary), "abi": 1, "hooks": ["magix"],
-                                        "timeoutMs": 50, "restartBackoffMs": 10]
+        var badEntry = try badEntry(badRecord, directory)
+        badEntry.merge(["timeoutMs": 50, "restartBackoffMs": 10]) { given, _ in given }
         badEntry.merge(supervision) { _, new in new }
         _ = try harness.writeConfig(["manifestVersion": 1, "plugins": [
             ["name": "healthy", "library": .string(healthy), "abi": 1, "hooks": ["magix"], "order": 1],

@@ -19,10 +19,14 @@ public final class ChildProcess {
     public let output = Pipe()
     public let errors = Pipe()
 
-    /// Starts the built product `name` with `arguments`.
-    public init(_ name: String, _ arguments: [String]) throws {
+    /// Starts the built product `name` with `arguments`; `environment`
+    /// adds to (or replaces entries of) the test process's own.
+    public init(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: try builtProduct(name))
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         process.standardOutput = output
         process.standardError = errors
         try process.run()
