@@ -7,6 +7,7 @@ tested in-process (``tests/test_plugin.py``) and over the wire
 """
 
 import json
+import logging
 import sys
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -32,6 +33,22 @@ class _Buffered:
     def request(self, method: str, args: Dict[str, Any]) -> Any:
         raise RuntimeError("plugin.host.%s: the plugin is not connected to a bot yet "
                            "(call it from a handler, after plugin.run())" % method)
+
+
+class _HostLogHandler(logging.Handler):
+    """Sends ``logging`` records to the bot's log (``host.log``)."""
+
+    def __init__(self, plugin: "Plugin") -> None:
+        super().__init__()
+        self.plugin = plugin
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = "error" if record.levelno >= logging.ERROR else "warning" if record.levelno >= logging.WARNING \
+            else "info" if record.levelno >= logging.INFO else "debug"
+        try:
+            self.plugin.host.log(self.format(record), level)
+        except Exception:
+            self.handleError(record)
 
 
 class Plugin:
@@ -71,6 +88,20 @@ class Plugin:
         self._export: Optional[Handler] = None
         self._import: Optional[Handler] = None
         self.failures = 0  # handler calls that raised, since the process started
+        self._logger: Optional[logging.Logger] = None
+
+    @property
+    def log(self) -> logging.Logger:
+        """A standard ``logging.Logger`` whose records go to the bot's log
+        (``plugin.log.info("joined %s", room)``; ``plugin.log.exception``
+        adds the traceback). Its level is DEBUG: the bot filters."""
+        if self._logger is None:
+            logger = logging.getLogger("roomkit_plugin.%s" % (self.name or "plugin"))
+            logger.setLevel(logging.DEBUG)
+            logger.propagate = False
+            logger.addHandler(_HostLogHandler(self))
+            self._logger = logger
+        return self._logger
 
     # -- the host channel (Host calls these; run() swaps in the wire) --------
     def notify(self, method: str, args: Dict[str, Any]) -> None:

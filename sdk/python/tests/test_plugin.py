@@ -222,6 +222,21 @@ class PluginTests(unittest.TestCase):
             kv["n"] = 5
         self.assertTrue(issubclass(KVFullError, HostError))
 
+    def test_standard_logging_goes_to_the_bots_log(self):
+        self.plugin.name = "logging-test"
+        self.plugin.log.info("joined %s", "lobby")
+        self.plugin.log.debug("detail")
+        try:
+            raise ValueError("bad value")
+        except ValueError:
+            self.plugin.log.exception("handling failed")
+        calls = self.channel.calls
+        self.assertEqual(calls[0], ("log", {"level": 1, "message": "joined lobby"}))
+        self.assertEqual(calls[1], ("log", {"level": 0, "message": "detail"}))
+        self.assertEqual(calls[2][1]["level"], 3)
+        self.assertIn("handling failed", calls[2][1]["message"])
+        self.assertIn("ValueError: bad value", calls[2][1]["message"])
+
     def test_calls_before_run_wait_for_the_connection(self):
         plugin = Plugin()
         plugin.host.log("early")
