@@ -4,17 +4,29 @@ import Foundation
 import Logging
 import RoomKitProtocol
 
-/// One incarnation of a plugin process: its pid, socket, progress page,
-/// and two threads of its own: a reader (frames from the process) and an
-/// output reader (its stdout and stderr, to the log line by line).
+/// One incarnation of a plugin process (docs/PLUGIN-WIRE.md): its pid,
+/// socket, optional progress page, and two threads of its own: a reader
+/// (frames from the process) and an output reader (its stdout and stderr, to
+/// the log line by line).
 ///
 /// Thread safety: `state` is guarded by `condition`; writes to the socket
 /// are serialised by `writeLock`; the rest is immutable.
 final class PluginChild: @unchecked Sendable {
     // @unchecked Sendable: see above; `progress` is shared memory read with atomics.
 
+    /// The child's HELLO (PLUGIN-WIRE.md section 3).
+    struct Hello {
+        var version: UInt32
+        var flags: UInt32
+        var hooks: UInt32
+        var abiMajor: UInt16
+        var abiMinor: UInt16
+        var stage: Int32
+        var message: String
+    }
+
     struct State {
-        var hello: (stage: Int32, message: String)?
+        var hello: Hello?
         var loaded: Int32?
         var unloaded = false
         var exited = false
@@ -23,11 +35,18 @@ final class PluginChild: @unchecked Sendable {
         /// Set before the bot kills the process, to say why (hang, garbage).
         var killReason: String?
         var nextRequest: UInt64 = 0
-        var urls: [UInt64: [UInt8]?] = [:]
+        /// Open URL / state requests: nil until the ANSWER (result, text) arrives.
+        var answers: [UInt64: (result: Int32, text: [UInt8]?)?] = [:]
+        /// The last DONE's seq, and the last PONG's nonce.
+        var done: UInt64 = 0
+        var pong: UInt64 = 0
+        /// CLOCK_MONOTONIC of the last frame that showed progress (DONE, ANSWER, PONG, LOADED).
+        var progressNs: UInt64 = 0
     }
 
     let pid: pid_t
     let socket: Int32
+    /// The shared progress page; the child updates it only when its HELLO says so (`usesPage`).
     let progress: UnsafeMutablePointer<roomkit_wire_progress>
     let owner: PluginProcess  // strong: the process outlives its children; `current = nil` on exit breaks the cycle
     private let condition = NSCondition()
@@ -75,13 +94,17 @@ final class PluginChild: @unchecked Sendable {
         }
     }
 
-    func waitForHello(timeout: Duration) -> (Int32, String)? {
-        wait(timeout) { $0.hello.map { ($0.stage, $0.message) } }
+    func waitForHello(timeout: Duration) -> Hello? {
+        wait(timeout) { $0.hello }
     }
 
+    /// Whether the child keeps the progress page (HELLO flag bit 0).
+    var usesPage: Bool { condition.withLock { (state.hello?.flags ?? 0) & ROOMKIT_WIRE_FLAG_PROGRESS_PAGE != 0 } }
+
     /// Sends LOAD and waits for on_load's result (nil: exited or timed out).
-    func load(config: String, timeout: Duration) -> Int32? {
+    func load(config: String, callTimeout: Duration, timeout: Duration) -> Int32? {
         var frame = WireFrame(UInt8(ROOMKIT_WIRE_LOAD.rawValue))
+        frame.u32(UInt32(clamping: callTimeout.milliseconds))
         frame.string(config)
         send(frame.finished)
         return wait(timeout) { $0.loaded }
@@ -95,7 +118,17 @@ final class PluginChild: @unchecked Sendable {
     var exitDescription: String? { condition.withLock { state.exitDescription } }
     var exitSignal: Int32 { condition.withLock { state.exitSignal } }
     var killReason: String? { condition.withLock { state.killReason } }
-    var doneSeq: UInt64 { roomkit_wire_load64(&progress.pointee.done_seq) }
+    /// The last event the child finished: its DONE frames, or the progress page when it keeps one.
+    var doneSeq: UInt64 {
+        let page = roomkit_wire_load64(&progress.pointee.done_seq)
+        return max(page, condition.withLock { state.done })
+    }
+
+    /// When the child last showed progress (0: never).
+    var progressNs: UInt64 { condition.withLock { state.progressNs } }
+
+    /// Notes that the bot starts waiting for the child now (it was idle).
+    func noteWaitingFrom(_ now: UInt64) { update { $0.progressNs = max($0.progressNs, now) } }
 
     /// SIGKILL, noting why (the crash report says it).
     func kill(because reason: String? = nil) {
@@ -105,44 +138,44 @@ final class PluginChild: @unchecked Sendable {
 
     // MARK: Round trips
 
-    /// export_state / import_state: a round trip answered like a URL (the
-    /// state, or import's result as text); nil on timeout or NULL.
-    func stateRequest(_ type: roomkit_wire_down, state: String?, timeout: Duration) -> [UInt8]? {
-        var request: UInt64 = 0
-        update {
-            $0.nextRequest += 1
-            request = $0.nextRequest
-            $0.urls[request] = .some(nil)
+    /// EXPORT_STATE / IMPORT_STATE: a round trip answered by ANSWER; nil on timeout.
+    func stateRequest(_ type: roomkit_wire_down, state: String?, timeout: Duration) -> (result: Int32, text: [UInt8]?)? {
+        request(timeout) { request in
+            var frame = WireFrame(UInt8(type.rawValue), capacity: 24 + (state?.utf8.count ?? 0))
+            frame.u64(request)
+            if type == ROOMKIT_WIRE_IMPORT_STATE { frame.string(state) }
+            return frame
         }
-        var frame = WireFrame(UInt8(type.rawValue), capacity: 24 + (state?.utf8.count ?? 0))
-        frame.u64(request)
-        if type == ROOMKIT_WIRE_IMPORT_STATE { frame.string(state) }
-        send(frame.finished)
-        let reply: [UInt8]?? = wait(timeout) { state -> [UInt8]?? in
-            guard case .some(.some(let answer)) = state.urls[request] else { return nil }
-            return .some(answer)
-        }
-        update { $0.urls[request] = nil }
-        return reply ?? nil
     }
 
+    /// URL: the new URL, or nil on a failure, a NULL answer or no answer within `timeout`.
     func interrupt(_ url: String, timeout: Duration) -> [UInt8]? {
+        let answer = request(timeout) { request in
+            var frame = WireFrame(UInt8(ROOMKIT_WIRE_URL.rawValue), capacity: 28 + url.utf8.count)
+            frame.u64(request)
+            frame.u32(UInt32(clamping: timeout.milliseconds * 1000))
+            frame.string(url)
+            return frame
+        }
+        guard let answer, answer.result == 0 else { return nil }
+        return answer.text
+    }
+
+    /// Sends the frame `make` builds for a fresh request number and waits for its ANSWER.
+    private func request(_ timeout: Duration, _ make: (UInt64) -> WireFrame) -> (result: Int32, text: [UInt8]?)? {
         var request: UInt64 = 0
         update {
             $0.nextRequest += 1
             request = $0.nextRequest
-            $0.urls[request] = .some(nil)
+            $0.answers[request] = .some(nil)
         }
-        var frame = WireFrame(UInt8(ROOMKIT_WIRE_URL.rawValue), capacity: 24 + url.utf8.count)
-        frame.u64(request)
-        frame.string(url)
-        send(frame.finished)
-        let reply: [UInt8]?? = wait(timeout) { state -> [UInt8]?? in
-            guard case .some(.some(let answer)) = state.urls[request] else { return nil }
-            return .some(answer)
+        send(make(request).finished)
+        let answer: (result: Int32, text: [UInt8]?)? = wait(timeout) { state in
+            guard case .some(.some(let answer)) = state.answers[request] else { return nil }
+            return answer
         }
-        update { $0.urls[request] = nil }
-        return reply ?? nil
+        update { $0.answers[request] = nil }
+        return answer
     }
 
     /// Writes whole frames; a failure means the process is gone (the reader sees it).
@@ -211,19 +244,40 @@ final class PluginChild: @unchecked Sendable {
         var r = body
         switch UInt32(type) {
         case ROOMKIT_WIRE_HELLO.rawValue:
-            let stage = r.i32()
-            let message = r.string() ?? ""
+            let hello = Hello(version: r.u32(), flags: r.u32(), hooks: r.u32(), abiMajor: r.u16(), abiMinor: r.u16(),
+                              stage: r.i32(), message: r.string() ?? "")
             guard r.complete else { return false }
-            update { $0.hello = (stage, message) }
+            update { if $0.hello == nil { $0.hello = hello } }
         case ROOMKIT_WIRE_LOADED.rawValue:
             let result = r.i32()
             guard r.complete else { return false }
-            update { $0.loaded = result }
-        case ROOMKIT_WIRE_URL_REPLY.rawValue:
+            update {
+                $0.loaded = result
+                $0.progressNs = Self.monotonicNow()
+            }
+        case ROOMKIT_WIRE_ANSWER.rawValue:
             let request = r.u64()
-            let url = r.raw()
+            let result = r.i32()
+            let text = r.raw()
             guard r.complete else { return false }
-            update { if $0.urls[request] != nil { $0.urls[request] = .some(url) } }
+            update {
+                if $0.answers[request] != nil { $0.answers[request] = .some((result, text)) }
+                $0.progressNs = Self.monotonicNow()
+            }
+        case ROOMKIT_WIRE_DONE.rawValue:
+            let seq = r.u64()
+            guard r.complete else { return false }
+            update {
+                $0.done = max($0.done, seq)
+                $0.progressNs = Self.monotonicNow()
+            }
+        case ROOMKIT_WIRE_PONG.rawValue:
+            let nonce = r.u64()
+            guard r.complete else { return false }
+            update {
+                $0.pong = max($0.pong, nonce)
+                $0.progressNs = Self.monotonicNow()
+            }
         case ROOMKIT_WIRE_LOG.rawValue:
             let level = r.i32()
             let message = r.raw()
@@ -238,6 +292,7 @@ final class PluginChild: @unchecked Sendable {
             let arguments = (0..<count).map { _ in r.raw() }
             guard r.complete else { return false }
             let (result, text) = owner.perform(function, argument: argument, arguments)
+            guard request != 0 else { break }  // fire-and-forget
             var reply = WireFrame(UInt8(ROOMKIT_WIRE_REPLY.rawValue), capacity: 24 + (text?.utf8.count ?? 0))
             reply.u64(request)
             reply.i32(result)
@@ -271,6 +326,13 @@ final class PluginChild: @unchecked Sendable {
             $0.exitSignal = signal
             $0.exitDescription = description
         }
+    }
+
+    /// CLOCK_MONOTONIC in nanoseconds (the progress page's clock).
+    static func monotonicNow() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     static func signalName(_ signal: Int32) -> String {

@@ -1,5 +1,6 @@
 import CRoomKitPluginABI
 import Foundation
+import Logging
 import RoomKitLoop
 
 /// Why a plugin could not be loaded: one case per stage, each with a message
@@ -129,16 +130,26 @@ public enum PluginChecker {
         inspect(manifest).compactMap(\.problem)
     }
 
-    /// Every plugin, in manifest order, with its resolved path and ABI.
+    /// Every plugin, in manifest order, with its resolved path and ABI. Each
+    /// is checked in a child process as `run` starts it (a library by
+    /// roomkit-plugin-host, a command as it is): the HELLO within the load
+    /// bound, with a compatible wire version, contract and hooks. A library
+    /// whose constructor crashes, an entry that is not a function, or a file
+    /// that blocks (a FIFO) costs only that child.
     public static func inspect(_ manifest: PluginManifest) -> [PluginCheck] {
         manifest.plugins.sorted { $0.index < $1.index }.map { spec -> PluginCheck in
-            let library = PluginManifest.absolute(spec.library)
+            let shown = spec.command?.joined(separator: " ") ?? PluginManifest.absolute(spec.library)
             do throws(PluginLoadError) {
-                let mapped = try PluginLoader.map(spec)
-                let header = mapped.descriptor.pointee
-                return PluginCheck(spec: spec, library: library, abi: "\(header.abi_major).\(header.abi_minor)", problem: nil)
+                let process = try PluginProcess.prepare(spec, path: nil, logger: Logger(label: "roombot.check"),
+                                                        onStatus: { _, _, _ in })
+                let child = try process.handshake()
+                let hello = child.waitForHello(timeout: .zero)
+                child.kill(because: "checked")
+                _ = child.waitForExit(timeout: .seconds(2))
+                return PluginCheck(spec: spec, library: process.library,
+                                   abi: hello.map { "\($0.abiMajor).\($0.abiMinor)" }, problem: nil)
             } catch {
-                return PluginCheck(spec: spec, library: library, abi: nil, problem: error.message)
+                return PluginCheck(spec: spec, library: shown, abi: nil, problem: error.message)
             }
         }
     }

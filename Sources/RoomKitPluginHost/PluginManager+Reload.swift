@@ -56,7 +56,7 @@ extension PluginManager {
     /// old one, which keeps running with its state, and this throws.
     /// Each room event reaches exactly one of the two versions, in order.
     /// Not on the loop thread (it waits for the loop).
-    func handOff(_ spec: PluginSpec, path: String) throws {
+    func handOff(_ spec: PluginSpec, path: String?) throws {
         let old = runtimes.withLock { $0.first { $0.spec.name == spec.name && $0.isActive } }
         let new = try start(spec, path: path)
         guard let old, !host.loop.inEventLoop else {

@@ -167,7 +167,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             }
             interrupters.withLock { $0[ObjectIdentifier(runtime)] = token }
         }
-        logger.info("plugin loaded", metadata: ["plugin": "\(spec.name)", "library": "\(spec.library)"])
+        logger.info("plugin loaded", metadata: ["plugin": "\(spec.name)", "library": "\(spec.command?.joined(separator: " ") ?? spec.library)"])
         listener(spec.name, .loaded, nil)
     }
 
@@ -207,6 +207,8 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             if let old { retire(old, because: "disabled in the manifest") }
             return
         }
+        // A command plugin is started again from its command: nothing to copy.
+        guard spec.command == nil else { return try handOff(spec, path: nil) }
         let copy = try PluginLoader.sideBySideCopy(of: spec.library)
         // Once dlopen has mapped the copy (in start), the file is not needed:
         // on Linux a mapping outlives its file, and we never dlclose.

@@ -33,6 +33,11 @@ public struct PluginSpec: Sendable, Hashable {
     public var isolation: PluginIsolation = .process
     /// Limits and restart policy when `isolation` is `process`.
     public var supervision = PluginSupervision()
+    /// `"command"` instead of `library`: any executable speaking
+    /// docs/PLUGIN-WIRE.md, always process-isolated (`library` is then "").
+    public var command: [String]?
+    /// The manifest's folder (a command's working directory).
+    public var directory = ""
 }
 
 /// One problem in a manifest: `file: plugins[1].library: no such file`.
@@ -121,7 +126,7 @@ public struct PluginManifest: Sendable {
             throw ManifestErrors(errors: errors)
         }
         var seen: [String: Int] = [:]
-        let known = Set(["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config", "roomConfig", "storageLimitBytes"] + Self.isolationFields)
+        let known = Set(["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config", "roomConfig", "storageLimitBytes", "command"] + Self.isolationFields)
         for (index, item) in list.enumerated() {
             let at = "plugins[\(index)]"
             guard let object = item.objectValue else {
@@ -138,7 +143,12 @@ public struct PluginManifest: Sendable {
             else { seen[name] = index }
 
             var library = ""
-            if let raw = object["library"]?.stringValue, !raw.isEmpty {
+            var command: [String]?
+            if let value = object["command"] {
+                command = Self.parseCommand(value, at: at, fail: fail)
+                if object["library"] != nil { fail("\(at).command", "give library or command, not both") }
+                if object["isolation"]?.stringValue == "inline" { fail("\(at).isolation", "a command plugin always runs in its own process") }
+            } else if let raw = object["library"]?.stringValue, !raw.isEmpty {
                 library = raw.hasPrefix("/") ? raw : (directory as NSString).appendingPathComponent(raw)
                 library = (library as NSString).standardizingPath
                 var isDirectory: ObjCBool = false
@@ -146,7 +156,7 @@ public struct PluginManifest: Sendable {
                     fail("\(at).library", "no such file: \(library)")
                 }
             } else {
-                fail("\(at).library", object["library"] == nil ? "missing" : "must be a non-empty string")
+                fail("\(at).library", object["library"] == nil ? "missing (give library or command)" : "must be a non-empty string")
             }
 
             let entry = object["entry"]?.stringValue ?? "roomkit_plugin_entry"
@@ -205,7 +215,8 @@ public struct PluginManifest: Sendable {
                 specs.append(PluginSpec(name: name, library: library, entry: entry, abi: abi, hooks: hooks, rooms: rooms,
                                         order: order, enabled: enabled, timeout: timeout, config: object["config"] ?? .null,
                                         roomConfig: roomConfig, storageLimit: storageLimit, index: index,
-                                        isolation: isolation, supervision: supervision))
+                                        isolation: command == nil ? isolation : .process, supervision: supervision,
+                                        command: command, directory: directory))
             }
         }
         if !errors.isEmpty { throw ManifestErrors(errors: errors) }

@@ -3,8 +3,8 @@ import CRoomKitPluginWire
 import Foundation
 
 extension PluginProcess {
-    /// The ABI 1.1 host functions a plugin process proxies (ROOMKIT_WIRE_CALL
-    /// functions 6-18), run through the runtime's own host table like the 1.0
+    /// The ABI 1.1 host functions a plugin process calls (CALL functions
+    /// 6-18, PLUGIN-WIRE.md section 6), run through the runtime's own host table like the 1.0
     /// ones. `a` holds the call's string arguments (at least 4, NULL-padded).
     static func performABI11(_ function: Int32, _ api: roomkit_host_api, _ a: [UnsafePointer<CChar>?]) -> (Int32, String?) {
         func text(_ raw: UnsafeMutablePointer<CChar>?) -> (Int32, String?) {
@@ -41,8 +41,7 @@ extension PluginProcess {
         d.on_config_changed = { me, room, config in
             guard let me, let config else { return }
             let process = Unmanaged<PluginProcess>.fromOpaque(me).takeUnretainedValue()
-            process.enqueue(type: ROOMKIT_WIRE_CONFIG_CHANGED, kind: room == nil ? 0 : 1,
-                            room: room.map { String(cString: $0) } ?? "", first: String(cString: config), second: "")
+            process.enqueue(ROOMKIT_WIRE_RECORD_CONFIG_CHANGED, number: 0, a: room, b: config)
             // Sent now, not on the writer's next turn: a url_interrupter round
             // trip (sent directly) after this call must find the new config.
             process.writer.sync { process.flush() }
@@ -50,26 +49,23 @@ extension PluginProcess {
         d.export_state = { me in
             guard let me else { return nil }
             let process = Unmanaged<PluginProcess>.fromOpaque(me).takeUnretainedValue()
-            // "S" + state, or "N": nothing to hand over. The round trip waits
-            // a second longer than the manager does, so a child that does not
-            // answer makes the manager's wait fail (and the reload roll back)
-            // rather than look like "no state".
-            guard let bytes = process.stateRoundTrip(ROOMKIT_WIRE_EXPORT_STATE, state: nil), bytes.first == UInt8(ascii: "S") else {
-                return nil
-            }
-            return strdup(String(decoding: bytes.dropFirst(), as: UTF8.self))
+            // ANSWER text = the state, or null for nothing to hand over. The
+            // round trip waits a second longer than the manager does, so a
+            // child that does not answer makes the manager's wait fail (and
+            // the reload roll back) rather than look like "no state".
+            guard let answer = process.stateRoundTrip(ROOMKIT_WIRE_EXPORT_STATE, state: nil), let text = answer.text else { return nil }
+            return strdup(String(decoding: text, as: UTF8.self))
         }
         d.import_state = { me, state in
             guard let me, let state else { return -1 }
             let process = Unmanaged<PluginProcess>.fromOpaque(me).takeUnretainedValue()
-            guard let bytes = process.stateRoundTrip(ROOMKIT_WIRE_IMPORT_STATE, state: String(cString: state)) else { return -1 }
-            let code = Int32(String(decoding: bytes, as: UTF8.self)) ?? -1
-            return code == ROOMKIT_WIRE_NO_IMPORT ? -1 : code
+            guard let answer = process.stateRoundTrip(ROOMKIT_WIRE_IMPORT_STATE, state: String(cString: state)) else { return -1 }
+            return answer.result == ROOMKIT_WIRE_NO_IMPORT ? -1 : answer.result
         }
     }
 
     /// One export/import round trip with the running child; nil when it is not running or does not answer in time.
-    func stateRoundTrip(_ type: roomkit_wire_down, state: String?) -> [UInt8]? {
+    func stateRoundTrip(_ type: roomkit_wire_down, state: String?) -> (result: Int32, text: [UInt8]?)? {
         guard let child = lock.withLock({ phase == .running ? current : nil }) else { return nil }
         // Every event queued before this call reaches the child first (the
         // export must follow the old version's last event).

@@ -14,24 +14,26 @@ extension PluginProcess {
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
             throw PluginProcessError("socketpair: \(String(cString: strerror(errno)))")
         }
+        // The progress page: shared with roomkit-plugin-host; a private one
+        // (never written by the child) for a command plugin.
         var page: UnsafeMutablePointer<roomkit_wire_progress>?
         let pageFD = roomkit_wire_progress_create(&page)
         guard pageFD >= 0, let page, roomkit_wire_pipe(&out) == 0, roomkit_wire_pipe(&err) == 0 else {
             for fd in pair + out + err + [pageFD] where fd >= 0 { close(fd) }
             throw PluginProcessError("cannot make the progress page or output pipes")
         }
-        let hooks = (spec.hooks.contains(.urlInterrupter) ? ROOMKIT_WIRE_HOOK_URL : 0)
-            | (spec.hooks.contains(.throwError) ? ROOMKIT_WIRE_HOOK_THROW_ERROR : 0)
-            | (spec.hooks.contains(.room) || spec.hooks.contains(.magix) ? ROOMKIT_WIRE_HOOK_ROOM : 0)
-            | (spec.hooks.contains(.player) ? ROOMKIT_WIRE_HOOK_PLAYER : 0)
-        let arguments = [executable, library, spec.entry, "\(hooks)", "\(spec.supervision.memoryLimitMB)",
-                         "\(spec.supervision.cpuLimitSeconds)", "\(getpid())"]
+        let sharePage = spec.command == nil
+        let environment = PluginEnvironment.forChild(plugin: spec.name, progressPage: sharePage)
+        let argv = [executable] + arguments
         let path = executable
+        let cwd = workingDirectory
         let pid = PluginSpawner.shared.run {
-            var argv = arguments.map { strdup($0) }
-            argv.append(nil)
-            defer { for pointer in argv { free(pointer) } }
-            return roomkit_wire_spawn(path, argv, pair[1], pageFD, out[1], err[1])
+            var cArgv = argv.map { strdup($0) }
+            cArgv.append(nil)
+            var cEnv = environment.map { strdup($0) }
+            cEnv.append(nil)
+            defer { for pointer in cArgv + cEnv { free(pointer) } }
+            return roomkit_wire_spawn(path, cArgv, cEnv, cwd, pair[1], sharePage ? pageFD : -1, out[1], err[1])
         }
         for fd in [pair[1], pageFD, out[1], err[1]] { close(fd) }
         guard pid > 0 else {
@@ -86,16 +88,21 @@ extension PluginProcess {
         watchdog?.cancel()
         watchdog = nil
         trimLocked(done: child.doneSeq)
-        switch Int(what) {
+        // Without the progress page, the event being handled is the first one
+        // sent and not finished (PLUGIN-WIRE.md section 8.1).
+        let firstUnfinished = journal[journalHead..<written].first { !$0.skip }?.seq
+        let (busyWhat, suspect) = child.usesPage ? (what, busySeq)
+            : (firstUnfinished == nil ? Int32(ROOMKIT_WIRE_IDLE.rawValue) : Int32(ROOMKIT_WIRE_BUSY_EVENT.rawValue), firstUnfinished ?? 0)
+        switch Int(busyWhat) {
         case Int(ROOMKIT_WIRE_BUSY_EVENT.rawValue):
-            if let index = journal[journalHead...].firstIndex(where: { $0.seq == busySeq }) {
-                let entry = journal[index]
-                context = entry.kind == "throwError" ? " while handling throwError" : " while handling \(entry.kind) in room \(entry.room)"
-                poison[busySeq, default: 0] += 1
-                if poison[busySeq]! >= 2 {
+            if let index = journal[journalHead...].firstIndex(where: { $0.seq == suspect }) {
+                let label = journal[index].label
+                context = " while handling \(label)"
+                poison[suspect, default: 0] += 1
+                if poison[suspect]! >= 2 {
                     journal[index].skip = true
                     stats.skipped += 1
-                    poisoned = "skipped \(entry.kind) in room \(entry.room): it crashed the plugin twice"
+                    poisoned = "skipped \(label): it crashed the plugin twice"
                 }
             }
         case Int(ROOMKIT_WIRE_BUSY_URL.rawValue): context = " in urlInterrupter"
@@ -156,8 +163,9 @@ extension PluginProcess {
             target?.quarantine(because: "cannot restart its process: \(error)")
             return
         }
-        guard child.waitForHello(timeout: loadBound)?.0 == 0,
-              child.load(config: spec.config.jsonString, timeout: loadBound) == 0 else {
+        guard let hello = child.waitForHello(timeout: loadBound), Self.check(hello, against: spec) == nil,
+              roomkit_wire_limit(child.pid, UInt(spec.supervision.memoryLimitMB), UInt(spec.supervision.cpuLimitSeconds)) == 0,
+              child.load(config: spec.config.jsonString, callTimeout: spec.timeout, timeout: loadBound) == 0 else {
             child.kill(because: child.killReason ?? "restart failed (on_load did not succeed)")
             return
         }
@@ -196,18 +204,29 @@ extension PluginProcess {
     }
 
     private func checkHang(limit: Duration) {
-        guard let child = lock.withLock({ phase == .running ? current : nil }) else { return }
-        let what = roomkit_wire_load32(&child.progress.pointee.busy_what)
-        let since = roomkit_wire_load64(&child.progress.pointee.busy_since_ns)
-        guard what != 0, since != 0 else { return }
-        let bound = what == Int32(ROOMKIT_WIRE_BUSY_LOAD.rawValue) ? loadBound : limit
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let elapsed = (UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)) &- since
-        let boundNs = UInt64(bound.components.seconds) * 1_000_000_000 + UInt64(bound.components.attoseconds / 1_000_000_000)
-        if elapsed > boundNs, elapsed < UInt64.max / 2 {
-            child.kill(because: "hung: a call ran longer than \(bound) (timeoutMs × hangFactor), killed")
+        guard let (child, outstanding) = lock.withLock({ () -> (PluginChild, Bool)? in
+            guard phase == .running, let child = current else { return nil }
+            trimLocked(done: child.doneSeq)
+            return (child, written > journalHead)
+        }) else { return }
+        let now = PluginChild.monotonicNow()
+        let boundNs = UInt64(limit.components.seconds) * 1_000_000_000 + UInt64(limit.components.attoseconds / 1_000_000_000)
+        if child.usesPage {
+            let what = roomkit_wire_load32(&child.progress.pointee.busy_what)
+            let since = roomkit_wire_load64(&child.progress.pointee.busy_since_ns)
+            guard what != 0, since != 0 else { return }
+            let bound = what == Int32(ROOMKIT_WIRE_BUSY_LOAD.rawValue) ? loadBound : limit
+            let elapsed = now &- since
+            let ns = UInt64(bound.components.seconds) * 1_000_000_000 + UInt64(bound.components.attoseconds / 1_000_000_000)
+            if elapsed > ns, elapsed < UInt64.max / 2 {
+                child.kill(because: "hung: a call ran longer than \(bound) (timeoutMs × hangFactor), killed")
+            }
+            return
         }
+        // No page: events outstanding and no DONE (or other progress) for the bound.
+        let since = child.progressNs
+        guard outstanding, since != 0, now > since, now - since > boundNs else { return }
+        child.kill(because: "hung: no progress on its events for \(limit) (timeoutMs × hangFactor), killed")
     }
 
     // MARK: Shutdown

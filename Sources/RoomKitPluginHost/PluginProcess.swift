@@ -32,15 +32,35 @@ final class PluginProcess: @unchecked Sendable {
     /// that a restarted process gets it again, and so a crash can name it.
     struct Entry {
         let seq: UInt64
-        let kind: String
-        let room: String
-        let frame: [UInt8]
+        /// The encoded EVENTS record (PLUGIN-WIRE.md section 4).
+        let record: [UInt8]
         var skip = false
+
+        /// What the record is, for messages: "magix in room lobby", "throwError".
+        var label: String {
+            record.withUnsafeBytes { raw -> String in
+                var r = WireReader(raw)
+                let type = UInt32(r.u8())
+                _ = r.u64()
+                let number = Int64(bitPattern: r.u64())
+                let a = r.string() ?? ""
+                switch type {
+                case ROOMKIT_WIRE_RECORD_ROOM.rawValue: return "\(PluginProcess.roomKindName(Int32(truncatingIfNeeded: number))) in room \(a)"
+                case ROOMKIT_WIRE_RECORD_PLAYER.rawValue: return "player event \(number) in room \(a)"
+                case ROOMKIT_WIRE_RECORD_CONFIG_CHANGED.rawValue: return "configChanged"
+                default: return "throwError"
+                }
+            }
+        }
     }
 
     let spec: PluginSpec
     let library: String
+    /// argv[0] (absolute) and the arguments: roomkit-plugin-host and the library, or the manifest's command.
     let executable: String
+    let arguments: [String]
+    /// The child's working directory (the manifest's folder for a command; nil: the bot's).
+    let workingDirectory: String?
     let logger: Logger
     let onStatus: @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void
     let descriptor: UnsafeMutablePointer<roomkit_plugin>
@@ -62,6 +82,8 @@ final class PluginProcess: @unchecked Sendable {
     var poison: [UInt64: Int] = [:]
     var stats = Stats()
     var watchdog: (any DispatchSourceTimer)?
+    /// Why on_load failed, in words (a crash names its signal).
+    var loadFailure: String?
 
     /// Counters shown by `GET /v1/plugins` and metrics.
     struct Stats: Sendable, Hashable {
@@ -80,11 +102,13 @@ final class PluginProcess: @unchecked Sendable {
         registry.withLock { $0[UInt(bitPattern: runtime.descriptor)] }
     }
 
-    private init(spec: PluginSpec, library: String, executable: String, logger: Logger,
-                 onStatus: @escaping @Sendable (String, PluginStatus, String?) -> Void) {
+    init(spec: PluginSpec, library: String, executable: String, arguments: [String], workingDirectory: String?,
+         logger: Logger, onStatus: @escaping @Sendable (String, PluginStatus, String?) -> Void) {
         self.spec = spec
         self.library = library
         self.executable = executable
+        self.arguments = arguments
+        self.workingDirectory = workingDirectory
         self.logger = logger
         self.onStatus = onStatus
         writer = DispatchQueue(label: "roomkit.plugin-process.\(spec.name)")
@@ -102,50 +126,99 @@ final class PluginProcess: @unchecked Sendable {
 
     // MARK: Mapping (the process replaces dlopen)
 
-    /// Starts the plugin's process, which maps the library and checks its
-    /// entry, ABI and declared hooks (so a library that crashes while loading
-    /// costs only its process). Returns a descriptor whose hooks forward to it.
+    /// Starts the plugin's process and waits for its HELLO (PLUGIN-WIRE.md
+    /// section 3): for a library, `roomkit-plugin-host` maps it and checks its
+    /// entry and ABI (so a library that crashes while loading costs only its
+    /// process); a command is started as it is. Checks the HELLO's version,
+    /// contract and hooks against the manifest, applies the limits, and
+    /// returns a descriptor whose hooks forward to the process.
     static func map(_ spec: PluginSpec, path: String?, logger: Logger,
                     onStatus: @escaping @Sendable (String, PluginStatus, String?) -> Void) throws(PluginLoadError) -> MappedPlugin {
+        let process = try prepare(spec, path: path, logger: logger, onStatus: onStatus)
+        let child = try process.handshake()
+        _ = child
+        process.installDescriptor()
+        _ = Unmanaged.passRetained(process)  // lives as long as its descriptor: forever
+        registry.withLock { $0[UInt(bitPattern: UnsafeRawPointer(process.descriptor))] = process }
+        PluginLoader.keepForProcessLifetime(UnsafeRawPointer(process.descriptor))
+        return MappedPlugin(spec: spec, descriptor: UnsafePointer(process.descriptor), mappedPath: process.library)
+    }
+
+    /// The process for `spec`, not started: what to run, where.
+    static func prepare(_ spec: PluginSpec, path: String?, logger: Logger,
+                        onStatus: @escaping @Sendable (String, PluginStatus, String?) -> Void) throws(PluginLoadError) -> PluginProcess {
         let where_ = "plugins[\(spec.index)] (\(spec.name))"
+        if let command = spec.command {
+            let resolved = try PluginCommand.resolve(command, directory: spec.directory, plugin: spec.name, at: where_)
+            return PluginProcess(spec: spec, library: resolved.display, executable: resolved.executable,
+                                 arguments: resolved.arguments, workingDirectory: spec.directory, logger: logger, onStatus: onStatus)
+        }
         let file = path ?? spec.library
-        guard FileManager.default.fileExists(atPath: file) else {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue else {
             throw PluginLoadError(plugin: spec.name, stage: .missingFile, message: "\(where_).library: no such file: \(file)")
         }
         guard let executable = hostExecutable() else {
             throw PluginLoadError(plugin: spec.name, stage: .missingFile, message:
                 "\(where_).isolation: roomkit-plugin-host not found next to \(ownExecutable) (install it there, or set ROOMKIT_PLUGIN_HOST)")
         }
-        let process = PluginProcess(spec: spec, library: file, executable: executable, logger: logger, onStatus: onStatus)
+        return PluginProcess(spec: spec, library: file, executable: executable, arguments: [file, spec.entry, "\(getpid())"],
+                             workingDirectory: nil, logger: logger, onStatus: onStatus)
+    }
+
+    /// Spawns the first child and checks its HELLO; kills it and throws on any problem.
+    func handshake() throws(PluginLoadError) -> PluginChild {
+        let where_ = "plugins[\(spec.index)] (\(spec.name))"
         let child: PluginChild
         do {
-            child = try process.spawn()
+            child = try spawn()
         } catch {
-            throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): cannot start roomkit-plugin-host: \(error)")
+            throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): cannot start \(executable): \(error)")
         }
-        switch child.waitForHello(timeout: process.loadBound) {
-        case .some((0, _)):
-            break
-        case .some((let stage, let message)):
+        guard let hello = child.waitForHello(timeout: loadBound) else {
             child.kill()
-            throw PluginLoadError(plugin: spec.name, stage: Self.stage(stage), message: "\(where_): \(message)")
-        case nil:
-            child.kill()
-            let why = child.exitDescription ?? "did not answer within \(process.loadBound)"
-            throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): the plugin process \(why) while mapping \(file)")
+            _ = child.waitForExit(timeout: .seconds(1))
+            let why = child.exitDescription ?? "did not answer within \(loadBound)"
+            throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): the plugin process \(why) while starting \(library)")
         }
-        process.installDescriptor()
-        _ = Unmanaged.passRetained(process)  // lives as long as its descriptor: forever
-        registry.withLock { $0[UInt(bitPattern: UnsafeRawPointer(process.descriptor))] = process }
-        PluginLoader.keepForProcessLifetime(UnsafeRawPointer(process.descriptor))
-        return MappedPlugin(spec: spec, descriptor: UnsafePointer(process.descriptor), mappedPath: file)
+        if let problem = Self.check(hello, against: spec) {
+            child.kill()
+            throw PluginLoadError(plugin: spec.name, stage: problem.stage, message: "\(where_): \(problem.message)")
+        }
+        let limits = spec.supervision
+        let applied = roomkit_wire_limit(child.pid, UInt(limits.memoryLimitMB), UInt(limits.cpuLimitSeconds))
+        if applied != 0 {
+            child.kill()
+            throw PluginLoadError(plugin: spec.name, stage: .dlopen, message:
+                "\(where_): cannot apply memoryLimitMB/cpuLimitSeconds: \(String(cString: strerror(-applied)))")
+        }
+        return child
+    }
+
+    /// Why a HELLO does not fit the manifest entry (nil: it does).
+    static func check(_ hello: PluginChild.Hello, against spec: PluginSpec) -> (stage: PluginLoadError.Stage, message: String)? {
+        guard hello.stage == 0 else { return (stage(hello.stage), hello.message) }
+        guard hello.version == ROOMKIT_WIRE_VERSION else {
+            return (.abiMismatch, "the plugin answered wire version \(hello.version); the bot offered \(ROOMKIT_WIRE_VERSIONS_OFFERED)")
+        }
+        guard Int(hello.abiMajor) == spec.abi else {
+            return (.abiMismatch, "abi: the plugin speaks contract \(hello.abiMajor).\(hello.abiMinor), the manifest says \(spec.abi)")
+        }
+        let needed: [(PluginHook, UInt32)] = [(.urlInterrupter, ROOMKIT_WIRE_HOOK_URL), (.throwError, ROOMKIT_WIRE_HOOK_THROW_ERROR),
+                                              (.room, ROOMKIT_WIRE_HOOK_ROOM), (.magix, ROOMKIT_WIRE_HOOK_ROOM),
+                                              (.player, ROOMKIT_WIRE_HOOK_PLAYER)]
+        for (hook, bit) in needed where spec.hooks.contains(hook) && hello.hooks & bit == 0 {
+            let name = hook == .magix ? "room" : hook.rawValue
+            return (.hookNotExported, "declares hook '\(name)' but does not export it")
+        }
+        return nil
     }
 
     private static func stage(_ code: Int32) -> PluginLoadError.Stage {
         switch code {
         case Int32(ROOMKIT_WIRE_STAGE_MISSING_ENTRY.rawValue): return .missingEntry
         case Int32(ROOMKIT_WIRE_STAGE_ENTRY_REFUSED.rawValue): return .entryRefused
-        case Int32(ROOMKIT_WIRE_STAGE_ABI_MISMATCH.rawValue): return .abiMismatch
+        case Int32(ROOMKIT_WIRE_STAGE_ABI_MISMATCH.rawValue), Int32(ROOMKIT_WIRE_STAGE_VERSION.rawValue): return .abiMismatch
         case Int32(ROOMKIT_WIRE_STAGE_HOOK_NOT_EXPORTED.rawValue): return .hookNotExported
         default: return .dlopen
         }
@@ -166,6 +239,9 @@ final class PluginProcess: @unchecked Sendable {
 
     /// How long mapping and on_load may take (as the inline host allows).
     var loadBound: Duration { max(spec.timeout * 20, .seconds(2)) }
+
+    /// Why on_load failed (nil: it did not, or it returned a code and lived).
+    var loadFailureReason: String? { lock.withLock { loadFailure } }
 
     /// Lets the supervisor mark `runtime` quarantined.
     func attach(_ runtime: PluginRuntime) {
@@ -189,9 +265,12 @@ final class PluginProcess: @unchecked Sendable {
             return current
         }
         guard let child else { return -1 }
-        let result = child.load(config: config, timeout: loadBound)
+        let result = child.load(config: config, callTimeout: spec.timeout, timeout: loadBound)
         guard result == 0 else {
-            let why = result.map { "on_load returned \($0)" } ?? (child.exitDescription ?? "on_load did not return in time")
+            if result == nil { _ = child.waitForExit(timeout: .milliseconds(200)) }
+            let why = result.map { "on_load returned \($0)" }
+                ?? child.exitDescription.map { "on_load crashed: the plugin process \($0)" } ?? "on_load did not return in time"
+            if result == nil { lock.withLock { loadFailure = why } }
             logger.error("plugin process failed to load", metadata: ["plugin": "\(spec.name)", "reason": "\(why)"])
             lock.withLock { phase = .stopped }
             child.kill()
@@ -202,8 +281,9 @@ final class PluginProcess: @unchecked Sendable {
         return 0
     }
 
-    /// A room, player or error event: queued in order, written in batches.
-    func enqueue(type: roomkit_wire_down, kind: Int32, room: String, first: String, second: String, code: Int64 = 0) {
+    /// A room, player, error or config event: encoded once, queued in order,
+    /// written in EVENTS frames (many records a frame when they queue up).
+    func enqueue(_ type: roomkit_wire_record, number: Int64, a: UnsafePointer<CChar>?, b: UnsafePointer<CChar>) {
         lock.lock()
         defer { lock.unlock() }
         switch phase {
@@ -215,22 +295,7 @@ final class PluginProcess: @unchecked Sendable {
             return
         }
         nextSeq += 1
-        var frame = WireFrame(UInt8(type.rawValue), capacity: 32 + room.utf8.count + first.utf8.count + second.utf8.count)
-        frame.u64(nextSeq)
-        let label: String
-        if type == ROOMKIT_WIRE_THROW_ERROR {
-            frame.u64(UInt64(bitPattern: code))
-            frame.string(first)
-            frame.string(second)
-            label = "throwError"
-        } else {
-            frame.i32(kind)
-            frame.string(room)
-            frame.string(first)
-            label = type == ROOMKIT_WIRE_ROOM_EVENT ? Self.roomKindName(kind)
-                : type == ROOMKIT_WIRE_CONFIG_CHANGED ? "configChanged" : "player event \(kind)"
-        }
-        journal.append(Entry(seq: nextSeq, kind: label, room: room, frame: frame.finished))
+        journal.append(Entry(seq: nextSeq, record: WireRecord.encode(type, seq: nextSeq, number: number, a: a, b: b)))
         scheduleFlushLocked()
     }
 
@@ -241,21 +306,40 @@ final class PluginProcess: @unchecked Sendable {
         writer.async { [self] in flush() }
     }
 
-    /// Writes the unsent events in one send (writer queue).
+    /// Writes the unsent events as EVENTS frames in one send (writer queue).
     func flush() {
-        let batch = lock.withLock { () -> (PluginChild, [UInt8])? in
+        let batch = lock.withLock { () -> (PluginChild, [UInt8], Bool)? in
             flushScheduled = false
             guard phase == .running || phase == .stopping, let child = current else { return nil }
             trimLocked(done: child.doneSeq)
             guard written < journal.count else { return nil }
+            let wasIdle = written == journalHead
             var bytes: [UInt8] = []
-            for index in written..<journal.count where !journal[index].skip {
-                bytes.append(contentsOf: journal[index].frame)
+            var frameStart = -1, count: UInt32 = 0
+            func close() {
+                guard frameStart >= 0 else { return }
+                let length = UInt32(bytes.count - frameStart - 4)
+                withUnsafeBytes(of: length.littleEndian) { for i in 0..<4 { bytes[frameStart + i] = $0[i] } }
+                withUnsafeBytes(of: count.littleEndian) { for i in 0..<4 { bytes[frameStart + 5 + i] = $0[i] } }
+                frameStart = -1
+                count = 0
             }
+            for index in written..<journal.count where !journal[index].skip {
+                if frameStart >= 0, count >= ROOMKIT_WIRE_BATCH_RECORDS || bytes.count - frameStart >= Int(ROOMKIT_WIRE_BATCH_BYTES) { close() }
+                if frameStart < 0 {
+                    frameStart = bytes.count
+                    bytes.append(contentsOf: [0, 0, 0, 0, UInt8(ROOMKIT_WIRE_EVENTS.rawValue), 0, 0, 0, 0])
+                }
+                bytes.append(contentsOf: journal[index].record)
+                count += 1
+            }
+            close()
             written = journal.count
-            return (child, bytes)
+            return (child, bytes, wasIdle)
         }
-        if let (child, bytes) = batch, !bytes.isEmpty { child.send(bytes) }
+        guard let (child, bytes, wasIdle) = batch, !bytes.isEmpty else { return }
+        if wasIdle { child.noteWaitingFrom(PluginChild.monotonicNow()) }
+        child.send(bytes)
     }
 
     /// Forgets the events the process has finished (`lock` held).
@@ -312,9 +396,8 @@ final class PluginProcess: @unchecked Sendable {
         // calls the plugin's throw_error when it exports one.
         do {
             d.throw_error = { me, domain, code, message in
-                proxy(me).enqueue(type: ROOMKIT_WIRE_THROW_ERROR, kind: 0, room: "",
-                                  first: domain.map { String(cString: $0) } ?? "", second: message.map { String(cString: $0) } ?? "",
-                                  code: code)
+                guard let domain, let message else { return }
+                proxy(me).enqueue(ROOMKIT_WIRE_RECORD_THROW_ERROR, number: code, a: domain, b: message)
             }
         }
         if hooks.contains(.urlInterrupter) {
@@ -326,15 +409,13 @@ final class PluginProcess: @unchecked Sendable {
         if hooks.contains(.room) || hooks.contains(.magix) {
             d.on_room_event = { me, kind, room, payload in
                 guard let room, let payload else { return }
-                proxy(me).enqueue(type: ROOMKIT_WIRE_ROOM_EVENT, kind: kind, room: String(cString: room),
-                                  first: String(cString: payload), second: "")
+                proxy(me).enqueue(ROOMKIT_WIRE_RECORD_ROOM, number: Int64(kind), a: room, b: payload)
             }
         }
         if hooks.contains(.player) {
             d.on_player_event = { me, kind, room, payload in
                 guard let room, let payload else { return }
-                proxy(me).enqueue(type: ROOMKIT_WIRE_PLAYER_EVENT, kind: kind, room: String(cString: room),
-                                  first: String(cString: payload), second: "")
+                proxy(me).enqueue(ROOMKIT_WIRE_RECORD_PLAYER, number: Int64(kind), a: room, b: payload)
             }
         }
         installABI11Hooks(&d)

@@ -101,7 +101,10 @@ final class PluginRuntime: @unchecked Sendable {
         }
         switch result {
         case .some(0): return nil
-        case .some(let code?): return "on_load failed (returned \(code))"
+        case .some(let code?):
+            // A process plugin says why in words (e.g. the signal it died of).
+            if let why = PluginProcess.of(self)?.loadFailureReason { return why }
+            return "on_load failed (returned \(code))"
         default: return "on_load did not return within its time limit"
         }
     }

@@ -1,8 +1,9 @@
 import CRoomKitPluginWire
+import Foundation
 
-/// Builds one frame of the bot <-> plugin-process wire
-/// (`roomkit_plugin_wire.h`): a 4-byte little-endian length, a type byte,
-/// then integers and length-prefixed strings. Plain value type, any thread.
+/// Builds one frame of the plugin wire (docs/PLUGIN-WIRE.md section 2): a
+/// 4-byte little-endian length, a type byte, then integers and
+/// length-prefixed strings. Plain value type, any thread.
 struct WireFrame {
     private(set) var bytes: [UInt8]
 
@@ -12,6 +13,8 @@ struct WireFrame {
         bytes.append(contentsOf: [0, 0, 0, 0, type])
     }
 
+    mutating func u8(_ value: UInt8) { bytes.append(value) }
+    mutating func u16(_ value: UInt16) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
     mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
     mutating func i32(_ value: Int32) { u32(UInt32(bitPattern: value)) }
     mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
@@ -69,6 +72,16 @@ struct WireReader {
 
     mutating func i32() -> Int32 { Int32(bitPattern: u32()) }
 
+    mutating func u8() -> UInt8 {
+        guard let slice = take(1) else { return 0 }
+        return slice[0]
+    }
+
+    mutating func u16() -> UInt16 {
+        guard let slice = take(2) else { return 0 }
+        return UInt16(littleEndian: slice.loadUnaligned(as: UInt16.self))
+    }
+
     mutating func u64() -> UInt64 {
         guard let slice = take(8) else { return 0 }
         return UInt64(littleEndian: slice.loadUnaligned(as: UInt64.self))
@@ -88,4 +101,33 @@ struct WireReader {
 
     /// Whether every byte was read (trailing bytes make a frame unparsable).
     var complete: Bool { !bad && at == bytes.count }
+}
+
+/// One EVENTS record (PLUGIN-WIRE.md section 4): `u8 type, u64 seq, i64
+/// number, str a, str b`, encoded once straight from the hook's C strings
+/// (one copy) and kept so that resending it after a crash costs no work.
+enum WireRecord {
+    static let headerSize = 1 + 8 + 8 + 4 + 4
+
+    static func encode(_ type: roomkit_wire_record, seq: UInt64, number: Int64,
+                       a: UnsafePointer<CChar>?, b: UnsafePointer<CChar>) -> [UInt8] {
+        let aCount = a.map { strlen($0) } ?? 0
+        let bCount = strlen(b)
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(headerSize + aCount + bCount)
+        bytes.append(UInt8(type.rawValue))
+        withUnsafeBytes(of: seq.littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: UInt64(bitPattern: number).littleEndian) { bytes.append(contentsOf: $0) }
+        func string(_ pointer: UnsafePointer<CChar>?, _ count: Int) {
+            guard let pointer else {
+                withUnsafeBytes(of: ROOMKIT_WIRE_NULL.littleEndian) { bytes.append(contentsOf: $0) }
+                return
+            }
+            withUnsafeBytes(of: UInt32(count).littleEndian) { bytes.append(contentsOf: $0) }
+            pointer.withMemoryRebound(to: UInt8.self, capacity: count) { bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: count)) }
+        }
+        string(a, aCount)
+        string(b, bCount)
+        return bytes
+    }
 }

@@ -1,4 +1,4 @@
-/* roomkit-plugin-host: frames out and in (see roomkit_plugin_wire.h). */
+/* roomkit-plugin-host: frames out and in (docs/PLUGIN-WIRE.md section 2). */
 #define _GNU_SOURCE
 #include "host.h"
 #include <errno.h>
@@ -30,6 +30,7 @@ void put(buffer *b, const void *data, size_t n) {
     memcpy(b->bytes + b->len, data, n);
     b->len += n;
 }
+void put_u16(buffer *b, uint16_t v) { put(b, &v, 2); }
 void put_u32(buffer *b, uint32_t v) { put(b, &v, 4); }
 void put_i32(buffer *b, int32_t v) { put(b, &v, 4); }
 void put_u64(buffer *b, uint64_t v) { put(b, &v, 8); }
@@ -71,6 +72,7 @@ static void take(reader *r, void *out, size_t n) {
     memcpy(out, r->at, n);
     r->at += n;
 }
+uint8_t take_u8(reader *r) { uint8_t v; take(r, &v, 1); return v; }
 uint32_t take_u32(reader *r) { uint32_t v; take(r, &v, 4); return v; }
 int32_t take_i32(reader *r) { int32_t v; take(r, &v, 4); return v; }
 uint64_t take_u64(reader *r) { uint64_t v; take(r, &v, 8); return v; }

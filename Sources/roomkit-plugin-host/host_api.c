@@ -1,13 +1,13 @@
 /* roomkit-plugin-host: the host function table given to the plugin.
- * Room actions, logs and room state are proxied to the bot (CALL, then
- * wait for the REPLY); timers and string memory are served here. */
+ * Room actions, logs and room state go to the bot as CALL frames
+ * (docs/PLUGIN-WIRE.md section 6; the C ABI's int result needs the REPLY);
+ * timers and string memory are served here (section 6.3). */
 #define _GNU_SOURCE
 #include "host.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static uint64_t next_request = 1;
 
 typedef struct timer {
     uint64_t id, due_ns, repeat_ms;
@@ -21,31 +21,8 @@ static uint64_t next_timer = 1;
 
 /* MARK: host functions */
 
-/* Sends a CALL and waits for its REPLY (any thread). */
-static int32_t call(int32_t function, int32_t argument, int count, const char **args, char **text) {
-    reply slot = {0};
-    pthread_mutex_lock(&host_lock);
-    slot.request = next_request++;
-    slot.next = waiting;
-    waiting = &slot;
-    pthread_cond_signal(&drained);
-    pthread_mutex_unlock(&host_lock);
-    buffer b = {0};
-    begin(&b, ROOMKIT_WIRE_CALL);
-    put_u64(&b, slot.request);
-    put_i32(&b, function);
-    put_i32(&b, argument);
-    put_u32(&b, (uint32_t)count);
-    for (int i = 0; i < count; i++) put_str(&b, args[i]);
-    send_frame(&b);
-    pthread_mutex_lock(&host_lock);
-    while (!slot.done) pthread_cond_wait(&reply_ready, &host_lock);
-    for (reply **p = &waiting; *p; p = &(*p)->next) {
-        if (*p == &slot) { *p = slot.next; break; }
-    }
-    pthread_mutex_unlock(&host_lock);
-    if (text) *text = slot.text; else free(slot.text);
-    return slot.result;
+static int32_t call(int32_t function, int32_t number, int count, const char **args, char **text) {
+    return channel_call(function, number, count, args, text);
 }
 
 static void host_log(void *context, int level, const char *message) {
@@ -92,7 +69,7 @@ static char *host_room_state_json(void *c, const char *room) {
 static uint64_t host_set_timer(void *c, uint64_t delay_ms, uint64_t repeat_ms, roomkit_timer_fn fire, void *user) {
     (void)c;
     if (!fire) return 0;
-    pthread_mutex_lock(&host_lock);
+    channel_lock();
     if (timer_count == timer_cap) {
         timer_cap = timer_cap ? timer_cap * 2 : 8;
         timers = realloc(timers, timer_cap * sizeof(timer));
@@ -100,15 +77,15 @@ static uint64_t host_set_timer(void *c, uint64_t delay_ms, uint64_t repeat_ms, r
     }
     uint64_t id = next_timer++;
     timers[timer_count++] = (timer){id, now_ns() + delay_ms * 1000000u, repeat_ms, fire, user, 1};
-    pthread_cond_signal(&work_ready);
-    pthread_mutex_unlock(&host_lock);
+    channel_wake();
+    channel_unlock();
     return id;
 }
 static void host_cancel_timer(void *c, uint64_t id) {
     (void)c;
-    pthread_mutex_lock(&host_lock);
+    channel_lock();
     for (size_t i = 0; i < timer_count; i++) if (timers[i].id == id) timers[i].live = 0;
-    pthread_mutex_unlock(&host_lock);
+    channel_unlock();
 }
 static char *host_alloc_string(void *c, const char *text) { (void)c; return text ? strdup(text) : NULL; }
 static void host_free_string(void *c, char *text) { (void)c; free(text); }
@@ -206,11 +183,11 @@ uint64_t run_timers(void) {
         if (!due) return next;
         timer fired = *due;
         if (fired.repeat_ms) due->due_ns = now + fired.repeat_ms * 1000000u; else due->live = 0;
-        pthread_mutex_unlock(&host_lock);
+        channel_unlock();
         busy(ROOMKIT_WIRE_BUSY_TIMER, 0);
         fired.fire(fired.user, fired.id);
         busy(ROOMKIT_WIRE_IDLE, 0);
-        pthread_mutex_lock(&host_lock);
+        channel_lock();
     }
 }
 

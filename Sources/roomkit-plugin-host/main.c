@@ -1,20 +1,20 @@
 /*
- * roomkit-plugin-host: runs ONE plugin in its own process for roombot
- * ("isolation": "process"). It dlopens the library and calls its hooks
- * exactly as the inline host does, through the unchanged roomkit_plugin.h;
- * every host function that acts on rooms is proxied to the bot over the
- * socket (roomkit_plugin_wire.h). Timers and alloc/free are served here:
- * they act on nothing but the plugin.
+ * roomkit-plugin-host: runs ONE C-ABI plugin library in its own process for
+ * roombot ("isolation": "process"). It is one implementation of the child
+ * side of the plugin wire (docs/PLUGIN-WIRE.md): it dlopens the library and
+ * calls its hooks exactly as the inline host does, through the unchanged
+ * roomkit_plugin.h; every host function that acts on rooms goes to the bot
+ * as a CALL frame. Timers and alloc/free are served here: they act on
+ * nothing but the plugin.
  *
  * Usage (roombot starts it; not meant for people):
- *   roomkit-plugin-host LIBRARY ENTRY HOOK-BITS MEMORY-MB CPU-SECONDS BOT-PID
- * with the socket on fd 3 and the progress page on fd 4.
+ *   roomkit-plugin-host LIBRARY ENTRY BOT-PID
+ * with the socket on fd 3, ROOMKIT_WIRE_VERSIONS in the environment, and,
+ * when ROOMKIT_PROGRESS_FD is set, the progress page on that fd.
  *
  * Threads: the main thread runs every hook and timer, one at a time (the
- * plugin's serial queue); a reader thread owns the socket's read side. It
- * queues hook frames for the main thread, hands replies to the thread
- * waiting for them, and exits the process when the socket closes (the bot
- * is gone), even while a hook is stuck.
+ * plugin's serial queue, hooks.c); a reader thread owns the socket's read
+ * side (channel.c).
  */
 #define _GNU_SOURCE
 #include "host.h"
@@ -27,99 +27,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
-roomkit_wire_progress *progress;
-static const roomkit_plugin *plugin;
 static roomkit_host_api table;
-
-pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
-pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;
-pthread_cond_t reply_ready = PTHREAD_COND_INITIALIZER;
-pthread_cond_t drained = PTHREAD_COND_INITIALIZER;
-/* Past this, the reader stops reading (the socket pushes back on the bot),
- * unless some thread waits for a reply that may be behind the queued frames. */
-#define INBOX_HIGH_WATER (4u << 20)
-uint8_t *inbox;
-size_t inbox_len, inbox_cap;
-reply *waiting;
-
-/* MARK: the reader thread */
-
-static void *read_socket(void *unused) {
-    (void)unused;
-    size_t cap = 1 << 16, len = 0;
-    uint8_t *buf = malloc(cap);
-    if (!buf) _exit(70);
-    for (;;) {
-        if (len == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            if (!buf) _exit(70);
-        }
-        pthread_mutex_lock(&host_lock);
-        while (inbox_len > INBOX_HIGH_WATER && !waiting) pthread_cond_wait(&drained, &host_lock);
-        pthread_mutex_unlock(&host_lock);
-        ssize_t n = read(ROOMKIT_WIRE_SOCKET_FD, buf + len, cap - len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) _exit(0);  /* the bot closed the socket or died */
-        len += (size_t)n;
-        size_t at = 0;
-        int queued = 0;
-        pthread_mutex_lock(&host_lock);
-        while (len - at >= 5) {
-            uint32_t length;
-            memcpy(&length, buf + at, 4);
-            if (length == 0 || length > ROOMKIT_WIRE_MAX_FRAME) _exit(71);
-            if (len - at < 4 + (size_t)length) {
-                if (4 + (size_t)length > cap) {
-                    /* grow for a large frame */
-                    pthread_mutex_unlock(&host_lock);
-                    memmove(buf, buf + at, len - at);
-                    len -= at;
-                    at = 0;
-                    while (cap < 4 + (size_t)length) cap *= 2;
-                    buf = realloc(buf, cap);
-                    if (!buf) _exit(70);
-                    pthread_mutex_lock(&host_lock);
-                }
-                break;
-            }
-            const uint8_t *frame = buf + at;
-            if (frame[4] == ROOMKIT_WIRE_REPLY) {
-                reader r = {frame + 5, frame + 4 + length, 0};
-                uint64_t request = take_u64(&r);
-                int32_t result = take_i32(&r);
-                char *text = take_str(&r);
-                if (r.bad) _exit(71);
-                for (reply *w = waiting; w; w = w->next) {
-                    if (w->request == request) { w->result = result; w->text = text; w->done = 1; text = NULL; break; }
-                }
-                free(text);
-                pthread_cond_broadcast(&reply_ready);
-            } else {
-                if (inbox_len + 4 + length > inbox_cap) {
-                    size_t grown = inbox_cap ? inbox_cap : 1 << 16;
-                    while (grown < inbox_len + 4 + length) grown *= 2;
-                    inbox = realloc(inbox, grown);
-                    if (!inbox) _exit(70);
-                    inbox_cap = grown;
-                }
-                memcpy(inbox + inbox_len, frame, 4 + (size_t)length);
-                inbox_len += 4 + (size_t)length;
-                queued = 1;
-            }
-            at += 4 + (size_t)length;
-        }
-        if (queued) pthread_cond_signal(&work_ready);
-        pthread_mutex_unlock(&host_lock);
-        memmove(buf, buf + at, len - at);
-        len -= at;
-    }
-    return NULL;
-}
 
 /* MARK: crash notes (async-signal-safe only) */
 
@@ -144,7 +55,7 @@ static uint64_t vm_peak_kb(void) {
 
 static void on_fatal(int signal) {
     int saved = errno;
-    if (progress) {
+    {
         roomkit_wire_store32(&progress->crash_errno, saved);
         roomkit_wire_store64(&progress->crash_vm_kb, vm_peak_kb());
     }
@@ -165,120 +76,48 @@ static void install_crash_notes(void) {
 
 /* MARK: main */
 
-static void hello(int32_t stage, const char *message) {
+static void hello(uint32_t version, uint32_t flags, const roomkit_plugin *plugin, int32_t stage, const char *message) {
+    uint32_t hooks = 0;
+    if (plugin && stage == ROOMKIT_WIRE_STAGE_OK) {
+        if (plugin->url_interrupter) hooks |= ROOMKIT_WIRE_HOOK_URL;
+        if (plugin->throw_error) hooks |= ROOMKIT_WIRE_HOOK_THROW_ERROR;
+        if (plugin->on_room_event) hooks |= ROOMKIT_WIRE_HOOK_ROOM;
+        if (plugin->on_player_event) hooks |= ROOMKIT_WIRE_HOOK_PLAYER;
+        if (ROOMKIT_HAS_MEMBER(plugin, on_config_changed)) hooks |= ROOMKIT_WIRE_HOOK_CONFIG_CHANGED;
+        if (ROOMKIT_HAS_MEMBER(plugin, export_state)) hooks |= ROOMKIT_WIRE_HOOK_EXPORT_STATE;
+        if (ROOMKIT_HAS_MEMBER(plugin, import_state)) hooks |= ROOMKIT_WIRE_HOOK_IMPORT_STATE;
+    }
     buffer b = {0};
     begin(&b, ROOMKIT_WIRE_HELLO);
+    put_u32(&b, version);
+    put_u32(&b, flags);
+    put_u32(&b, hooks);
+    put_u16(&b, plugin ? plugin->abi_major : ROOMKIT_PLUGIN_ABI_MAJOR);
+    put_u16(&b, plugin ? plugin->abi_minor : ROOMKIT_PLUGIN_ABI_MINOR);
     put_i32(&b, stage);
     put_str(&b, message ? message : "");
     send_frame(&b);
 }
 
-void busy(int32_t what, uint64_t seq) {
-    roomkit_wire_store64(&progress->busy_seq, seq);
-    roomkit_wire_store32(&progress->busy_what, what);
-    roomkit_wire_store64(&progress->busy_since_ns, what ? now_ns() : 0);
+/* Whether the bot's ROOMKIT_WIRE_VERSIONS (a comma-separated list) offers ours. */
+static int offered(const char *versions) {
+    if (!versions) return 0;
+    for (const char *p = versions; *p;) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end != p && v == ROOMKIT_WIRE_VERSION && (*end == ',' || *end == 0)) return 1;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
 }
 
-/* Handles one frame on the main thread; returns 0 when the process should end. */
-static int handle(const uint8_t *frame, uint32_t length) {
-    reader r = {frame + 5, frame + 4 + length, 0};
-    void *self = plugin->self;
-    switch (frame[4]) {
-    case ROOMKIT_WIRE_LOAD: {
-        char *config = take_str(&r);
-        busy(ROOMKIT_WIRE_BUSY_LOAD, 0);
-        int32_t result = plugin->on_load ? plugin->on_load(self, &table, config ? config : "null") : 0;
-        busy(ROOMKIT_WIRE_IDLE, 0);
-        free(config);
-        buffer b = {0};
-        begin(&b, ROOMKIT_WIRE_LOADED);
-        put_i32(&b, result);
-        send_frame(&b);
-        return 1;
-    }
-    case ROOMKIT_WIRE_ROOM_EVENT:
-    case ROOMKIT_WIRE_PLAYER_EVENT: {
-        uint64_t seq = take_u64(&r);
-        int32_t kind = take_i32(&r);
-        char *room = take_str(&r), *payload = take_str(&r);
-        if (!r.bad && room && payload) {
-            busy(ROOMKIT_WIRE_BUSY_EVENT, seq);
-            if (frame[4] == ROOMKIT_WIRE_ROOM_EVENT) {
-                /* Kinds added in a later minor reach only plugins built for it
-                   (the enum only grows; a 1.0 plugin never sees resync). */
-                int known = kind != ROOMKIT_ROOM_RESYNC || plugin->abi_minor >= 1;
-                if (plugin->on_room_event && known) plugin->on_room_event(self, kind, room, payload);
-            } else if (plugin->on_player_event) {
-                plugin->on_player_event(self, kind, room, payload);
-            }
-            busy(ROOMKIT_WIRE_IDLE, 0);
-        }
-        roomkit_wire_store64(&progress->done_seq, seq);
-        free(room);
-        free(payload);
-        return 1;
-    }
-    case ROOMKIT_WIRE_THROW_ERROR: {
-        uint64_t seq = take_u64(&r);
-        int64_t code = (int64_t)take_u64(&r);
-        char *domain = take_str(&r), *message = take_str(&r);
-        if (!r.bad && domain && message && plugin->throw_error) {
-            busy(ROOMKIT_WIRE_BUSY_EVENT, seq);
-            plugin->throw_error(self, domain, code, message);
-            busy(ROOMKIT_WIRE_IDLE, 0);
-        }
-        roomkit_wire_store64(&progress->done_seq, seq);
-        free(domain);
-        free(message);
-        return 1;
-    }
-    case ROOMKIT_WIRE_URL: {
-        uint64_t request = take_u64(&r);
-        char *url = take_str(&r);
-        char *result = NULL;
-        if (!r.bad && url && plugin->url_interrupter) {
-            busy(ROOMKIT_WIRE_BUSY_URL, 0);
-            result = plugin->url_interrupter(self, url);
-            busy(ROOMKIT_WIRE_IDLE, 0);
-        }
-        buffer b = {0};
-        begin(&b, ROOMKIT_WIRE_URL_REPLY);
-        put_u64(&b, request);
-        put_str(&b, result);
-        send_frame(&b);
-        free(result);  /* host->alloc_string is strdup */
-        free(url);
-        return 1;
-    }
-    case ROOMKIT_WIRE_CONFIG_CHANGED:
-    case ROOMKIT_WIRE_EXPORT_STATE:
-    case ROOMKIT_WIRE_IMPORT_STATE:
-        handle_abi11(plugin, frame[4], &r);
-        return 1;
-    case ROOMKIT_WIRE_UNLOAD: {
-        busy(ROOMKIT_WIRE_BUSY_UNLOAD, 0);
-        if (plugin->on_unload) plugin->on_unload(self);
-        busy(ROOMKIT_WIRE_IDLE, 0);
-        buffer b = {0};
-        begin(&b, ROOMKIT_WIRE_UNLOADED);
-        send_frame(&b);
-        return 0;
-    }
-    default:
-        _exit(71);  /* the bot sent something this host does not know */
-    }
-}
-
-/* Runs the timers that are due; returns the next deadline (0: none). Called with `lock` held. */
 int main(int argc, char **argv) {
-    if (argc != 7) {
+    if (argc != 4) {
         fprintf(stderr, "roomkit-plugin-host is started by roombot, not by hand\n");
         return 64;
     }
     const char *library = argv[1], *entry_name = argv[2];
-    unsigned hooks = (unsigned)strtoul(argv[3], NULL, 10);
-    unsigned long memory_mb = strtoul(argv[4], NULL, 10), cpu_seconds = strtoul(argv[5], NULL, 10);
-    pid_t bot = (pid_t)strtol(argv[6], NULL, 10);
+    pid_t bot = (pid_t)strtol(argv[3], NULL, 10);
 
     /* Never outlive the bot: a signal when it dies, and a check for the race. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -286,114 +125,71 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0);
 
-    progress = mmap(NULL, sizeof(roomkit_wire_progress), PROT_READ | PROT_WRITE, MAP_SHARED, ROOMKIT_WIRE_PROGRESS_FD, 0);
-    if (progress == MAP_FAILED) { hello(ROOMKIT_WIRE_STAGE_SETUP, "cannot map the progress page"); return 70; }
+    char message[1024];
+    const char *versions = getenv("ROOMKIT_WIRE_VERSIONS");
+    if (!offered(versions)) {
+        snprintf(message, sizeof message, "wire versions offered %s, roomkit-plugin-host speaks %u",
+                 versions ? versions : "(none: ROOMKIT_WIRE_VERSIONS is not set)", ROOMKIT_WIRE_VERSION);
+        hello(0, 0, NULL, ROOMKIT_WIRE_STAGE_VERSION, message);
+        return 0;
+    }
+    uint32_t flags = 0;
+    const char *page_fd = getenv("ROOMKIT_PROGRESS_FD");
+    if (page_fd && *page_fd) {
+        void *page = mmap(NULL, sizeof(roomkit_wire_progress), PROT_READ | PROT_WRITE, MAP_SHARED, atoi(page_fd), 0);
+        if (page == MAP_FAILED) { hello(ROOMKIT_WIRE_VERSION, 0, NULL, ROOMKIT_WIRE_STAGE_SETUP, "cannot map the progress page"); return 70; }
+        progress = page;
+        flags |= ROOMKIT_WIRE_FLAG_PROGRESS_PAGE;
+    }
     install_crash_notes();
 
-    pthread_t thread;
-    if (pthread_create(&thread, NULL, read_socket, NULL) != 0) { hello(ROOMKIT_WIRE_STAGE_SETUP, "cannot start the reader thread"); return 70; }
+    if (channel_start() != 0) { hello(ROOMKIT_WIRE_VERSION, flags, NULL, ROOMKIT_WIRE_STAGE_SETUP, "cannot start the reader thread"); return 70; }
 
-    char message[1024];
     dlerror();
     void *mapping = dlopen(library, RTLD_NOW | RTLD_LOCAL);
     if (!mapping) {
         const char *reason = dlerror();
         snprintf(message, sizeof message, "dlopen failed: %s", reason ? reason : "unknown dlopen error");
-        hello(ROOMKIT_WIRE_STAGE_DLOPEN, message);
+        hello(ROOMKIT_WIRE_VERSION, flags, NULL, ROOMKIT_WIRE_STAGE_DLOPEN, message);
         return 0;
     }
     void *symbol = dlsym(mapping, entry_name);
     if (!symbol) {
         snprintf(message, sizeof message, "entry symbol '%s' not found in %s", entry_name, library);
-        hello(ROOMKIT_WIRE_STAGE_MISSING_ENTRY, message);
+        hello(ROOMKIT_WIRE_VERSION, flags, NULL, ROOMKIT_WIRE_STAGE_MISSING_ENTRY, message);
         return 0;
     }
     roomkit_plugin_entry_fn entry = (roomkit_plugin_entry_fn)symbol;
-    plugin = entry(ROOMKIT_PLUGIN_ABI_MAJOR, ROOMKIT_PLUGIN_ABI_MINOR);
+    const roomkit_plugin *plugin = entry(ROOMKIT_PLUGIN_ABI_MAJOR, ROOMKIT_PLUGIN_ABI_MINOR);
     if (!plugin) {
         snprintf(message, sizeof message, "the entry refused host ABI %d.%d", ROOMKIT_PLUGIN_ABI_MAJOR, ROOMKIT_PLUGIN_ABI_MINOR);
-        hello(ROOMKIT_WIRE_STAGE_ENTRY_REFUSED, message);
+        hello(ROOMKIT_WIRE_VERSION, flags, NULL, ROOMKIT_WIRE_STAGE_ENTRY_REFUSED, message);
         return 0;
     }
     size_t minimum = offsetof(roomkit_plugin, on_player_event) + sizeof(void *);
     if (plugin->abi_major != ROOMKIT_PLUGIN_ABI_MAJOR || plugin->abi_minor > ROOMKIT_PLUGIN_ABI_MINOR || plugin->struct_size < minimum) {
         snprintf(message, sizeof message, "ABI mismatch: plugin %u.%u (descriptor %u bytes), host %d.%d",
                  plugin->abi_major, plugin->abi_minor, plugin->struct_size, ROOMKIT_PLUGIN_ABI_MAJOR, ROOMKIT_PLUGIN_ABI_MINOR);
-        hello(ROOMKIT_WIRE_STAGE_ABI_MISMATCH, message);
-        return 0;
-    }
-    const char *missing = NULL;
-    if ((hooks & ROOMKIT_WIRE_HOOK_PLAYER) && !plugin->on_player_event) missing = "player";
-    if ((hooks & ROOMKIT_WIRE_HOOK_ROOM) && !plugin->on_room_event) missing = "room";
-    if ((hooks & ROOMKIT_WIRE_HOOK_THROW_ERROR) && !plugin->throw_error) missing = "throwError";
-    if ((hooks & ROOMKIT_WIRE_HOOK_URL) && !plugin->url_interrupter) missing = "urlInterrupter";
-    if (missing) {
-        snprintf(message, sizeof message, "declares hook '%s' but does not export it", missing);
-        hello(ROOMKIT_WIRE_STAGE_HOOK_NOT_EXPORTED, message);
+        hello(ROOMKIT_WIRE_VERSION, flags, NULL, ROOMKIT_WIRE_STAGE_ABI_MISMATCH, message);
         return 0;
     }
 
-    /* Limits after mapping (the loader itself needs address space), before any hook runs. */
-    /* A sanitizer's shadow memory needs terabytes of address space: under
-       `make check-sanitizers` the address-space limit is not set (the
-       memory-limit test is skipped there; ROOMKIT_SANITIZED). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define ROOMKIT_SANITIZED_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define ROOMKIT_SANITIZED_BUILD 1
-#endif
-#endif
-#ifndef ROOMKIT_SANITIZED_BUILD
-    if (memory_mb > 0) {
-        struct rlimit limit = {(rlim_t)memory_mb << 20, (rlim_t)memory_mb << 20};
-        setrlimit(RLIMIT_AS, &limit);
-    }
-#else
-    (void)memory_mb;
-#endif
-    if (cpu_seconds > 0) {
-        struct rlimit limit = {(rlim_t)cpu_seconds, (rlim_t)cpu_seconds + 1};
-        setrlimit(RLIMIT_CPU, &limit);
-    }
-
+    /* The bot applies the memory and CPU limits once HELLO arrives (the
+       loader itself needed address space), before any hook runs. */
     table = host_api_table();
-    hello(ROOMKIT_WIRE_STAGE_OK, "");
+    hooks_init(plugin, &table);
+    hello(ROOMKIT_WIRE_VERSION, flags, plugin, ROOMKIT_WIRE_STAGE_OK, "");
 
     uint8_t *work = NULL;
-    size_t work_cap = 0;
+    size_t len = 0, cap = 0;
     for (;;) {
-        pthread_mutex_lock(&host_lock);
-        for (;;) {
-            uint64_t next = run_timers();
-            if (inbox_len > 0) break;
-            if (next) {
-                struct timespec until;
-                clock_gettime(CLOCK_MONOTONIC, &until);
-                uint64_t wait = next > now_ns() ? next - now_ns() : 0;
-                until.tv_sec += (time_t)(wait / 1000000000u);
-                until.tv_nsec += (long)(wait % 1000000000u);
-                if (until.tv_nsec >= 1000000000L) { until.tv_sec += 1; until.tv_nsec -= 1000000000L; }
-                pthread_cond_timedwait(&work_ready, &host_lock, &until);
-            } else {
-                pthread_cond_wait(&work_ready, &host_lock);
-            }
-        }
-        /* Swap the inbox out: the reader fills a fresh one meanwhile. */
-        uint8_t *batch = inbox;
-        size_t batch_len = inbox_len, batch_cap = inbox_cap;
-        inbox = work;
-        inbox_cap = work_cap;
-        inbox_len = 0;
-        pthread_cond_signal(&drained);
-        pthread_mutex_unlock(&host_lock);
-        for (size_t at = 0; at < batch_len;) {
+        channel_take(&work, &len, &cap, run_timers);
+        for (size_t at = 0; at < len;) {
             uint32_t length;
-            memcpy(&length, batch + at, 4);
-            if (!handle(batch + at, length)) _exit(0);
+            memcpy(&length, work + at, 4);
+            if (!hooks_handle(work + at, length)) _exit(0);
             at += 4 + (size_t)length;
         }
-        work = batch;
-        work_cap = batch_cap;
+        hooks_flush_done();
     }
 }
