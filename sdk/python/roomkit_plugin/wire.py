@@ -7,6 +7,7 @@ DONE are buffered and leave in one ``os.write`` per batch.
 """
 
 import json
+import mmap
 import os
 import select
 import struct
@@ -94,8 +95,36 @@ def frame(kind: int, body: bytes = b"") -> bytes:
     return _HEADER.pack(len(body) + 1, kind) + body
 
 
-def hello(hooks: int, stage: int = STAGE_OK, message: str = "", version: int = WIRE_VERSION) -> bytes:
-    return frame(HELLO, struct.pack("<IIIHHi", version, 0, hooks, ABI_MAJOR, ABI_MINOR, stage) + encode_str(message))
+FLAG_PROGRESS_PAGE = 1
+# The progress page's first 28 bytes (roomkit_wire_progress, §8.3): busy_seq,
+# busy_since_ns, done_seq, busy_what; crash_errno at 28.
+_PROGRESS = struct.Struct("<QQQi")
+BUSY_IDLE, BUSY_EVENT, BUSY_URL, BUSY_LOAD, BUSY_UNLOAD, BUSY_TIMER = 0, 1, 2, 3, 4, 5
+ENOMEM = 12
+
+
+def hello(hooks: int, stage: int = STAGE_OK, message: str = "", version: int = WIRE_VERSION, flags: int = 0) -> bytes:
+    return frame(HELLO, struct.pack("<IIIHHi", version, flags, hooks, ABI_MAJOR, ABI_MINOR, stage) + encode_str(message))
+
+
+class Progress:
+    """The shared progress page (§8.3), when the bot offers one: which
+    record is running since when, and the last one finished, as plain
+    stores into shared memory. With it the bot knows exactly which events a
+    crashed child had finished (none is sent twice) and which one killed it.
+    Stores of whole aligned u64s; the bot reads each field on its own."""
+
+    def __init__(self, fd: int) -> None:
+        self.page = mmap.mmap(fd, 48)
+
+    def busy(self, what: int, seq: int, done: int) -> None:
+        _PROGRESS.pack_into(self.page, 0, seq, time.monotonic_ns(), done, what)
+
+    def idle(self, done: int) -> None:
+        _PROGRESS.pack_into(self.page, 0, 0, 0, done, BUSY_IDLE)
+
+    def out_of_memory(self) -> None:
+        struct.pack_into("<i", self.page, 28, ENOMEM)
 
 
 class Reader:
@@ -218,7 +247,18 @@ class Connection:
         self.reported_seq = 0   # last seq sent in DONE
         self.in_handler = False
         self.unloaded = False
+        self.progress: Optional[Progress] = None
         os.set_blocking(fd, False)
+
+    def busy(self, what: int) -> None:
+        self.in_handler = True
+        if self.progress is not None:
+            self.progress.busy(what, 0, self.done_seq)
+
+    def idle(self) -> None:
+        self.in_handler = False
+        if self.progress is not None:
+            self.progress.idle(self.done_seq)
 
     # -- output ----------------------------------------------------------------------------
     def notify(self, method: str, args: Dict[str, Any]) -> None:
@@ -337,11 +377,11 @@ class Connection:
     def _timers(self) -> None:
         timers = self.plugin._timers
         if timers.timeout() == 0:
-            self.in_handler = True
+            self.busy(BUSY_TIMER)
             try:
                 timers.run_due(self.plugin._run_timer)
             finally:
-                self.in_handler = False
+                self.idle()
 
     def _frame(self, kind: int, body: bytes) -> None:
         plugin = self.plugin
@@ -356,16 +396,16 @@ class Connection:
             config, at = _str_at(body, 4)
             _exactly(body, at, "LOAD")
             self.timeout_s = max(timeout_ms, 1) / 1000.0
-            self.in_handler = True
+            self.busy(BUSY_LOAD)
             ok, _ = plugin._on_load(None if config is None else json.loads(config), None)
-            self.in_handler = False
+            self.idle()
             self.out += frame(LOADED, struct.pack("<i", 0 if ok else -1))
             self.flush()
         elif kind == UNLOAD:
             _exactly(body, 0, "UNLOAD")
-            self.in_handler = True
+            self.busy(BUSY_UNLOAD)
             plugin._on_unload()
-            self.in_handler = False
+            self.idle()
             self.out += frame(UNLOADED)
             self.flush()
             self.unloaded = True
@@ -399,9 +439,9 @@ class Connection:
         request, _deadline_us, _ = _URL.unpack_from(body, 0)
         url, at = _str_at(body, 12)
         _exactly(body, at, "URL")
-        self.in_handler = True
+        self.busy(BUSY_URL)
         rewritten = self.plugin._on_url(_text(url) or "")
-        self.in_handler = False
+        self.idle()
         self.answer(request, 0 if rewritten is not None else -1, rewritten)
         self.flush()
 
@@ -414,9 +454,12 @@ class Connection:
         clock = time.monotonic
         next_check = clock() + CHECK_EVERY_S
         value = 0
+        progress = self.progress
         self.in_handler = True
         try:
             for rtype, seq, number, a, b in records:
+                if progress is not None:
+                    progress.busy(BUSY_EVENT, seq, self.done_seq)
                 if rtype == 1:
                     fields = values[value]
                     value += 1
@@ -438,6 +481,8 @@ class Connection:
                     next_check = clock() + CHECK_EVERY_S
         finally:
             self.in_handler = False
+            if progress is not None:
+                progress.idle(self.done_seq)
 
     def _between_records(self, now: float) -> None:
         """Between records, every CHECK_EVERY_S: let URL requests and PINGs
@@ -515,7 +560,15 @@ def serve(plugin: Any) -> None:
         except Closed:
             pass
         sys.exit(EXIT_OK)
-    connection.out += hello(hooks_of(plugin))
+    flags = 0
+    page_fd = os.environ.get("ROOMKIT_PROGRESS_FD")
+    if page_fd is not None:
+        try:
+            connection.progress = Progress(int(page_fd))
+            flags |= FLAG_PROGRESS_PAGE
+        except (ValueError, OSError) as error:
+            sys.stderr.write("roomkit_plugin: ROOMKIT_PROGRESS_FD=%s unusable (%s); going on without it\n" % (page_fd, error))
+    connection.out += hello(hooks_of(plugin), flags=flags)
     plugin._connect(connection)
     code = EXIT_OK
     try:
@@ -526,7 +579,9 @@ def serve(plugin: Any) -> None:
         sys.stderr.write("roomkit_plugin: bad frame from the bot: %s\n" % error)
         code = EXIT_BAD_FRAME
     except MemoryError:
-        code = EXIT_SETUP
+        code = EXIT_SETUP  # over the memory limit: tell the bot why before exiting
+        if connection.progress is not None:
+            connection.progress.out_of_memory()
     sys.stderr.flush()
     sys.stdout.flush()
     os._exit(code)

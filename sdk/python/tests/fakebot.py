@@ -6,6 +6,7 @@ here; it checks the child's frames strictly (bounds, exact bodies), so a
 child that passes these tests writes what the real bot parses.
 """
 
+import mmap
 import os
 import select
 import socket
@@ -101,22 +102,47 @@ class FakeBot:
     """Spawns ``script`` with the wire on fd 3 and talks to it."""
 
     def __init__(self, script: str, env: Optional[Dict[str, str]] = None, versions: str = "1",
-                 args: Optional[List[str]] = None) -> None:
+                 args: Optional[List[str]] = None, page: bool = False) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = ours
         child_env = dict(os.environ)
         child_env["PYTHONPATH"] = SDK + os.pathsep + child_env.get("PYTHONPATH", "")
         child_env.update({"ROOMKIT_WIRE_FD": "3", "ROOMKIT_WIRE_VERSIONS": versions, "ROOMKIT_PLUGIN_NAME": "test"})
+        child_env.pop("ROOMKIT_PROGRESS_FD", None)
+        # The progress page (§8.3): a 48-byte shared memory file on fd 4.
+        self.page = None
+        page_fd = -1
+        if page:
+            page_fd = os.memfd_create("progress")
+            os.ftruncate(page_fd, 48)
+            self.page = mmap.mmap(page_fd, 48)
+            child_env["ROOMKIT_PROGRESS_FD"] = "4"
         child_env.update(env or {})
         fd = theirs.fileno()
+
+        def wire_fds() -> None:
+            # fds 3 and 4 may be the parent's own: move ours above them first.
+            wire = os.dup(fd)
+            progress = os.dup(page_fd) if page_fd >= 0 else -1
+            os.dup2(wire, 3)
+            if progress >= 0:
+                os.dup2(progress, 4)
+
         self.process = subprocess.Popen(
             [sys.executable, script] + (args or []), env=child_env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=[3] if fd != 3 else [3],
-            preexec_fn=lambda: os.dup2(fd, 3) if fd != 3 else None)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=[3, 4] if page else [3], preexec_fn=wire_fds)
         theirs.close()
+        if page_fd >= 0:
+            os.close(page_fd)
         self.buffer = b""
         self.frames: List[Parsed] = []
         self.logs: List[Optional[str]] = []
+
+    def progress(self) -> Dict[str, int]:
+        """The progress page's fields as the child left them."""
+        busy_seq, since, done, what, crash_errno = struct.unpack_from("<QQQii", self.page, 0)
+        return {"busy_seq": busy_seq, "busy_since_ns": since, "done_seq": done, "busy_what": what,
+                "crash_errno": crash_errno}
 
     # -- sending -------------------------------------------------------------------------
     def send(self, data: bytes) -> None:

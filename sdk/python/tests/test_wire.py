@@ -249,6 +249,36 @@ class WireTests(unittest.TestCase):
         _, out, _ = self.bot.close()
         self.assertIn("PRINTED-MARKER", out)
 
+    def test_progress_page_names_the_running_record_and_the_last_finished(self):
+        hello = self.start(page=True)
+        self.assertEqual(hello.flags, 1, "HELLO says it keeps the page")
+        self.bot.send(events([chat(1, "x"), chat(2, "x"), chat(3, "!slow"), chat(4, "x")]))
+        deadline = time.monotonic() + 5
+        while self.bot.progress()["busy_seq"] != 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        during = self.bot.progress()
+        self.assertEqual((during["busy_seq"], during["busy_what"], during["done_seq"]), (3, 1, 2))
+        self.assertGreater(during["busy_since_ns"], 0)
+        self.until_done(4)
+        self.assertEqual(self.bot.progress(), {"busy_seq": 0, "busy_since_ns": 0, "done_seq": 4, "busy_what": 0,
+                                               "crash_errno": 0})
+
+    def test_with_the_page_a_crash_leaves_exactly_what_was_finished(self):
+        self.start(page=True)
+        self.bot.send(events([chat(1, "x"), chat(2, "x"), chat(3, "!segv"), chat(4, "x")]))
+        self.assertEqual(self.bot.process.wait(10), -11)
+        page = self.bot.progress()
+        self.assertEqual((page["busy_seq"], page["busy_what"], page["done_seq"]), (3, 1, 2))
+
+    def test_out_of_memory_exits_70_and_says_so_on_the_page(self):
+        import resource
+        self.start(page=True)
+        resource.prlimit(self.bot.process.pid, resource.RLIMIT_AS, (256 << 20, 256 << 20))
+        self.bot.send(events([chat(1, "x"), chat(2, "!oom")]))
+        self.assertEqual(self.bot.process.wait(30), 70)
+        self.assertEqual(self.bot.progress()["crash_errno"], 12)  # ENOMEM
+        self.assertEqual(self.bot.progress()["done_seq"], 1)
+
     def test_bad_frames_exit_71(self):
         for junk in [frame(99, b"x"), struct.pack("<IB", 0, 2), frame(EVENTS, struct.pack("<I", 2)),
                      frame(11, b"\x01"), events([record(1, 1, 8, "lobby", "{not json")])]:

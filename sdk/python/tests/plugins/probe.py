@@ -3,7 +3,8 @@
 Magix payloads are commands: "!echo" answers with the event it got,
 "!kv KEY VALUE" stores and reads back, "!raise" raises, "!exit" exits 3,
 "!members" reads the room's members, "!timer" starts a 10 ms one-shot timer,
-"!config" answers with plugin.config for the room, "!slow" sleeps 0.2 s.
+"!config" answers with plugin.config for the room, "!slow" sleeps 0.2 s,
+"!oom" allocates until MemoryError, "!segv" kills itself with SIGSEGV.
 """
 import json
 import sys
@@ -55,6 +56,14 @@ def on_magix(room, event):
         time.sleep(0.2)
     elif payload == "!print":
         print("PRINTED-MARKER")
+    elif payload == "!oom":
+        blocks = []
+        while True:
+            blocks.append(bytearray(1 << 20))
+    elif payload == "!segv":
+        import os
+        import signal
+        os.kill(os.getpid(), signal.SIGSEGV)
 
 
 @plugin.on_room_event
