@@ -455,11 +455,13 @@ class Connection:
         next_check = clock() + CHECK_EVERY_S
         value = 0
         progress = self.progress
+        page = progress.page if progress is not None else None
+        mark, monotonic_ns = _PROGRESS.pack_into, time.monotonic_ns  # the page's stores, inlined (per record)
         self.in_handler = True
         try:
             for rtype, seq, number, a, b in records:
-                if progress is not None:
-                    progress.busy(BUSY_EVENT, seq, self.done_seq)
+                if page is not None:
+                    mark(page, 0, seq, monotonic_ns(), self.done_seq, BUSY_EVENT)
                 if rtype == 1:
                     fields = values[value]
                     value += 1
