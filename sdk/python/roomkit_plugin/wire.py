@@ -115,7 +115,10 @@ class Progress:
     Stores of whole aligned u64s; the bot reads each field on its own."""
 
     def __init__(self, fd: int) -> None:
-        self.page = mmap.mmap(fd, 48)
+        size = os.fstat(fd).st_size  # sizeof(roomkit_wire_progress): 40 bytes today
+        if size < 32:
+            raise OSError("the progress page has %d bytes, fewer than its fields need (32)" % size)
+        self.page = mmap.mmap(fd, size)
 
     def busy(self, what: int, seq: int, done: int) -> None:
         _PROGRESS.pack_into(self.page, 0, seq, time.monotonic_ns(), done, what)
@@ -378,10 +381,8 @@ class Connection:
         timers = self.plugin._timers
         if timers.timeout() == 0:
             self.busy(BUSY_TIMER)
-            try:
-                timers.run_due(self.plugin._run_timer)
-            finally:
-                self.idle()
+            timers.run_due(self.plugin._run_timer)
+            self.idle()
 
     def _frame(self, kind: int, body: bytes) -> None:
         plugin = self.plugin
@@ -481,10 +482,14 @@ class Connection:
                 if now >= next_check:
                     self._between_records(now)
                     next_check = clock() + CHECK_EVERY_S
-        finally:
+        except BaseException:
+            # sys.exit() or MemoryError in a handler: the process ends with the
+            # page naming the record it died in (no idle store).
             self.in_handler = False
-            if progress is not None:
-                progress.idle(self.done_seq)
+            raise
+        self.in_handler = False
+        if progress is not None:
+            progress.idle(self.done_seq)
 
     def _between_records(self, now: float) -> None:
         """Between records, every CHECK_EVERY_S: let URL requests and PINGs

@@ -109,13 +109,13 @@ class FakeBot:
         child_env["PYTHONPATH"] = SDK + os.pathsep + child_env.get("PYTHONPATH", "")
         child_env.update({"ROOMKIT_WIRE_FD": "3", "ROOMKIT_WIRE_VERSIONS": versions, "ROOMKIT_PLUGIN_NAME": "test"})
         child_env.pop("ROOMKIT_PROGRESS_FD", None)
-        # The progress page (§8.3): a 48-byte shared memory file on fd 4.
+        # The progress page (§8.3): a shared memory file of sizeof(roomkit_wire_progress) on fd 4.
         self.page = None
         page_fd = -1
         if page:
             page_fd = os.memfd_create("progress")
-            os.ftruncate(page_fd, 48)
-            self.page = mmap.mmap(page_fd, 48)
+            os.ftruncate(page_fd, 40)
+            self.page = mmap.mmap(page_fd, 40)
             child_env["ROOMKIT_PROGRESS_FD"] = "4"
         child_env.update(env or {})
         fd = theirs.fileno()

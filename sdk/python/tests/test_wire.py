@@ -276,8 +276,15 @@ class WireTests(unittest.TestCase):
         resource.prlimit(self.bot.process.pid, resource.RLIMIT_AS, (256 << 20, 256 << 20))
         self.bot.send(events([chat(1, "x"), chat(2, "!oom")]))
         self.assertEqual(self.bot.process.wait(30), 70)
-        self.assertEqual(self.bot.progress()["crash_errno"], 12)  # ENOMEM
-        self.assertEqual(self.bot.progress()["done_seq"], 1)
+        page = self.bot.progress()
+        self.assertEqual((page["crash_errno"], page["busy_seq"], page["busy_what"], page["done_seq"]), (12, 2, 1, 1))
+
+    def test_sys_exit_in_a_handler_leaves_the_page_naming_the_record(self):
+        self.start(page=True)
+        self.bot.send(events([chat(1, "x"), chat(2, "!exit")]))
+        self.assertEqual(self.bot.process.wait(10), 3)
+        page = self.bot.progress()
+        self.assertEqual((page["busy_seq"], page["busy_what"], page["done_seq"]), (2, 1, 1))
 
     def test_bad_frames_exit_71(self):
         for junk in [frame(99, b"x"), struct.pack("<IB", 0, 2), frame(EVENTS, struct.pack("<I", 2)),
