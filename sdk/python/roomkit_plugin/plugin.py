@@ -171,7 +171,8 @@ class Plugin:
 
     def on_load(self, fn: Handler) -> Handler:
         """``fn(config)`` once the bot has connected, before any event (also
-        after every restart). Raising refuses the load."""
+        after every restart). Raising, or returning False or a non-zero int
+        (the result the bot reports), refuses the load."""
         self._load.append(fn)
         return fn
 
@@ -188,7 +189,8 @@ class Plugin:
 
     def import_state(self, fn: Handler) -> Handler:
         """``fn(state: str)``: takes the old version's exported state on a
-        reload. Raising (or returning False) rolls the reload back."""
+        reload. Raising, or returning False or a non-zero int, refuses it and
+        the reload is rolled back."""
         self._import = fn
         return fn
 
@@ -232,13 +234,17 @@ class Plugin:
     def _run_timer(self, what: str, fn: Handler) -> None:
         self._call(what, fn)
 
-    def _on_load(self, config: Any, room_config: Optional[Dict[str, Any]]) -> Tuple[bool, str]:
+    def _on_load(self, config: Any, room_config: Optional[Dict[str, Any]]) -> Tuple[int, str]:
+        """(result, why): 0 loaded; otherwise the load is refused."""
         self.config._replace(config, room_config)
         for fn in self._load:
-            ok, _ = self._call("on_load", fn, self.config.base)
+            ok, returned = self._call("on_load", fn, self.config.base)
             if not ok:
-                return False, "on_load handler %s raised (traceback in the log)" % fn.__name__
-        return True, ""
+                return -1, "on_load handler %s raised (traceback in the log)" % fn.__name__
+            code = _result_code(returned)
+            if code != 0:
+                return code, "on_load handler %s returned %r" % (fn.__name__, returned)
+        return 0, ""
 
     def _on_unload(self) -> None:
         for fn in self._unload:
@@ -336,11 +342,12 @@ class Plugin:
             return False, None
         return True, state
 
-    def _on_import_state(self, state: str) -> bool:
+    def _on_import_state(self, state: str) -> int:
+        """0 accepts the state; anything else refuses it (the reload is rolled back)."""
         if self._import is None:
-            return False
-        ok, result = self._call("import_state %s" % self._import.__name__, self._import, state)
-        return ok and result is not False
+            return -100  # PLUGIN-WIRE.md §7: no importState hook
+        ok, returned = self._call("import_state %s" % self._import.__name__, self._import, state)
+        return _result_code(returned) if ok else -1
 
     # -- running ------------------------------------------------------------------------
     def run(self) -> None:
@@ -350,6 +357,18 @@ class Plugin:
         hand (no wire on fd 3), it says how to run it and exits with 64."""
         from .wire import serve
         serve(self)
+
+
+def _result_code(returned: Any) -> int:
+    """A load or import handler's return value as the C hook's int result:
+    None or True accept (0), False refuses (-1), an int is the result itself."""
+    if returned is None or returned is True:
+        return 0
+    if returned is False:
+        return -1
+    if isinstance(returned, int):
+        return returned
+    return 0
 
 
 def dumps(value: Any) -> str:

@@ -398,9 +398,9 @@ class Connection:
             _exactly(body, at, "LOAD")
             self.timeout_s = max(timeout_ms, 1) / 1000.0
             self.busy(BUSY_LOAD)
-            ok, _ = plugin._on_load(None if config is None else json.loads(config), None)
+            result, _ = plugin._on_load(None if config is None else json.loads(config), None)
             self.idle()
-            self.out += frame(LOADED, struct.pack("<i", 0 if ok else -1))
+            self.out += frame(LOADED, struct.pack("<i", result))
             self.flush()
         elif kind == UNLOAD:
             _exactly(body, 0, "UNLOAD")
@@ -425,12 +425,9 @@ class Connection:
             (request,) = _U64.unpack_from(body, 0)
             state, at = _str_at(body, 8)
             _exactly(body, at, "IMPORT_STATE")
-            if plugin._import is None:
-                result = NO_IMPORT
-            else:
-                self.in_handler = True
-                result = 0 if plugin._on_import_state(_text(state) or "") else -1
-                self.in_handler = False
+            self.in_handler = True
+            result = plugin._on_import_state(_text(state) or "")
+            self.in_handler = False
             self.answer(request, result, None)
             self.flush()
 

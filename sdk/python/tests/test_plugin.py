@@ -138,7 +138,7 @@ class PluginTests(unittest.TestCase):
         self.plugin.on_load(lambda config: order.append(("load", config)))
         self.plugin.on_unload(lambda: order.append("unload"))
         self.plugin.host.set_timer(1000, lambda: None)
-        self.assertEqual(self.plugin._on_load({"a": 1}, None), (True, ""))
+        self.assertEqual(self.plugin._on_load({"a": 1}, None), (0, ""))
         self.plugin._on_unload()
         self.assertEqual(order, [("load", {"a": 1}), "unload"])
         self.assertEqual(len(self.plugin._timers), 0)
@@ -150,21 +150,27 @@ class PluginTests(unittest.TestCase):
         def check(config):
             raise ValueError("config.greeting missing")
 
-        ok, why = self.quietly(refusing._on_load, {}, None)[0]
-        self.assertFalse(ok)
+        result, why = self.quietly(refusing._on_load, {}, None)[0]
+        self.assertEqual(result, -1)
         self.assertIn("check", why)
+        coded = Plugin()
+        coded._connect(Recorder())
+        coded.on_load(lambda config: 3)
+        self.assertEqual(coded._on_load({}, None)[0], 3)
 
     def test_state_hand_off(self):
         self.assertEqual(self.plugin._on_export_state(), (True, None))
-        self.assertFalse(self.plugin._on_import_state("{}"))
+        self.assertEqual(self.plugin._on_import_state("{}"), -100)
         got = []
         self.plugin.export_state(lambda: json.dumps({"n": 3}))
         self.plugin.import_state(lambda text: got.append(json.loads(text)))
         self.assertEqual(self.plugin._on_export_state(), (True, '{"n": 3}'))
-        self.assertTrue(self.plugin._on_import_state('{"n": 3}'))
+        self.assertEqual(self.plugin._on_import_state('{"n": 3}'), 0)
         self.assertEqual(got, [{"n": 3}])
         self.plugin.import_state(lambda text: False)
-        self.assertFalse(self.plugin._on_import_state("{}"))
+        self.assertEqual(self.plugin._on_import_state("{}"), -1)
+        self.plugin.import_state(lambda text: 5)
+        self.assertEqual(self.plugin._on_import_state("{}"), 5)
         self.plugin.export_state(lambda: {"not": "a str"})
         self.assertEqual(self.plugin._on_export_state(), (False, None))
 
