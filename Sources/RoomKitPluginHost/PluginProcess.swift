@@ -176,9 +176,11 @@ final class PluginProcess: @unchecked Sendable {
             throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): cannot start \(executable): \(error)")
         }
         guard let hello = child.waitForHello(timeout: loadBound) else {
+            // Exited on its own (a crash while mapping), or silent: killed.
+            let exited = child.waitForExit(timeout: .milliseconds(50))
             child.kill()
             _ = child.waitForExit(timeout: .seconds(1))
-            let why = child.exitDescription ?? "did not answer within \(loadBound)"
+            let why = exited ? (child.exitDescription ?? "exited") : "did not answer within \(loadBound)"
             throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): the plugin process \(why) while starting \(library)")
         }
         if let problem = Self.check(hello, against: spec) {

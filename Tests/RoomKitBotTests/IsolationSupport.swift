@@ -82,17 +82,27 @@ final class IsolationScenario {
 
     /// `bad` is the misbehaving C plugin's source maker (given its record file);
     /// `supervision` its manifest fields.
-    convenience init(bad: @escaping (String) -> String, supervision: [String: JSON], logLevel: String = "warning") async throws {
+    /// `badPython`, when given, makes the plugin under test a `"command"`
+    /// plugin: WirePythonFixture run with that mode instead of `bad`.
+    convenience init(bad: @escaping (String) -> String, supervision: [String: JSON], logLevel: String = "warning",
+                     badPython: String? = nil, environment: [String: String] = [:]) async throws {
         try await self.init(badEntry: { record, directory in
-            let library = try compilePlugin("bad", source: bad(record), in: directory)
-            return ["name": "bad", "library": .string(library), "abi": 1, "hooks": ["magix"]]
-        }, supervision: supervision, logLevel: logLevel)
+            var entry: [String: JSON] = ["name": "bad", "abi": 1, "hooks": ["magix"]]
+            if let badPython {
+                try WirePythonFixture.script.write(toFile: directory + "/fixture_plugin.py", atomically: true, encoding: .utf8)
+                entry["command"] = ["python3", "fixture_plugin.py", "bad.ndjson", .string(badPython)]
+            } else {
+                entry["library"] = .string(try compilePlugin("bad", source: bad(record), in: directory))
+            }
+            return entry
+        }, supervision: supervision, logLevel: logLevel, environment: environment)
     }
 
     /// `badEntry` writes the misbehaving plugin (given its record file and
     /// the test's directory) and returns its manifest entry (a `library` or
     /// a `command`); `supervision` adds to it.
-    init(badEntry: (String, String) throws -> [String: JSON], supervision: [String: JSON], logLevel: String = "warning") async throws {
+    init(badEntry: (String, String) throws -> [String: JSON], supervision: [String: JSON], logLevel: String = "warning",
+         environment: [String: String] = [:]) async throws {
         harness = try BotHarness()
         let directory = harness.directory
         healthyRecord = directory + "/healthy.ndjson"
@@ -112,7 +122,7 @@ final class IsolationScenario {
         for room in ["lobby", "hall"] {
             try await watcher.host.loginRoom(room, user: LoginUser(id: "watcher"), token: harness.token("watcher"))
         }
-        bot = try ChildProcess("roombot", ["run", "--config", path, "--log-level", logLevel])
+        bot = try ChildProcess("roombot", ["run", "--config", path, "--log-level", logLevel], environment: environment)
         let handle = bot.errors.fileHandleForReading
         let text = stderrText
         let reader = Thread {

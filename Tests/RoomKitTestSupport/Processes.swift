@@ -19,8 +19,7 @@ public final class ChildProcess {
     public let output = Pipe()
     public let errors = Pipe()
 
-    /// Starts the built product `name` with `arguments`; `environment`
-    /// adds to (or replaces entries of) the test process's own.
+    /// Starts the built product `name` with `arguments`, and `environment` added to ours.
     public init(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: try builtProduct(name))
         process.arguments = arguments
