@@ -131,26 +131,33 @@ class Progress:
 
 
 class Reader:
-    """Cuts frames from bytes as they arrive (any split, many per read)."""
+    """Cuts frames from bytes as they arrive (any split, many per read).
+
+    Frames are ``memoryview`` slices of what ``os.read`` returned: no copy
+    between the read and the fields (a frame split across reads costs one
+    join of its parts)."""
 
     def __init__(self) -> None:
-        self.buffer = bytearray()
+        self.partial = b""  # the start of a frame whose rest has not arrived
 
-    def feed(self, data: bytes) -> List[Tuple[int, bytes]]:
-        buf = self.buffer
-        buf += data
+    def feed(self, data: bytes) -> List[Tuple[int, memoryview]]:
+        if self.partial:
+            data = self.partial + data
+            self.partial = b""
+        view = memoryview(data)
         frames = []
-        at, end = 0, len(buf)
+        at, end = 0, len(data)
+        unpack = _HEADER.unpack_from
         while end - at >= 5:
-            length, kind = _HEADER.unpack_from(buf, at)
+            length, kind = unpack(data, at)
             if length < 1 or length > MAX_FRAME:
                 raise BadFrame("frame length %d out of bounds (1...%d)" % (length, MAX_FRAME))
             if end - at - 4 < length:
                 break
-            frames.append((kind, bytes(buf[at + 5:at + 4 + length])))
+            frames.append((kind, view[at + 5:at + 4 + length]))
             at += 4 + length
-        if at:
-            del buf[:at]
+        if at < end:
+            self.partial = data[at:]
         return frames
 
 
@@ -166,11 +173,12 @@ def _str_at(body: bytes, at: int) -> Tuple[Optional[bytes], int]:
     return body[at:at + n], at + n
 
 
-def _text(data: Optional[bytes]) -> Optional[str]:
+def _text(data: Any) -> Optional[str]:
+    """A str field (bytes or a memoryview of them) as text."""
     if data is None:
         return None
     try:
-        return data.decode("utf-8")
+        return str(data, "utf-8")
     except UnicodeDecodeError as error:
         raise BadFrame("a str is not UTF-8: %s" % error)
 
@@ -280,7 +288,7 @@ class Connection:
         if method in TEXT_RAW:
             return _text(text)
         if method in TEXT_JSON:
-            return None if text is None else json.loads(text)
+            return None if text is None else json.loads(_text(text))
         return result
 
     def _call(self, request: int, method: str, args: Dict[str, Any]) -> None:
@@ -398,7 +406,11 @@ class Connection:
             _exactly(body, at, "LOAD")
             self.timeout_s = max(timeout_ms, 1) / 1000.0
             self.busy(BUSY_LOAD)
-            result, _ = plugin._on_load(None if config is None else json.loads(config), None)
+            try:
+                parsed = None if config is None else json.loads(_text(config) or "null")
+            except ValueError as error:
+                raise BadFrame("LOAD's config is not JSON: %s" % error)
+            result, _ = plugin._on_load(parsed, None)
             self.idle()
             self.out += frame(LOADED, struct.pack("<i", result))
             self.flush()
