@@ -60,9 +60,10 @@ class Config(Mapping):
 
     # -- updates from the host ---------------------------------------------
     def _replace(self, base: Any, room_config: Optional[Mapping[str, Any]]) -> None:
+        """A new base; ``room_config`` the layers, None when unknown (a live
+        change may have changed them too: rooms are asked again)."""
         self._base = {} if base is None else base
-        if room_config is not None:
-            self._room_config = dict(room_config)
+        self._room_config = None if room_config is None else dict(room_config)
         self._rooms.clear()
 
     def _set_room(self, room: Optional[str], resolved: Any) -> None:

@@ -88,6 +88,7 @@ class Plugin:
         self._export: Optional[Handler] = None
         self._import: Optional[Handler] = None
         self.failures = 0  # handler calls that raised, since the process started
+        self.last_failure = ""  # the last one, in one line
         self._logger: Optional[logging.Logger] = None
 
     @property
@@ -213,14 +214,16 @@ class Plugin:
 
     # -- dispatch (wire.py calls these) -------------------------------------------------
     def _fail(self, what: str) -> None:
+        """Counts and logs the exception being handled (with its traceback)."""
         self.failures += 1
+        kind, value, _ = sys.exc_info()
+        self.last_failure = "%s raised %s: %s" % (what, kind.__name__ if kind else "?", value)
         text = "%s raised:\n%s" % (what, traceback.format_exc().rstrip())
         try:
             self.host.log(text, "error")
-        except Exception:  # the channel is gone: stderr still reaches the bot's log
-            pass
-        sys.stderr.write(text + "\n")
-        sys.stderr.flush()
+        except Exception:  # no channel (yet, or any more): stderr reaches the bot's log too
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
 
     def _call(self, what: str, fn: Handler, *args: Any) -> Tuple[bool, Any]:
         try:

@@ -188,14 +188,18 @@ class Connection:
                 raise BadFrame("LOAD frame shorter than its fields")
             (timeout_ms,) = _U32.unpack_from(body, 0)
             config, at = _str_at(body, 4)
+            layers = None  # room_config: the manifest's roomConfig (a later field: absent from older bots)
+            if at < len(body):
+                layers, at = _str_at(body, at)
             _exactly(body, at, "LOAD")
             self.timeout_s = max(timeout_ms, 1) / 1000.0
             self.busy(BUSY_LOAD)
             try:
                 parsed = None if config is None else json.loads(_text(config) or "null")
+                room_config = None if layers is None else json.loads(_text(layers) or "null")
             except ValueError as error:
-                raise BadFrame("LOAD's config is not JSON: %s" % error)
-            result, _ = plugin._on_load(parsed, None)
+                raise BadFrame("LOAD's config or room_config is not JSON: %s" % error)
+            result, _ = plugin._on_load(parsed, room_config if isinstance(room_config, dict) else None)
             self.idle()
             self.out += frame(LOADED, struct.pack("<i", result))
             self.flush()

@@ -148,8 +148,9 @@ class FakeBot:
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def load(self, config: str = "{}", timeout_ms: int = 50) -> None:
-        self.send(frame(LOAD, struct.pack("<I", timeout_ms) + s(config)))
+    def load(self, config: str = "{}", timeout_ms: int = 50, room_config: Optional[str] = None) -> None:
+        """LOAD; ``room_config`` (the second str) only when given."""
+        self.send(frame(LOAD, struct.pack("<I", timeout_ms) + s(config) + (b"" if room_config is None else s(room_config))))
 
     def url(self, request: int, url: str, deadline_us: int = 50000) -> None:
         self.send(frame(URL, struct.pack("<QI", request, deadline_us) + s(url)))
@@ -206,11 +207,11 @@ class FakeBot:
         return got
 
 
-    def handshake(self, config: str = "{}", timeout_ms: int = 50) -> Parsed:
+    def handshake(self, config: str = "{}", timeout_ms: int = 50, room_config: Optional[str] = None) -> Parsed:
         self.logs = []
         hello = self.expect(HELLO)
         assert hello.stage == 0, hello
-        self.load(config, timeout_ms)
+        self.load(config, timeout_ms, room_config)
         loaded = self.expect(LOADED)
         assert loaded.result == 0, loaded
         return hello

@@ -95,6 +95,12 @@ class PluginTests(unittest.TestCase):
         self.assertIn("on_magix handler broken raised", args["message"])
         self.assertIn("Traceback", args["message"])
         self.assertIn("KeyError: 'missing'", args["message"])
+        self.assertEqual(self.plugin.last_failure, "on_magix handler broken raised KeyError: 'missing'")
+        self.assertEqual(err, "", "logged once, through the host")
+        unconnected = Plugin()
+        unconnected._channel = None  # the wire is gone: stderr instead
+        unconnected.on_magix(broken)
+        _, err = self.quietly(unconnected._on_room_event, 8, "lobby", magix("boom"))
         self.assertIn("KeyError: 'missing'", err)
 
     def test_url_failures(self):
@@ -131,7 +137,9 @@ class PluginTests(unittest.TestCase):
         self.assertEqual(seen, [(None, {"greeting": "hi"}, {"greeting": "hi"}),
                                 ("vip-1", {"greeting": "hi"}, {"greeting": "pushed"})])
         self.assertEqual(self.plugin.config.for_room("vip-1"), {"greeting": "pushed"})
-        self.assertEqual(self.plugin.config.for_room("vip-2"), {"greeting": "welcome back"})
+        # A live change may have changed the layers too: other rooms are asked.
+        self.channel.answers["config_get"] = lambda args: {"greeting": "asked for " + args["room"]}
+        self.assertEqual(self.plugin.config.for_room("vip-2"), {"greeting": "asked for vip-2"})
 
     def test_load_failure_and_unload(self):
         order = []
