@@ -43,8 +43,9 @@ class Config(Mapping):
     ``plugin.config["greeting"]`` reads the base (the manifest's ``config``,
     or the last live change); ``plugin.config.for_room("vip-1")`` (or
     ``plugin.config("vip-1")``) is the base with the ``roomConfig`` layers for
-    that room merged over it, as the bot resolves it (asked once per room
-    with the ``config_get`` host call, then kept until the config changes).
+    that room merged over it, as the bot resolves it: from the layers the
+    bot sends at load, or, after a live change (which may change the layers
+    too), asked once per room with the ``config_get`` host call.
     Both follow live changes (``PUT /v1/plugins/{name}/config``) as soon as
     the bot sends them.
     """
