@@ -17,3 +17,13 @@ extension PluginManager: Service {
         }
     }
 }
+
+extension PluginManager {
+    /// Whether every process plugin has finished every event sent to it
+    /// (`roombot simulate` waits for this between steps).
+    public var processPluginsIdle: Bool {
+        runtimes.withLock { $0 }.allSatisfy { runtime in
+            runtime.isIdleOnItsQueue && (PluginProcess.of(runtime)?.idle ?? true)
+        }
+    }
+}

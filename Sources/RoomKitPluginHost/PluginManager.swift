@@ -434,7 +434,8 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         guard let handle = host.room(room) else { return false }
         let logger = self.logger
         let runtime = runtimes.withLock { $0.first { $0.spec.name == plugin } }
-        Task { [weak runtime] in
+        let gate = runtime?.actionGate ?? PluginActionGate()
+        gate.submit { [weak runtime] in
             do {
                 try await body(handle)
             } catch {

@@ -39,13 +39,15 @@ extension PluginManifest {
     static let isolationFields = ["isolation", "memoryLimitMB", "cpuLimitSeconds", "maxCrashes", "crashWindowSeconds",
                                   "restartBackoffMs", "hangFactor", "queueLimit", "shutdownTimeoutMs"]
 
-    /// `manifest` (a parsed `plugins.json`) with every plugin inline: its
+    /// `manifest` (a parsed `plugins.json`) with every library plugin inline: its
     /// `isolation` and supervision fields dropped. The simulator runs plugins
     /// this way, so their calls and actions happen in a repeatable order.
     public static func inlined(_ manifest: JSON) -> JSON {
         guard var object = manifest.objectValue, let plugins = object["plugins"]?.arrayValue else { return manifest }
         object["plugins"] = .array(plugins.map { entry in
-            guard var fields = entry.objectValue else { return entry }
+            // A command plugin always runs in its own process (the simulator
+            // waits for it: PluginManager.processPluginsIdle).
+            guard var fields = entry.objectValue, fields["command"] == nil else { return entry }
             for key in isolationFields { fields.removeValue(forKey: key) }
             fields["isolation"] = "inline"
             return .object(fields)

@@ -38,6 +38,8 @@ public struct PluginSpec: Sendable, Hashable {
     public var command: [String]?
     /// The manifest's folder (a command's working directory).
     public var directory = ""
+    /// Log and action rate limits (any isolation).
+    public var rateLimits = PluginRateLimits()
 }
 
 /// One problem in a manifest: `file: plugins[1].library: no such file`.
@@ -126,7 +128,7 @@ public struct PluginManifest: Sendable {
             throw ManifestErrors(errors: errors)
         }
         var seen: [String: Int] = [:]
-        let known = Set(["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config", "roomConfig", "storageLimitBytes", "command"] + Self.isolationFields)
+        let known = Set(["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config", "roomConfig", "storageLimitBytes", "command"] + Self.isolationFields + PluginRateLimits.fields)
         for (index, item) in list.enumerated() {
             let at = "plugins[\(index)]"
             guard let object = item.objectValue else {
@@ -216,7 +218,8 @@ public struct PluginManifest: Sendable {
                                         order: order, enabled: enabled, timeout: timeout, config: object["config"] ?? .null,
                                         roomConfig: roomConfig, storageLimit: storageLimit, index: index,
                                         isolation: command == nil ? isolation : .process, supervision: supervision,
-                                        command: command, directory: directory))
+                                        command: command, directory: directory,
+                                        rateLimits: Self.parseRateLimits(object, at: at, fail: fail)))
             }
         }
         if !errors.isEmpty { throw ManifestErrors(errors: errors) }

@@ -242,6 +242,20 @@ final class PluginProcess: @unchecked Sendable {
     /// How long mapping and on_load may take (as the inline host allows).
     var loadBound: Duration { max(spec.timeout * 20, .seconds(2)) }
 
+    /// Whether every event queued for the process has been written and
+    /// finished (or the process is gone for good): nothing of it is pending.
+    var idle: Bool {
+        lock.withLock {
+            switch phase {
+            case .quarantined, .stopping, .stopped: return true
+            case .starting, .restarting: return journal.count == journalHead
+            case .running: break
+            }
+            if let current { trimLocked(done: current.doneSeq) }
+            return !flushScheduled && journalHead == journal.count
+        }
+    }
+
     /// Why on_load failed (nil: it did not, or it returned a code and lived).
     var loadFailureReason: String? { lock.withLock { loadFailure } }
 

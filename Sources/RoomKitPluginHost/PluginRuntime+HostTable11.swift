@@ -37,6 +37,17 @@ extension PluginRuntime {
     var abiMinor: UInt16 { descriptor.pointee.abi_minor }
 }
 
+/// Like `platform`, for a room action: nil also when the action budget is spent (`budget` set).
+private func acting(_ context: UnsafeMutableRawPointer?, _ budget: inout Bool) -> (plugin: String, actions: any PluginPlatformActions)? {
+    guard let context else { return nil }
+    let runtime = Unmanaged<PluginRuntime>.fromOpaque(context).takeUnretainedValue()
+    guard runtime.mayAct() else {
+        budget = true
+        return nil
+    }
+    return platform(context)
+}
+
 private func platform(_ context: UnsafeMutableRawPointer?) -> (plugin: String, actions: any PluginPlatformActions)? {
     guard let context else { return nil }
     let runtime = Unmanaged<PluginRuntime>.fromOpaque(context).takeUnretainedValue()
@@ -55,33 +66,40 @@ private func object(_ pointer: UnsafePointer<CChar>?) -> [String: JSON]? {
 /// Fills in the ABI 1.1 members of the host's function table.
 func addPlatformFunctions(to api: inout roomkit_host_api) {
     api.set_member_state = { context, room, patch in
-        guard let (plugin, actions) = platform(context), let room = text(room), let patch = object(patch) else { return -1 }
+        var budget = false
+        guard let (plugin, actions) = acting(context, &budget), let room = text(room), let patch = object(patch) else { return budget ? actionBudgetExhausted : -1 }
         return actions.pluginSetMemberState(plugin, room: room, patch: patch) ? 0 : -1
     }
     api.set_extra_info = { context, room, key, value in
-        guard let (plugin, actions) = platform(context), let room = text(room), let key = text(key), !key.isEmpty,
-              let value = text(value) else { return -1 }
+        var budget = false
+        guard let (plugin, actions) = acting(context, &budget), let room = text(room), let key = text(key), !key.isEmpty,
+              let value = text(value) else { return budget ? actionBudgetExhausted : -1 }
         return actions.pluginSetExtraInfo(plugin, room: room, key: key, value: value) ? 0 : -1
     }
     api.publish_stream = { context, room, stream, extra in
-        guard let (plugin, actions) = platform(context), let room = text(room), let stream = text(stream), !stream.isEmpty else { return -1 }
+        var budget = false
+        guard let (plugin, actions) = acting(context, &budget), let room = text(room), let stream = text(stream), !stream.isEmpty else { return budget ? actionBudgetExhausted : -1 }
         if extra != nil, text(extra) == nil { return -1 }
         return actions.pluginPublishStream(plugin, room: room, stream: stream, extraInfo: text(extra)) ? 0 : -1
     }
     api.unpublish_stream = { context, room, stream in
-        guard let (plugin, actions) = platform(context), let room = text(room), let stream = text(stream), !stream.isEmpty else { return -1 }
+        var budget = false
+        guard let (plugin, actions) = acting(context, &budget), let room = text(room), let stream = text(stream), !stream.isEmpty else { return budget ? actionBudgetExhausted : -1 }
         return actions.pluginUnpublishStream(plugin, room: room, stream: stream) ? 0 : -1
     }
     api.login_room = { context, room in
-        guard let (plugin, actions) = platform(context), let room = text(room) else { return -1 }
+        var budget = false
+        guard let (plugin, actions) = acting(context, &budget), let room = text(room) else { return budget ? actionBudgetExhausted : -1 }
         return actions.pluginLoginRoom(plugin, room: room) ? 0 : -1
     }
     api.logout_room = { context, room in
-        guard let (plugin, actions) = platform(context), let room = text(room) else { return -1 }
+        var budget = false
+        guard let (plugin, actions) = acting(context, &budget), let room = text(room) else { return budget ? actionBudgetExhausted : -1 }
         return actions.pluginLogoutRoom(plugin, room: room) ? 0 : -1
     }
     api.switch_room = { context, from, to in
-        guard let (plugin, actions) = platform(context), let from = text(from), let to = text(to) else { return -1 }
+        var budget = false
+        guard let (plugin, actions) = acting(context, &budget), let from = text(from), let to = text(to) else { return budget ? actionBudgetExhausted : -1 }
         return actions.pluginSwitchRoom(plugin, from: from, to: to) ? 0 : -1
     }
     api.room_members_json = { context, room in

@@ -162,6 +162,9 @@ extension PluginRuntime {
         if wake { queue.async { [self] in drain() } }
     }
 
+    /// Whether nothing posted to the plugin waits or runs on its queue.
+    var isIdleOnItsQueue: Bool { pending.withLock { $0.work.isEmpty && !$0.draining } }
+
     /// Runs posted work until none is left (on the plugin's queue).
     private func drain() {
         while true {

@@ -46,6 +46,11 @@ final class PluginRuntime: @unchecked Sendable {
     let spec: PluginSpec
     let descriptor: UnsafePointer<roomkit_plugin>
     let queue: DispatchQueue
+    /// The plugin's log and action rate limits (PluginRateLimit.swift).
+    let logBucket: TokenBucket
+    let actionBucket: TokenBucket
+    /// Its room actions in flight (PluginActionGate.swift).
+    let actionGate = PluginActionGate()
     let state = LockedValue(Counters())
     /// Posted calls not yet finished, oldest first (the watchdog's list).
     let outstanding = LockedValue(OutstandingCalls())
@@ -79,6 +84,8 @@ final class PluginRuntime: @unchecked Sendable {
         metrics = PluginCallMetrics(plugin: mapped.spec.name, factory: metricsFactory)
         descriptor = mapped.descriptor
         queue = DispatchQueue(label: "roomkit.plugin.\(mapped.spec.name)")
+        logBucket = TokenBucket(rate: mapped.spec.rateLimits.logPerSecond, burst: mapped.spec.rateLimits.logBurst)
+        actionBucket = TokenBucket(rate: mapped.spec.rateLimits.actionsPerSecond, burst: mapped.spec.rateLimits.actionBurst)
         self.actions = actions
         self.onQuarantine = onQuarantine
         table = .allocate(capacity: 1)
@@ -290,6 +297,33 @@ final class PluginRuntime: @unchecked Sendable {
         table.pointee.free_string?(table.pointee.context, string)
     }
 
+    /// Whether one more log line fits the plugin's log rate; reports the
+    /// lines suppressed before it, at most once a second.
+    func mayLog() -> Bool {
+        switch logBucket.take() {
+        case .allowed(let refused):
+            if refused > 0 { actions?.pluginLog(spec.name, level: 2, "plugin log lines suppressed (logPerSecond \(spec.rateLimits.logPerSecond)): \(refused)") }
+            return true
+        case .refused(let report):
+            if report > 0 { actions?.pluginLog(spec.name, level: 2, "plugin log lines suppressed (logPerSecond \(spec.rateLimits.logPerSecond)): \(report)") }
+            return false
+        }
+    }
+
+    /// Whether one more room action fits the plugin's action budget; past it
+    /// the action returns ROOMKIT_ACTION_BUDGET, and the refusals are logged at most once a second.
+    func mayAct() -> Bool {
+        switch actionBucket.take() {
+        case .allowed: return true
+        case .refused(let report):
+            if report > 0 {
+                actions?.pluginLog(spec.name, level: 2, "plugin action budget exhausted (actionsPerSecond \(spec.rateLimits.actionsPerSecond), "
+                                   + "actionBurst \(spec.rateLimits.actionBurst)): \(report) actions refused")
+            }
+            return false
+        }
+    }
+
     /// The function table handed to on_load (for hooks that take it again).
     var hostTable: UnsafePointer<roomkit_host_api> { UnsafePointer(table) }
 
@@ -318,26 +352,34 @@ private func makeHostTable() -> roomkit_host_api {
     api.abi_major = UInt16(ROOMKIT_PLUGIN_ABI_MAJOR)
     api.abi_minor = UInt16(ROOMKIT_PLUGIN_ABI_MINOR)
     api.log = { context, level, message in
-        guard let runtime = runtime(context), let message = string(message) else { return }
+        guard let runtime = runtime(context), runtime.mayLog(), let message = string(message) else { return }
         runtime.actions?.pluginLog(runtime.spec.name, level: level, message)
     }
     api.dispatch_magix = { context, room, event, payload, to in
-        guard let runtime = runtime(context), let room = string(room), let event = string(event),
+        guard let runtime = runtime(context) else { return -1 }
+        guard runtime.mayAct() else { return actionBudgetExhausted }
+        guard let room = string(room), let event = string(event),
               let payload = json(payload) else { return -1 }
         let recipients = to.flatMap { json($0)?.arrayValue?.compactMap(\.stringValue) }
         return runtime.actions?.pluginDispatchMagix(runtime.spec.name, room: room, event: event, payload: payload, to: recipients) == true ? 0 : -1
     }
     api.set_global_state = { context, room, patch in
-        guard let runtime = runtime(context), let room = string(room), let patch = json(patch)?.objectValue else { return -1 }
+        guard let runtime = runtime(context) else { return -1 }
+        guard runtime.mayAct() else { return actionBudgetExhausted }
+        guard let room = string(room), let patch = json(patch)?.objectValue else { return -1 }
         return runtime.actions?.pluginSetGlobalState(runtime.spec.name, room: room, patch: patch) == true ? 0 : -1
     }
     api.insert_image = { context, room, image in
-        guard let runtime = runtime(context), let room = string(room), let json = json(image),
+        guard let runtime = runtime(context) else { return -1 }
+        guard runtime.mayAct() else { return actionBudgetExhausted }
+        guard let room = string(room), let json = json(image),
               let image = try? Image(json: json) else { return -1 }
         return runtime.actions?.pluginInsertImage(runtime.spec.name, room: room, image: image) == true ? 0 : -1
     }
     api.put_scenes = { context, room, dir, scenes, index in
-        guard let runtime = runtime(context), let room = string(room), let dir = string(dir),
+        guard let runtime = runtime(context) else { return -1 }
+        guard runtime.mayAct() else { return actionBudgetExhausted }
+        guard let room = string(room), let dir = string(dir),
               let list = json(scenes)?.arrayValue else { return -1 }
         let parsed = list.compactMap { try? Scene(json: $0) }
         guard parsed.count == list.count else { return -1 }

@@ -23,6 +23,10 @@ public final class Simulation: @unchecked Sendable {
     public let scenario: Scenario
     private let environment: VirtualEnvironment
     private let recorder = Recorder()
+    /// Whether work outside this process is done (e.g. process plugins have
+    /// finished every event sent to them); `settle` waits for it, so that a
+    /// run is repeatable by seed whatever the children's speed. Set before `run`.
+    public var externalWorkIdle: @Sendable () -> Bool = { true }
     /// The virtual wall clock at time 0 (ms since the epoch): fixed, so logs repeat.
     public static let epoch: Int64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
 
@@ -188,7 +192,7 @@ public final class Simulation: @unchecked Sendable {
                 let worked = server.pump()
                 return (recorder.count, server.actions.count, worked)
             }) ?? (0, 0, false)
-            if state.2 || (state.0, state.1) != last {
+            if state.2 || (state.0, state.1) != last || !externalWorkIdle() {
                 quiet = 0
                 last = (state.0, state.1)
             } else {

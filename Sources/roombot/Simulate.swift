@@ -55,6 +55,7 @@ struct Simulate: AsyncParsableCommand {
             throw UsageProblems(lines: loadErrors.map { "\(file): \($0)" })
         }
 
+        simulation.externalWorkIdle = { plugins.processPluginsIdle }
         let failures = try await simulation.run()
         plugins.unloadAll()
         try await simulation.close()

@@ -111,6 +111,7 @@ final class IsolationScenario {
         var badEntry = try badEntry(badRecord, directory)
         badEntry.merge(["timeoutMs": 50, "restartBackoffMs": 10]) { given, _ in given }
         badEntry.merge(supervision) { _, new in new }
+        badEntry = badEntry.filter { $0.value != .null }  // a null in `supervision` removes a field
         _ = try harness.writeConfig(["manifestVersion": 1, "plugins": [
             ["name": "healthy", "library": .string(healthy), "abi": 1, "hooks": ["magix"], "order": 1],
             .object(badEntry),

@@ -170,6 +170,10 @@ typedef struct roomkit_host_api {
 
 /** kv_set: the plugin's storage quota would be exceeded. */
 #define ROOMKIT_KV_FULL (-2)
+/** Any room action: the plugin's action budget (manifest actionsPerSecond,
+ *  actionBurst) is spent; nothing was queued. A RoomKit extension within ABI
+ *  1.1: older hosts never return it. */
+#define ROOMKIT_ACTION_BUDGET (-3)
 
 /** A plugin's descriptor. Unused hooks are NULL; a hook the manifest
  *  declares must be non-NULL (else the load fails). */
