@@ -13,7 +13,11 @@ NULL = 0xFFFFFFFF
 
 # Frame types (PLUGIN-WIRE.md §12).
 LOAD, EVENTS, URL, REPLY, UNLOAD, EXPORT_STATE, IMPORT_STATE, PING = 1, 2, 5, 6, 7, 9, 10, 11
-HELLO, LOADED, ANSWER, LOG, CALL, UNLOADED, DONE, PONG = 64, 65, 66, 67, 68, 69, 70, 71
+HELLO, LOADED, ANSWER, LOG, CALL, UNLOADED, DONE, PONG, FAILED = 64, 65, 66, 67, 68, 69, 70, 71, 72
+# FAILED (72, u64 seq, str reason: a record whose handler raised) is the
+# coordinator's addition to v1; sent once the bot parses it (before that an
+# unknown type would count as a crash).
+SEND_FAILED = False
 
 # HELLO hook bits.
 HOOK_URL, HOOK_THROW_ERROR, HOOK_ROOM, HOOK_PLAYER = 1, 2, 4, 8
@@ -61,6 +65,7 @@ _URL = struct.Struct("<QII")      # request, deadline_us, len(url)
 _REPLY = struct.Struct("<QiI")    # request, result, len(text)
 _ANSWER_HEAD = struct.Struct("<IBQi")
 _DONE = struct.Struct("<IBQ")
+_FAILED_HEAD = struct.Struct("<IBQ")
 _CALL_HEAD = struct.Struct("<IBQiiI")
 _LOG_HEAD = struct.Struct("<IBiI")
 

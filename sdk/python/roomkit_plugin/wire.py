@@ -15,11 +15,12 @@ import time
 from collections import deque
 from typing import Any, Deque, Dict, Optional, Tuple
 
+from . import frames
 from .frames import (ANSWER, CALL, CHECK_EVERY_S, DONE, EVENTS, EXIT_BAD_FRAME, EXIT_BY_HAND, EXIT_OK, EXIT_SETUP,
-                     EXPORT_STATE, FUNCTIONS, HOOK_CONFIG_CHANGED, HOOK_EXPORT, HOOK_IMPORT, HOOK_PLAYER, HOOK_ROOM,
+                     EXPORT_STATE, FAILED, FUNCTIONS, HOOK_CONFIG_CHANGED, HOOK_EXPORT, HOOK_IMPORT, HOOK_PLAYER, HOOK_ROOM,
                      HOOK_THROW_ERROR, HOOK_URL, IMPORT_STATE, LOAD, LOADED, LOG, PING, PONG, REPLY, STAGE_NO_VERSION,
                      TEXT_JSON, TEXT_RAW, UNLOAD, UNLOADED, URL, WIRE_VERSION, BadFrame, Closed, _ANSWER_HEAD,
-                     _CALL_HEAD, _DONE, _LOG_HEAD, _REPLY, _U32, _U64, _URL, _exactly, _s, _str_at, _text,
+                     _CALL_HEAD, _DONE, _FAILED_HEAD, _LOG_HEAD, _REPLY, _U32, _U64, _URL, _exactly, _s, _str_at, _text,
                      encode_str, frame, hello, parse_records, Reader)
 from .progress import (BUSY_EVENT, BUSY_LOAD, BUSY_TIMER, BUSY_UNLOAD, BUSY_URL, FLAG_PROGRESS_PAGE, _PROGRESS,
                        Progress)
@@ -82,6 +83,11 @@ class Connection:
         body = b"".join(parts)
         number = int(args.get("index", 0)) if method == "put_scenes" else 0
         self.out += _CALL_HEAD.pack(21 + len(body), CALL, request, function, number, len(names)) + body
+
+    def failed(self, seq: int, reason: str) -> None:
+        """FAILED: record ``seq``'s handler raised (one failed call)."""
+        body = encode_str(reason[:4096])
+        self.out += _FAILED_HEAD.pack(9 + len(body), FAILED, seq) + body
 
     def answer(self, request: int, result: int, text: Optional[str]) -> None:
         body = encode_str(text)
@@ -261,20 +267,23 @@ class Connection:
             for rtype, seq, number, a, b in records:
                 if page is not None:
                     mark(page, 0, seq, monotonic_ns(), self.done_seq, BUSY_EVENT)
+                ok = True
                 if rtype == 1:
                     fields = values[value]
                     value += 1
                     if wants_room and (number == 8 or not only_magix):
-                        room_event(number, _text(a) or "", fields)
+                        ok = room_event(number, _text(a) or "", fields)
                 elif rtype == 3:
-                    plugin._on_throw_error(_text(a) or "", number, _text(b) or "")
+                    ok = plugin._on_throw_error(_text(a) or "", number, _text(b) or "")
                 elif rtype == 4:
-                    plugin._on_config_changed(_text(a), values[value])
+                    ok = plugin._on_config_changed(_text(a), values[value])
                     value += 1
                 elif rtype == 2:
                     if plugin._player:
-                        plugin._on_player_event(number, _text(a) or "", values[value])
+                        ok = plugin._on_player_event(number, _text(a) or "", values[value])
                     value += 1
+                if not ok and frames.SEND_FAILED:
+                    self.failed(seq, plugin.last_failure)
                 self.done_seq = seq
                 now = clock()
                 if now >= next_check:

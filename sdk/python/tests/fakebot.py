@@ -21,9 +21,9 @@ SDK = os.path.dirname(HERE)
 
 NULL = 0xFFFFFFFF
 LOAD, EVENTS, URL, REPLY, UNLOAD, EXPORT_STATE, IMPORT_STATE, PING = 1, 2, 5, 6, 7, 9, 10, 11
-HELLO, LOADED, ANSWER, LOG, CALL, UNLOADED, DONE, PONG = 64, 65, 66, 67, 68, 69, 70, 71
+HELLO, LOADED, ANSWER, LOG, CALL, UNLOADED, DONE, PONG, FAILED = 64, 65, 66, 67, 68, 69, 70, 71, 72
 NAMES = {HELLO: "HELLO", LOADED: "LOADED", ANSWER: "ANSWER", LOG: "LOG", CALL: "CALL",
-         UNLOADED: "UNLOADED", DONE: "DONE", PONG: "PONG"}
+         UNLOADED: "UNLOADED", DONE: "DONE", PONG: "PONG", FAILED: "FAILED"}
 
 
 def s(text: Optional[str]) -> bytes:
@@ -89,6 +89,9 @@ class Parsed:
             (self.value,) = take("<Q")
         elif kind == UNLOADED:
             pass
+        elif kind == FAILED:
+            (self.seq,) = take("<Q")
+            self.reason = take_str()
         else:
             raise AssertionError("the child sent an unknown frame type %d" % kind)
         assert at == len(body), "%s has %d trailing bytes" % (self.name, len(body) - at)

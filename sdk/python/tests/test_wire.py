@@ -93,6 +93,14 @@ class WireTests(unittest.TestCase):
         code, _, _ = self.bot.close()
         self.assertEqual(code, 0)
 
+    def test_failed_names_the_record_whose_handler_raised(self):
+        self.start(args=["--send-failed"])
+        self.bot.send(events([chat(1, "x"), chat(2, "!raise"), chat(3, "!echo")]))
+        got = self.until_done(3)
+        self.assertEqual([f.name for f in got], ["FAILED", "CALL"])
+        self.assertEqual(got[0].seq, 2)
+        self.assertEqual(got[0].reason, "on_magix handler on_magix raised RuntimeError: boom from a handler")
+
     def test_url_answers_and_failures(self):
         self.start()
         for request, url, result, text in [(1, "https://a/x.png", 0, "https://a/x.png?via=py"),
