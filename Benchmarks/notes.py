@@ -176,8 +176,10 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   Events/s = events / (first send until the DONE of the last record); every
   record is cut from the frame, its payload decoded and handed to the
   handler as the event-log dict. CPU per event is the plugin process's
-  (utime+stime from /proc). The URL row: 2,000 sequential URL requests to
-  the idle plugin, send to ANSWER."""
+  (utime+stime from /proc). Then a tenth as many events, one per EVENTS
+  frame, 256 frames in flight (the SDK runs the frames it read together as
+  one batch). The URL row: 2,000 sequential URL requests to the idle
+  plugin, send to ANSWER."""
 
 NOTES = """\
 Profiled during development with `perf record -g` on this machine (the

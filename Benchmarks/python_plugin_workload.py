@@ -8,8 +8,9 @@ docs/PLUGIN-WIRE.md §1), does the handshake, then sends EVENTS frames of
 BATCH magix records each, built before the clock starts, keeping at most
 WINDOW frames unfinished, and stops the clock at the DONE of the last
 record. Every record is parsed, decoded (`json.loads`) and handed to the
-handler as the event-log dict, as in a real bot. Also measured: the URL
-round trip to an idle Python plugin (p50/p99, µs).
+handler as the event-log dict, as in a real bot. Then the same with one
+record per frame (256 frames in flight). Also measured: the URL round trip
+to an idle Python plugin (p50/p99, µs).
 
 Standalone: `python3 Benchmarks/python_plugin_workload.py [--events N]`
 prints one JSON line.
@@ -150,6 +151,10 @@ def python_plugin(results, bench):
     events = 200_000 if bench.QUICK else 1_000_000
     cpu = bench.CLIENT_CPU if bench.PIN else None
     results["pythonplugin"] = events_per_second(events, 1024, 4, cpu)
+    # One record per EVENTS frame (a quiet bot: every event alone in its loop turn), 256 frames in flight.
+    single = events_per_second(events // 10, 1, 256, cpu)
+    results["pythonplugin"]["single_events_per_s"] = single["events_per_s"]
+    results["pythonplugin"]["single_plugin_cpu_ns_per_event"] = single["plugin_cpu_ns_per_event"]
     bench.log(f"python plugin: {results['pythonplugin']}")
 
 

@@ -448,6 +448,8 @@ def python_plugin_rows(table, results):
     figure(table, label, "events/s, socket to handler and back (DONE)", only, lambda e: e["events_per_s"],
            target=">= 100,000", met=lambda a, _: verdict(a >= 100_000), ratios=False)
     figure(table, label, "plugin-process CPU per event (ns)", only, lambda e: e["plugin_cpu_ns_per_event"], ratios=False)
+    figure(table, label, "events/s with one event per frame (ns of plugin CPU per event after it)", only,
+           lambda e: e["single_events_per_s"], note=lambda e: f" ({e['single_plugin_cpu_ns_per_event']:,})", ratios=False)
     figure(table, label, "urlInterrupter round trip to an idle python plugin, p50 / p99 (us)", only,
            lambda e: e["url_p50_us"], digits=1, note=lambda e: f" / {e['url_p99_us']:,.1f}", ratios=False)
 

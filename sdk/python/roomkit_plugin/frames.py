@@ -4,7 +4,7 @@ bot sends. No I/O here (``wire.py`` does it)."""
 
 import json
 import struct
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 WIRE_VERSION = 1
 ABI_MAJOR, ABI_MINOR = 1, 1
@@ -156,44 +156,46 @@ def _exactly(body: bytes, at: int, what: str) -> None:
 Record = Tuple[int, int, int, Optional[bytes], Optional[bytes]]
 
 
-def parse_records(body: bytes) -> Tuple[List[Record], List[Any]]:
-    """An EVENTS body as (type, seq, number, a, b) records (a and b raw
-    bytes), and the JSON values of the records that carry JSON (room,
-    player and configChanged records, in order), decoded with one
-    ``json.loads`` of them all: a third of the cost of one call per record."""
-    size = len(body)
-    if size < 4:
-        raise BadFrame("EVENTS frame shorter than its count")
-    (count,) = _U32.unpack_from(body, 0)
+def parse_records(bodies: Sequence[Any]) -> Tuple[List[Record], List[Any]]:
+    """EVENTS bodies (one or several frames read together) as (type, seq,
+    number, a, b) records (a and b raw bytes), and the JSON values of the
+    records that carry JSON (room, player and configChanged records, in
+    order), decoded with one ``json.loads`` of them all: a third of the cost
+    of one call per record, and one call for a run of one-record frames."""
     records: List[Record] = []
-    texts: List[bytes] = []
+    texts: List[Any] = []
     append, text = records.append, texts.append
-    at = 4
     unpack, u32 = _RECORD.unpack_from, _U32.unpack_from
-    try:
-        for _ in range(count):
-            rtype, seq, number, na = unpack(body, at)
-            at += 21
-            if na == NULL:
-                a = None
-            else:
-                a = body[at:at + na]
-                at += na
-            (nb,) = u32(body, at)
-            at += 4
-            if nb == NULL:
-                b = None
-            else:
-                b = body[at:at + nb]
-                at += nb
-            if at > size:
-                raise BadFrame("an EVENTS record runs past the end of the frame")
-            append((rtype, seq, number, a, b))
-            if rtype != 3:
-                text(b"null" if b is None else b)
-    except struct.error:
-        raise BadFrame("an EVENTS record runs past the end of the frame")
-    _exactly(body, at, "EVENTS")
+    for body in bodies:
+        size = len(body)
+        if size < 4:
+            raise BadFrame("EVENTS frame shorter than its count")
+        (count,) = u32(body, 0)
+        at = 4
+        try:
+            for _ in range(count):
+                rtype, seq, number, na = unpack(body, at)
+                at += 21
+                if na == NULL:
+                    a = None
+                else:
+                    a = body[at:at + na]
+                    at += na
+                (nb,) = u32(body, at)
+                at += 4
+                if nb == NULL:
+                    b = None
+                else:
+                    b = body[at:at + nb]
+                    at += nb
+                if at > size:
+                    raise BadFrame("an EVENTS record runs past the end of the frame")
+                append((rtype, seq, number, a, b))
+                if rtype != 3:
+                    text(b"null" if b is None else b)
+        except struct.error:
+            raise BadFrame("an EVENTS record runs past the end of the frame")
+        _exactly(body, at, "EVENTS")
     if not texts:
         return records, []
     try:

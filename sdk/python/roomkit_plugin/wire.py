@@ -188,7 +188,11 @@ class Connection:
         if kind != EVENTS:
             self.mark_done()  # what follows (UNLOADED, an export) comes after the records before it
         if kind == EVENTS:
-            self._events(body)
+            bodies = [body]
+            inbox = self.inbox
+            while inbox and inbox[0][0] == EVENTS:  # frames read together run as one batch
+                bodies.append(inbox.popleft()[1])
+            self._events(bodies)
         elif kind == LOAD:
             if len(body) < 8:
                 raise BadFrame("LOAD frame shorter than its fields")
@@ -250,8 +254,8 @@ class Connection:
         self.answer(request, 0 if rewritten is not None else -1, rewritten)
         self.flush()
 
-    def _events(self, body: bytes) -> None:
-        records, values = parse_records(body)
+    def _events(self, bodies: Any) -> None:
+        records, values = parse_records(bodies)
         plugin = self.plugin
         room_event = plugin._on_room_event
         wants_room = bool(plugin._room or plugin._magix)
