@@ -98,9 +98,9 @@ def hello(hooks: int, stage: int = STAGE_OK, message: str = "", version: int = W
 class Reader:
     """Cuts frames from bytes as they arrive (any split, many per read).
 
-    Frames are ``memoryview`` slices of what ``os.read`` returned: no copy
-    between the read and the fields (a frame split across reads costs one
-    join of its parts)."""
+    Frames are ``memoryview`` slices of what ``os.read`` returned (a frame
+    split across reads costs one join of its parts); ``parse_records``
+    copies an EVENTS body once before slicing its records."""
 
     def __init__(self) -> None:
         self.partial = b""  # the start of a frame whose rest has not arrived
