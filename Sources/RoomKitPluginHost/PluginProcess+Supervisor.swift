@@ -53,7 +53,8 @@ extension PluginProcess {
 
     // MARK: Crashes
 
-    /// Called on the child's reader thread once the process is gone.
+    /// Called on the child's reader thread once the process is gone: what
+    /// it was doing goes to the machine, which decides; this does the I/O.
     func childExited(_ child: PluginChild) {
         let what = roomkit_wire_load32(&child.progress.pointee.busy_what)
         let busySeq = roomkit_wire_load64(&child.progress.pointee.busy_seq)
@@ -67,85 +68,70 @@ extension PluginProcess {
             reason = "went over its memory limit (memoryLimitMB \(limits.memoryLimitMB)): " + reason
         }
 
-        enum Next { case nothing, restart(Duration), quarantine(String) }
-        var next = Next.nothing
-        var poisoned: String?
-        var context = ""
         lock.lock()
         guard child === current else { return lock.unlock() }
         current = nil
-        switch phase {
-        case .stopping, .stopped, .starting:
-            phase = .stopped
-            lock.unlock()
-            return
-        case .quarantined:
-            lock.unlock()
-            return
-        case .running, .restarting:
-            break
-        }
         watchdog?.cancel()
         watchdog = nil
         trimLocked(done: child.doneSeq)
         // Without the progress page, the event being handled is the first one
         // sent and not finished (PLUGIN-WIRE.md section 8.1).
-        let firstUnfinished = journal[journalHead..<written].first { !$0.skip }?.seq
-        let (busyWhat, suspect) = child.usesPage ? (what, busySeq)
-            : (firstUnfinished == nil ? Int32(ROOMKIT_WIRE_IDLE.rawValue) : Int32(ROOMKIT_WIRE_BUSY_EVENT.rawValue), firstUnfinished ?? 0)
-        switch Int(busyWhat) {
-        case Int(ROOMKIT_WIRE_BUSY_EVENT.rawValue):
-            if let index = journal[journalHead...].firstIndex(where: { $0.seq == suspect }) {
-                let label = journal[index].label
-                context = " while handling \(label)"
-                poison[suspect, default: 0] += 1
-                if poison[suspect]! >= 2 {
-                    journal[index].skip = true
-                    stats.skipped += 1
-                    poisoned = "skipped \(label): it crashed the plugin twice"
-                }
+        let suspect: PluginSupervisorMachine.Suspect
+        if child.usesPage {
+            switch Int(what) {
+            case Int(ROOMKIT_WIRE_BUSY_EVENT.rawValue):
+                suspect = journal[journalHead...].first { $0.seq == busySeq }.map { .event(seq: busySeq, label: $0.label) } ?? .idle
+            case Int(ROOMKIT_WIRE_BUSY_URL.rawValue): suspect = .url
+            case Int(ROOMKIT_WIRE_BUSY_LOAD.rawValue): suspect = .load
+            case Int(ROOMKIT_WIRE_BUSY_TIMER.rawValue): suspect = .timer
+            default: suspect = .idle  // idle, or unloading: nothing to name
             }
-        case Int(ROOMKIT_WIRE_BUSY_URL.rawValue): context = " in urlInterrupter"
-        case Int(ROOMKIT_WIRE_BUSY_LOAD.rawValue): context = " in on_load"
-        case Int(ROOMKIT_WIRE_BUSY_TIMER.rawValue): context = " in a timer"
-        default: break
+        } else {
+            suspect = journal[journalHead..<written].first { !$0.skip }.map { .event(seq: $0.seq, label: $0.label) } ?? .idle
         }
-        stats.crashes += 1
-        let now = DispatchTime.now().uptimeNanoseconds
-        let window = UInt64(limits.crashWindowSeconds) * 1_000_000_000
-        crashTimes = crashTimes.filter { now &- $0 < window } + [now]
-        if crashTimes.count > limits.maxCrashes {
-            phase = .quarantined
+        let result = machine.exited(reason: reason, suspect: suspect, now: DispatchTime.now().uptimeNanoseconds,
+                                    jitter: Double.random(in: 0.5...1.5))
+        var skipNote: String?
+        switch result {
+        case .finished:
+            lock.unlock()
+            return
+        case .restart(_, _, let skip, let note), .quarantine(_, _, let skip, let note):
+            stats.crashes += 1
+            skipNote = note
+            if let skip, let index = journal[journalHead...].firstIndex(where: { $0.seq == skip }) {
+                journal[index].skip = true
+                stats.skipped += 1
+            }
+        }
+        if case .quarantine = result {
             stats.dropped += journal.count - journalHead
             journal.removeAll()
             journalHead = 0
             written = 0
-            next = .quarantine("\(crashTimes.count) crashes within \(limits.crashWindowSeconds) s; last: \(reason)\(context)")
         } else {
-            phase = .restarting
             written = journalHead  // resend what it had not finished
-            let base = Double(limits.restartBackoffMs) * pow(2, Double(crashTimes.count - 1))
-            let delay = min(base, 30_000) * Double.random(in: 0.5...1.5)
-            next = .restart(.milliseconds(Int64(delay)))
         }
         let target = runtime
         lock.unlock()
 
-        let message = "\(reason)\(context)"
+        let message: String
+        switch result {
+        case .finished: return
+        case .restart(_, let text, _, _), .quarantine(_, let text, _, _): message = text
+        }
         logger.error("plugin process crashed", metadata: ["plugin": "\(spec.name)", "reason": "\(message)"])
         onStatus(spec.name, .crashed, message)
-        if let poisoned {
-            logger.error("plugin event skipped", metadata: ["plugin": "\(spec.name)", "reason": "\(poisoned)"])
-            onStatus(spec.name, .skipped, poisoned)
+        if let skipNote {
+            logger.error("plugin event skipped", metadata: ["plugin": "\(spec.name)", "reason": "\(skipNote)"])
+            onStatus(spec.name, .skipped, skipNote)
         }
-        switch next {
-        case .nothing: break
-        case .quarantine(let why): target?.quarantine(because: why)
-        case .restart(let delay):
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(delay.components.attoseconds / 1_000_000_000
-                                                                                  + delay.components.seconds * 1_000_000_000))) { [self] in
-                restart()
-            }
+        switch result {
+        case .finished: return
+        case .quarantine(let why, _, _, _): target?.quarantine(because: why)
+        case .restart(let delay, _, _, _):
+            let ns = Int(PluginSupervisorMachine.nanoseconds(delay))
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(ns)) { [self] in restart() }
         }
     }
 
@@ -158,31 +144,38 @@ extension PluginProcess {
             child = try spawn()
         } catch {
             logger.error("plugin process could not restart", metadata: ["plugin": "\(spec.name)", "error": "\(error)"])
-            lock.withLock { phase = .quarantined }
-            let target = lock.withLock { runtime }
-            target?.quarantine(because: "cannot restart its process: \(error)")
+            let result = lock.withLock { machine.spawnFailed("\(error)") }
+            switch result {
+            case .quarantine(let why): lock.withLock { runtime }?.quarantine(because: why)
+            case .nothing: break
+            }
             return
         }
-        guard let hello = child.waitForHello(timeout: loadBound), Self.check(hello, against: spec) == nil,
-              roomkit_wire_limit(child.pid, UInt(spec.supervision.memoryLimitMB), UInt(spec.supervision.cpuLimitSeconds)) == 0,
-              child.load(config: spec.config.jsonString, callTimeout: spec.timeout, timeout: loadBound) == 0 else {
-            child.kill(because: child.killReason ?? "restart failed (on_load did not succeed)")
-            return
+        let ok: Bool
+        if let hello = child.waitForHello(timeout: loadBound), Self.check(hello, against: spec) == nil,
+           roomkit_wire_limit(child.pid, UInt(spec.supervision.memoryLimitMB), UInt(spec.supervision.cpuLimitSeconds)) == 0,
+           child.load(config: spec.config.jsonString, callTimeout: spec.timeout, timeout: loadBound) == 0 {
+            ok = true
+        } else {
+            ok = false
         }
-        let restarted = lock.withLock { () -> Bool in
-            guard phase == .restarting, current === child else { return false }
-            phase = .running
-            stats.restarts += 1
-            scheduleFlushLocked()
-            return true
+        let result = lock.withLock { () -> PluginSupervisorMachine.RestartedResult in
+            guard current === child else { return .kill(reason: "unloaded while restarting") }
+            let result = machine.restarted(ok: ok)
+            if result == .running {
+                stats.restarts += 1
+                scheduleFlushLocked()
+            }
+            return result
         }
-        guard restarted else {
-            child.kill(because: "unloaded while restarting")  // stopped or quarantined meanwhile
-            return
+        switch result {
+        case .kill(let reason):
+            child.kill(because: child.killReason ?? reason)
+        case .running:
+            startWatchdog()
+            logger.info("plugin process restarted", metadata: ["plugin": "\(spec.name)", "pid": "\(child.pid)"])
+            onStatus(spec.name, .restarted, "pid \(child.pid)")
         }
-        startWatchdog()
-        logger.info("plugin process restarted", metadata: ["plugin": "\(spec.name)", "pid": "\(child.pid)"])
-        onStatus(spec.name, .restarted, "pid \(child.pid)")
     }
 
     // MARK: Hangs
@@ -209,24 +202,19 @@ extension PluginProcess {
             trimLocked(done: child.doneSeq)
             return (child, written > journalHead)
         }) else { return }
-        let now = PluginChild.monotonicNow()
-        let boundNs = UInt64(limit.components.seconds) * 1_000_000_000 + UInt64(limit.components.attoseconds / 1_000_000_000)
+        let busy: PluginSupervisorMachine.Busy
         if child.usesPage {
             let what = roomkit_wire_load32(&child.progress.pointee.busy_what)
             let since = roomkit_wire_load64(&child.progress.pointee.busy_since_ns)
-            guard what != 0, since != 0 else { return }
-            let bound = what == Int32(ROOMKIT_WIRE_BUSY_LOAD.rawValue) ? loadBound : limit
-            let elapsed = now &- since
-            let ns = UInt64(bound.components.seconds) * 1_000_000_000 + UInt64(bound.components.attoseconds / 1_000_000_000)
-            if elapsed > ns, elapsed < UInt64.max / 2 {
-                child.kill(because: "hung: a call ran longer than \(bound) (timeoutMs × hangFactor), killed")
-            }
-            return
+            busy = what == 0 ? .idle : .call(since: since, loading: what == Int32(ROOMKIT_WIRE_BUSY_LOAD.rawValue))
+        } else {
+            busy = outstanding ? .outstanding(lastProgress: child.progressNs) : .idle
         }
-        // No page: events outstanding and no DONE (or other progress) for the bound.
-        let since = child.progressNs
-        guard outstanding, since != 0, now > since, now - since > boundNs else { return }
-        child.kill(because: "hung: no progress on its events for \(limit) (timeoutMs × hangFactor), killed")
+        let result = lock.withLock { machine.tick(now: PluginChild.monotonicNow(), busy: busy) }
+        switch result {
+        case .nothing: break
+        case .kill(let reason): child.kill(because: reason)
+        }
     }
 
     // MARK: Shutdown
@@ -234,17 +222,21 @@ extension PluginProcess {
     /// on_unload: the queued events, then on_unload in the process, then its
     /// exit; SIGKILL after `shutdownTimeoutMs`.
     func shutdown() {
-        let child = lock.withLock { () -> PluginChild? in
+        let (result, child) = lock.withLock { () -> (PluginSupervisorMachine.StopResult, PluginChild?) in
             watchdog?.cancel()
             watchdog = nil
-            let running = phase == .running
-            phase = .stopping
-            return running ? current : nil
+            return (machine.stop(), current)
         }
-        guard let child else {
-            lock.withLock { current?.kill(because: "unloaded while restarting"); phase = .stopped }
+        switch result {
+        case .nothing:
             return
+        case .killCurrent:
+            child?.kill(because: "unloaded while restarting")
+            return
+        case .unload:
+            break
         }
+        guard let child else { return lock.withLock { machine.stopped() } }
         flush()
         child.send(WireFrame(UInt8(ROOMKIT_WIRE_UNLOAD.rawValue)).finished)
         if !child.waitForExit(timeout: .milliseconds(spec.supervision.shutdownTimeoutMs)) {
@@ -252,19 +244,20 @@ extension PluginProcess {
             child.kill(because: "did not unload within shutdownTimeoutMs")
             _ = child.waitForExit(timeout: .seconds(1))
         }
-        lock.withLock { phase = .stopped }
+        lock.withLock { machine.stopped() }
     }
 
     /// The runtime was quarantined (e.g. URL failures in a row): end the process.
     func stopAfterQuarantine() {
-        let child = lock.withLock { () -> PluginChild? in
-            guard phase != .stopped else { return nil }
-            phase = .quarantined
+        let (result, child) = lock.withLock { () -> (PluginSupervisorMachine.QuarantineResult, PluginChild?) in
             watchdog?.cancel()
             watchdog = nil
-            return current
+            return (machine.quarantine(), current)
         }
-        child?.kill(because: "quarantined")
+        switch result {
+        case .killCurrent: child?.kill(because: "quarantined")
+        case .nothing: break
+        }
     }
 
     // MARK: Host functions from the process (its reader thread)

@@ -26,7 +26,7 @@ final class PluginProcess: @unchecked Sendable {
     // @unchecked Sendable: every mutable field below `lock` is only touched
     // with `lock` held; `descriptor` is written once in init.
 
-    enum Phase: String { case starting, running, restarting, quarantined, stopping, stopped }
+    typealias Phase = PluginSupervisorMachine.Phase
 
     /// One event sent (or to send) to the process, kept until it finishes so
     /// that a restarted process gets it again, and so a crash can name it.
@@ -68,7 +68,9 @@ final class PluginProcess: @unchecked Sendable {
 
     let lock = NSLock()
     // Guarded by `lock`:
-    var phase = Phase.starting
+    /// The supervision's decisions (PluginSupervisorMachine.swift); this class is its driver.
+    var machine: PluginSupervisorMachine
+    var phase: Phase { machine.phase }
     var current: PluginChild?
     var generation = 0
     var host: UnsafePointer<roomkit_host_api>?
@@ -78,8 +80,6 @@ final class PluginProcess: @unchecked Sendable {
     var written = 0
     var nextSeq: UInt64 = 0
     var flushScheduled = false
-    var crashTimes: [UInt64] = []
-    var poison: [UInt64: Int] = [:]
     var stats = Stats()
     var watchdog: (any DispatchSourceTimer)?
     /// Why on_load failed, in words (a crash names its signal).
@@ -109,6 +109,8 @@ final class PluginProcess: @unchecked Sendable {
         self.executable = executable
         self.arguments = arguments
         self.workingDirectory = workingDirectory
+        machine = PluginSupervisorMachine(limits: spec.supervision, hangBound: spec.timeout * spec.supervision.hangFactor,
+                                          loadBound: max(spec.timeout * 20, .seconds(2)))
         self.logger = logger
         self.onStatus = onStatus
         writer = DispatchQueue(label: "roomkit.plugin-process.\(spec.name)")
@@ -288,11 +290,14 @@ final class PluginProcess: @unchecked Sendable {
                 ?? child.exitDescription.map { "on_load crashed: the plugin process \($0)" } ?? "on_load did not return in time"
             if result == nil { lock.withLock { loadFailure = why } }
             logger.error("plugin process failed to load", metadata: ["plugin": "\(spec.name)", "reason": "\(why)"])
-            lock.withLock { phase = .stopped }
+            _ = lock.withLock { machine.loaded(ok: false) }
             child.kill()
             return result ?? -1
         }
-        lock.withLock { phase = .running }
+        guard lock.withLock({ machine.loaded(ok: true) }) == .running else {
+            child.kill(because: "unloaded while loading")
+            return -1
+        }
         startWatchdog()
         return 0
     }

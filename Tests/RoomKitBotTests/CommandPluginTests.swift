@@ -66,3 +66,41 @@ enum PluginCommandProbe {
         }
     }()
 }
+
+/// `roombot simulate` runs command plugins too, repeatably by seed.
+final class CommandPluginSimulateTests: XCTestCase {
+    func testSimulate_aPythonCommandPlugin_answersInVirtualTime_sameLogForTheSameSeed() throws {
+        guard PluginCommandProbe.python3 else { throw XCTSkip("python3 is not on PATH") }
+        let directory = NSTemporaryDirectory() + "roomkit-simulate-py-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try WirePythonFixture.script.write(toFile: directory + "/fixture_plugin.py", atomically: true, encoding: .utf8)
+        let manifest: JSON = ["manifestVersion": 1, "plugins": [[
+            "name": "py", "command": ["python3", "fixture_plugin.py", "rec.ndjson", "echo"], "abi": 1, "hooks": ["magix"],
+        ]]]
+        try Data(manifest.serialized()).write(to: URL(fileURLWithPath: directory + "/plugins.json"))
+        let steps = (0..<5).map { i in
+            #"{"at": \#(1000 + i * 500), "magix": {"room": "lobby", "from": "alice", "event": "command", "payload": "!ping"}}"#
+        }.joined(separator: ",\n")
+        try Data(#"""
+            {"steps": [
+              {"at": 0, "login": {"room": "lobby"}},
+              \#(steps),
+              {"at": 1000, "expect": {"within": 100, "action": {"op": "magix", "event": "reply", "payload": {"text": "pong-py"}}}},
+              {"at": 3000, "expect": {"within": 100, "action": {"op": "magix", "event": "reply", "payload": {"text": "pong-py"}}}}
+            ]}
+            """#.utf8).write(to: URL(fileURLWithPath: directory + "/scenario.json"))
+        var logs: [Data] = []
+        for index in 0..<2 {
+            let events = directory + "/events-\(index).ndjson"
+            let child = try ChildProcess("roombot", ["simulate", "--manifest", directory + "/plugins.json", "--script",
+                                                     directory + "/scenario.json", "--events", events, "--seed", "7"])
+            let (status, _, errors) = child.finish(timeout: 60)
+            XCTAssertEqual(status, 0, errors)
+            XCTAssertTrue(errors.contains("scenario.json: 2 expectation(s) held"), errors)
+            logs.append(try Data(contentsOf: URL(fileURLWithPath: events)))
+        }
+        XCTAssertGreaterThan(logs[0].count, 200)
+        XCTAssertEqual(logs[0], logs[1], "the same seed gives the same log, with a process plugin")
+    }
+}
