@@ -6,7 +6,6 @@ tested in-process (``tests/test_plugin.py``) and over the wire
 (``tests/test_wire.py``) with the same handlers.
 """
 
-import json
 import logging
 import sys
 import traceback
@@ -372,8 +371,3 @@ def _result_code(returned: Any) -> int:
     if isinstance(returned, int):
         return returned
     return 0
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON, as the wire carries it."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
