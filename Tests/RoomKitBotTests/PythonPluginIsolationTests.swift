@@ -52,6 +52,36 @@ enum PythonIsolationPlugins {
     static let onEveryEvent = "True"
     static let onBoom = "payload == 'boom'"
 
+    /// Counts the magix events it handled in memory, records each count as
+    /// the payload, and hands the count to its next version on a reload.
+    static func counter(record: String) -> String {
+        """
+        import json, os, sys
+        sys.path.insert(0, \(JSON.string(sdk).description))
+        from roomkit_plugin import Plugin
+        plugin = Plugin()
+        out = os.open(\(JSON.string(record).description), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        state = {"n": 0}
+
+        @plugin.on_magix
+        def on_magix(room, event):
+            state["n"] += 1
+            os.write(out, (json.dumps({"room": room, "event": "chat", "payload": state["n"]}) + "\\n").encode())
+
+        @plugin.export_state
+        def export():
+            return json.dumps(state)
+
+        @plugin.import_state
+        def restore(text):
+            state.update(json.loads(text))
+
+        if __name__ == "__main__":
+            plugin.run()
+
+        """
+    }
+
     /// Writes the plugin as `name`.py in `directory`; its manifest entry's base.
     static func entry(_ name: String, source: String, in directory: String) throws -> [String: JSON] {
         let path = directory + "/\(name).py"
@@ -195,6 +225,25 @@ final class PythonPluginIsolationTests: XCTestCase {
         XCTAssertEqual(scenario.statusLines("skipped").count, 1)
         XCTAssertEqual(scenario.statusLines("restarted").count, 2)
         XCTAssertEqual(scenario.statusLines("quarantined").count, 0)
+        try await scenario.finish()
+    }
+
+    func testPythonReload_handsItsStateToTheNewProcess() async throws {
+        let scenario = try await IsolationScenario(badEntry: { record, directory in
+            try PythonIsolationPlugins.entry("bad", source: PythonIsolationPlugins.counter(record: record), in: directory)
+        }, supervision: [:])
+        let record = scenario.badRecord
+        try await scenario.send([1, 2, 3])
+        await eventually(10, "three counted") { IsolationScenario.recorded(record).count == 3 }
+        let pid = try XCTUnwrap(try scenario.plugin("bad")?["process"]?["pid"]?.int64Value)
+        let (status, body) = http(scenario.port, "POST", "/v1/plugins/bad/reload")
+        XCTAssertEqual(status, 200, body)
+        try await scenario.send([4, 5])
+        await eventually(10, "two more counted") { IsolationScenario.recorded(record).count == 5 }
+        XCTAssertEqual(IsolationScenario.recorded(record), [1, 2, 3, 4, 5], "the new process went on from the exported count")
+        let newPid = try XCTUnwrap(try scenario.plugin("bad")?["process"]?["pid"]?.int64Value)
+        XCTAssertNotEqual(newPid, pid, "a new process")
+        XCTAssertEqual(scenario.statusLines("crashed").count, 0)
         try await scenario.finish()
     }
 }
