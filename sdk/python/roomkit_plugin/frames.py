@@ -179,6 +179,8 @@ def parse_records(bodies: Sequence[Any]) -> Tuple[List[Record], List[Any]]:
         try:
             for _ in range(count):
                 rtype, seq, number, na = unpack(body, at)
+                if rtype < 1 or rtype > 4:
+                    raise BadFrame("an EVENTS record of unknown type %d" % rtype)
                 at += 21
                 if na == NULL:
                     a = None

@@ -303,7 +303,8 @@ class WireTests(unittest.TestCase):
 
     def test_bad_frames_exit_71(self):
         for junk in [frame(99, b"x"), struct.pack("<IB", 0, 2), frame(EVENTS, struct.pack("<I", 2)),
-                     frame(11, b"\x01"), events([record(1, 1, 8, "lobby", "{not json")])]:
+                     frame(11, b"\x01"), events([record(1, 1, 8, "lobby", "{not json")]),
+                     events([record(9, 1, 0, "lobby", "{}")])]:
             bot = FakeBot(PROBE)
             bot.handshake()
             bot.send(junk)
