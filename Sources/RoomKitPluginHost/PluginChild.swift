@@ -40,6 +40,9 @@ final class PluginChild: @unchecked Sendable {
         /// The last DONE's seq, and the last PONG's nonce.
         var done: UInt64 = 0
         var pong: UInt64 = 0
+        /// The last PING's nonce and when it was sent (0: none).
+        var ping: UInt64 = 0
+        var pingSentNs: UInt64 = 0
         /// CLOCK_MONOTONIC of the last frame that showed progress (DONE, ANSWER, PONG, LOADED).
         var progressNs: UInt64 = 0
     }
@@ -126,6 +129,23 @@ final class PluginChild: @unchecked Sendable {
 
     /// When the child last showed progress (0: never).
     var progressNs: UInt64 { condition.withLock { state.progressNs } }
+
+    /// An unanswered PING's send time (0: none).
+    var pendingPing: UInt64 { condition.withLock { state.ping > state.pong ? state.pingSentNs : 0 } }
+
+    /// Sends a PING when the child has shown no progress for `quiet` ns and none is pending.
+    func pingIfQuiet(now: UInt64, quiet: UInt64) {
+        let nonce = condition.withLock { () -> UInt64? in
+            guard state.ping <= state.pong, now > state.progressNs, now - max(state.progressNs, state.pingSentNs) > quiet else { return nil }
+            state.ping += 1
+            state.pingSentNs = now
+            return state.ping
+        }
+        guard let nonce else { return }
+        var frame = WireFrame(UInt8(ROOMKIT_WIRE_PING.rawValue))
+        frame.u64(nonce)
+        send(frame.finished)
+    }
 
     /// Notes that the bot starts waiting for the child now (it was idle).
     func noteWaitingFrom(_ now: UInt64) { update { $0.progressNs = max($0.progressNs, now) } }

@@ -207,8 +207,14 @@ extension PluginProcess {
             let what = roomkit_wire_load32(&child.progress.pointee.busy_what)
             let since = roomkit_wire_load64(&child.progress.pointee.busy_since_ns)
             busy = what == 0 ? .idle : .call(since: since, loading: what == Int32(ROOMKIT_WIRE_BUSY_LOAD.rawValue))
+        } else if outstanding {
+            busy = .outstanding(lastProgress: child.progressNs)
         } else {
-            busy = outstanding ? .outstanding(lastProgress: child.progressNs) : .idle
+            // Idle as far as events go: a PING now and then shows whether it
+            // is stuck elsewhere (a timer). PLUGIN-WIRE.md section 8.2.
+            let sent = child.pendingPing
+            if sent == 0 { child.pingIfQuiet(now: PluginChild.monotonicNow(), quiet: PluginSupervisorMachine.nanoseconds(limit) / 2) }
+            busy = sent == 0 ? .idle : .pinged(sentAt: sent)
         }
         let result = lock.withLock { machine.tick(now: PluginChild.monotonicNow(), busy: busy) }
         switch result {

@@ -27,6 +27,8 @@ struct PluginSupervisorMachine: Sendable {
         case call(since: UInt64, loading: Bool)
         /// No page: events are outstanding and the last progress (a DONE or answer) was at `lastProgress`.
         case outstanding(lastProgress: UInt64)
+        /// No page, nothing outstanding: a PING sent at `sentAt` is unanswered.
+        case pinged(sentAt: UInt64)
     }
 
     let limits: PluginSupervision
@@ -154,6 +156,9 @@ struct PluginSupervisorMachine: Sendable {
         case .outstanding(let last):
             guard last != 0, now > last, now - last > hangBound else { return .nothing }
             return .kill(reason: "hung: no progress on its events for \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")
+        case .pinged(let sentAt):
+            guard sentAt != 0, now > sentAt, now - sentAt > hangBound else { return .nothing }
+            return .kill(reason: "hung: no PONG within \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")
         }
     }
 

@@ -46,6 +46,18 @@ final class CommandPluginTests: XCTestCase {
         try await scenario.finish()
     }
 
+    func testPythonCommandPlugin_stuckOutsideAnyEvent_isFoundByPing_andKilled() async throws {
+        let scenario = try await IsolationScenario(bad: { _ in "" }, supervision: ["maxCrashes": 0, "hangFactor": 4],
+                                                   badPython: "stall")
+        await eventually(20, "quarantined") { scenario.statusLines("quarantined").count == 1 }
+        let crashes = scenario.statusLines("crashed")
+        XCTAssertEqual(crashes.count, 1, "\(crashes)")
+        XCTAssertTrue(crashes.first?.contains("hung: no PONG within 0.2 seconds") == true, "\(crashes)")
+        try await scenario.send(twenty)
+        try await scenario.assertRoomsUnaffected(expected: twenty)
+        try await scenario.finish()
+    }
+
     func testPythonCommandPlugin_hang_isKilledWithoutAProgressPage() async throws {
         let scenario = try await IsolationScenario(bad: { _ in "" }, supervision: ["maxCrashes": 0, "hangFactor": 4],
                                                    badPython: "hang")

@@ -4,7 +4,8 @@ import Foundation
 /// library, straight from docs/PLUGIN-WIRE.md (not the SDK): it proves a
 /// `"command"` plugin needs nothing from RoomKit but the wire. Like the C
 /// isolation plugins it records each magix payload it finished to argv[1]
-/// and misbehaves (argv[2]: none, segfault, exit3, hang) on every event;
+/// and misbehaves (argv[2]: none, segfault, exit3, hang) on every event
+/// (stall: right after loading, outside any event);
 /// with `echo` it answers a magix "!ping" with a magix "reply" {"text": "pong-py"}.
 /// Its first log line says whether RoomKit's secrets reached its environment.
 enum WirePythonFixture {

@@ -39,6 +39,8 @@ def handle(kind, body):
         send(67, struct.pack("<i", 1) + text("secrets seen: " + (",".join(secrets) or "none")))
         print("hello from python stdout", flush=True)
         send(65, struct.pack("<i", 0))
+        if mode == "stall":  # stuck outside any event, as in a timer that never returns
+            time.sleep(100000)
     elif kind == 2:
         (count,) = struct.unpack_from("<I", body, 0)
         at, last = 4, 0
