@@ -8,6 +8,9 @@ session, a rate limit, a lost connection) reaches the plugin's
 ``on_throw_error`` handler with the action's name as domain. Reads (room
 state, members, config, storage) wait for the bot's answer; while one waits,
 the frames that arrive meanwhile are served in order.
+
+Call it from handlers and timers only: they all run on the thread that
+called ``plugin.run()``, and nothing here is locked for other threads.
 """
 
 import json
