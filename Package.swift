@@ -144,7 +144,7 @@ let package = Package(
 
         // MARK: Plugins: the C ABI, the Swift SDK, the host, and the plugins we ship
         .target(name: "CRoomKitPluginABI"),
-        // The private wire between roombot and roomkit-plugin-host (frames, progress page).
+        // The plugin wire's numbers (docs/PLUGIN-WIRE.md) and the bot side's spawn/limit/progress-page helpers.
         .target(name: "CRoomKitPluginWire"),
         // The plugin process: C only, links no engine (dlopen + the ABI + the wire).
         .executableTarget(

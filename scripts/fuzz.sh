@@ -22,7 +22,8 @@ build() {  # name, extra sources...
 build decode Fuzz/FuzzDecode.swift
 build token Fuzz/FuzzToken.swift
 build manifest Fuzz/FuzzManifest.swift Sources/RoomKitPluginHost/PluginManifest.swift \
-  Sources/RoomKitPluginHost/PluginManifest+Isolation.swift Sources/RoomKitPluginHost/PluginManifest+Parsing.swift
+  Sources/RoomKitPluginHost/PluginManifest+Isolation.swift Sources/RoomKitPluginHost/PluginManifest+Parsing.swift \
+  Sources/RoomKitPluginHost/PluginManifest+Command.swift
 build control Fuzz/FuzzControl.swift
 build push Fuzz/FuzzPush.swift
 

@@ -312,7 +312,10 @@ final class PluginChild: @unchecked Sendable {
             let arguments = (0..<count).map { _ in r.raw() }
             guard r.complete else { return false }
             let (result, text) = owner.perform(function, argument: argument, arguments)
-            guard request != 0 else { break }  // fire-and-forget
+            guard request != 0 else {  // fire-and-forget: a failure is only logged
+                if result == -1 { owner.noteFailedCall(function) }
+                break
+            }
             var reply = WireFrame(UInt8(ROOMKIT_WIRE_REPLY.rawValue), capacity: 24 + (text?.utf8.count ?? 0))
             reply.u64(request)
             reply.i32(result)

@@ -85,15 +85,3 @@ public enum PluginEnvironment {
         return variables.map { "\($0.key)=\($0.value)" }.sorted()
     }
 }
-
-extension PluginManifest {
-    /// Parses `"command"`: a non-empty array of non-empty strings without NUL.
-    static func parseCommand(_ value: JSON, at: String, fail: (String, String) -> Void) -> [String]? {
-        guard let list = value.arrayValue, !list.isEmpty,
-              list.allSatisfy({ $0.stringValue.map { !$0.isEmpty && !$0.utf8.contains(0) } ?? false }) else {
-            fail("\(at).command", "must be a non-empty array of non-empty strings, e.g. [\"python3\", \"plugin.py\"]")
-            return nil
-        }
-        return list.compactMap(\.stringValue)
-    }
-}

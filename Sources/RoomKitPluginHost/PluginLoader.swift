@@ -22,6 +22,8 @@ struct MappedPlugin: @unchecked Sendable {
     let spec: PluginSpec
     let descriptor: UnsafePointer<roomkit_plugin>
     let mappedPath: String
+    /// The process behind a process plugin's proxy descriptor (nil: inline).
+    var process: PluginProcess?
 }
 
 /// dlopen + entry + ABI and hook checks. Never dlcloses: a library stays

@@ -23,7 +23,7 @@ extension PluginManager {
     /// (`roombot simulate` waits for this between steps).
     public var processPluginsIdle: Bool {
         runtimes.withLock { $0 }.allSatisfy { runtime in
-            runtime.isIdleOnItsQueue && (PluginProcess.of(runtime)?.idle ?? true)
+            runtime.isIdleOnItsQueue && (runtime.process?.idle ?? true)
         }
     }
 }

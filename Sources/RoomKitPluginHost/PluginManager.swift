@@ -133,9 +133,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         let runtime = PluginRuntime(mapped, actions: self, metricsFactory: metricsFactory) { [weak self] runtime, reason in
             self?.logger.warning("plugin quarantined", metadata: ["plugin": "\(runtime.spec.name)", "reason": "\(reason)"])
             self?.listener(runtime.spec.name, .quarantined, reason)
-            PluginProcess.of(runtime)?.stopAfterQuarantine()
+            runtime.process?.stopAfterQuarantine()
         }
-        PluginProcess.of(runtime)?.attach(runtime)
+        runtime.process?.attach(runtime)
         if let problem = runtime.start() {
             let error = PluginLoadError(plugin: spec.name, stage: .loadFailed, message: "plugins[\(spec.index)] (\(spec.name)): \(problem)")
             noteFailure(spec, error.description)

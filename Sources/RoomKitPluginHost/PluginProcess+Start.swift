@@ -19,9 +19,8 @@ extension PluginProcess {
         _ = child
         process.installDescriptor()
         _ = Unmanaged.passRetained(process)  // lives as long as its descriptor: forever
-        registry.withLock { $0[UInt(bitPattern: UnsafeRawPointer(process.descriptor))] = process }
         PluginLoader.keepForProcessLifetime(UnsafeRawPointer(process.descriptor))
-        return MappedPlugin(spec: spec, descriptor: UnsafePointer(process.descriptor), mappedPath: process.library)
+        return MappedPlugin(spec: spec, descriptor: UnsafePointer(process.descriptor), mappedPath: process.library, process: process)
     }
 
     /// The process for `spec`, not started: what to run, where.

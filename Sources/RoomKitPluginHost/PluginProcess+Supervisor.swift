@@ -276,6 +276,17 @@ extension PluginProcess {
         }
     }
 
+    /// A fire-and-forget CALL failed its arguments (-1): logged, at most a few a second.
+    func noteFailedCall(_ function: Int32) {
+        let suppressed: Int
+        switch failedCallLog.take() {
+        case .allowed(let before): suppressed = before
+        case .refused: return
+        }
+        logger.warning("plugin call failed (bad arguments or unknown room)",
+                       metadata: ["plugin": "\(spec.name)", "function": "\(function)", "suppressed": "\(suppressed)"])
+    }
+
     /// Runs one proxied host function through the runtime's own table.
     func perform(_ function: Int32, argument: Int32, _ arguments: [[UInt8]?]) -> (Int32, String?) {
         guard let host = lock.withLock({ host }) else { return (-1, nil) }

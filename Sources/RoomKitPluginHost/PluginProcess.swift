@@ -82,6 +82,8 @@ final class PluginProcess: @unchecked Sendable {
     var flushScheduled = false
     var stats = Stats()
     var watchdog: (any DispatchSourceTimer)?
+    /// Rate of the warnings for failed fire-and-forget calls.
+    let failedCallLog = TokenBucket(rate: 1, burst: 5)
     /// Why on_load failed, in words (a crash names its signal).
     var loadFailure: String?
 
@@ -92,14 +94,6 @@ final class PluginProcess: @unchecked Sendable {
         var dropped = 0
         var skipped = 0
         var pid: Int32 = 0
-    }
-
-    /// Processes by descriptor address, so the manager can find a runtime's process.
-    static let registry = LockedValue<[UInt: PluginProcess]>([:])
-
-    /// The process behind `runtime`, if it runs in one.
-    static func of(_ runtime: PluginRuntime) -> PluginProcess? {
-        registry.withLock { $0[UInt(bitPattern: runtime.descriptor)] }
     }
 
     init(spec: PluginSpec, library: String, executable: String, arguments: [String], workingDirectory: String?,

@@ -2,23 +2,6 @@ import Foundation
 import RoomKitProtocol
 import Synchronization
 
-/// A plugin's rate limits (manifest `logPerSecond`, `logBurst`,
-/// `actionsPerSecond`, `actionBurst`), for inline and process plugins alike,
-/// so that one plugin never floods the bot's log or starves the operator and
-/// the other plugins of the loop (docs/PLUGIN-WIRE.md section 6.2).
-public struct PluginRateLimits: Sendable, Hashable {
-    /// Log lines a second, and the burst allowed above it.
-    public var logPerSecond = 100
-    public var logBurst = 200
-    /// Room actions a second (dispatch_magix, set_global_state, ...), and the burst.
-    public var actionsPerSecond = 1000
-    public var actionBurst = 2000
-
-    public init() {}
-
-    static let fields = ["logPerSecond", "logBurst", "actionsPerSecond", "actionBurst"]
-}
-
 /// What an action past the budget returns (roomkit_plugin.h `ROOMKIT_ACTION_BUDGET`).
 let actionBudgetExhausted: Int32 = -3
 
@@ -68,24 +51,5 @@ final class TokenBucket: Sendable {
             defer { s.refused = 0; s.lastReport = now }
             return .refused(report: s.refused)
         }
-    }
-}
-
-extension PluginManifest {
-    /// Parses the rate-limit fields (any isolation).
-    static func parseRateLimits(_ object: [String: JSON], at: String, fail: (String, String) -> Void) -> PluginRateLimits {
-        var limits = PluginRateLimits()
-        let fields: [(String, WritableKeyPath<PluginRateLimits, Int>)] = [
-            ("logPerSecond", \.logPerSecond), ("logBurst", \.logBurst), ("actionsPerSecond", \.actionsPerSecond), ("actionBurst", \.actionBurst),
-        ]
-        for (name, path) in fields {
-            guard let value = object[name] else { continue }
-            if let number = value.int64Value, number >= 1, number <= Int64(Int32.max) {
-                limits[keyPath: path] = Int(number)
-            } else {
-                fail("\(at).\(name)", "must be an integer >= 1")
-            }
-        }
-        return limits
     }
 }

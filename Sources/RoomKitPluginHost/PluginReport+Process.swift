@@ -31,7 +31,7 @@ extension PluginReport {
     func withProcess(of runtime: PluginRuntime) -> PluginReport {
         var report = self
         report.isolation = runtime.spec.isolation
-        if let process = PluginProcess.of(runtime) {
+        if let process = runtime.process {
             let (_, phase, stats, pending) = process.report
             report.process = PluginProcessReport(state: phase.rawValue, pid: stats.pid, crashes: stats.crashes,
                                                  restarts: stats.restarts, dropped: stats.dropped, skipped: stats.skipped,

@@ -49,6 +49,8 @@ final class PluginRuntime: @unchecked Sendable {
     /// The plugin's log and action rate limits (PluginRateLimit.swift).
     let logBucket: TokenBucket
     let actionBucket: TokenBucket
+    /// The process of a process plugin (nil: inline), held directly: no registry.
+    let process: PluginProcess?
     /// Its room actions in flight (PluginActionGate.swift).
     let actionGate = PluginActionGate()
     let state = LockedValue(Counters())
@@ -84,6 +86,7 @@ final class PluginRuntime: @unchecked Sendable {
         metrics = PluginCallMetrics(plugin: mapped.spec.name, factory: metricsFactory)
         descriptor = mapped.descriptor
         queue = DispatchQueue(label: "roomkit.plugin.\(mapped.spec.name)")
+        process = mapped.process
         logBucket = TokenBucket(rate: mapped.spec.rateLimits.logPerSecond, burst: mapped.spec.rateLimits.logBurst)
         actionBucket = TokenBucket(rate: mapped.spec.rateLimits.actionsPerSecond, burst: mapped.spec.rateLimits.actionBurst)
         self.actions = actions
@@ -110,7 +113,7 @@ final class PluginRuntime: @unchecked Sendable {
         case .some(0): return nil
         case .some(let code?):
             // A process plugin says why in words (e.g. the signal it died of).
-            if let why = PluginProcess.of(self)?.loadFailureReason { return why }
+            if let why = process?.loadFailureReason { return why }
             return "on_load failed (returned \(code))"
         default: return "on_load did not return within its time limit"
         }

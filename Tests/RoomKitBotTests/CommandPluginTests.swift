@@ -25,6 +25,8 @@ final class CommandPluginTests: XCTestCase {
         try await scenario.assertRoomsUnaffected(expected: twenty)
         XCTAssertTrue(scenario.log.contains("secrets seen: none"), "RoomKit's secrets are stripped from a plugin's environment: \(scenario.log)")
         XCTAssertTrue(scenario.log.contains("hello from python stdout"), "stdout goes to the bot's log line by line")
+        XCTAssertTrue(scenario.log.contains("plugin call failed (bad arguments or unknown room)"),
+                      "a failed fire-and-forget call is logged")
         let report = try XCTUnwrap(try scenario.plugin("bad"))
         XCTAssertEqual(report["status"], "loaded")
         XCTAssertEqual(report["isolation"], "process")

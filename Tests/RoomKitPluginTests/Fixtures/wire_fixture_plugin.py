@@ -38,6 +38,8 @@ def handle(kind, body):
         secrets = [k for k in ("ROOMBOT_SERVICE_TOKEN", "ROOMBOT_TOKEN", "ROOMD_SECRET", "ROOMKIT_TEST_SECRET") if k in os.environ]
         send(67, struct.pack("<i", 1) + text("secrets seen: " + (",".join(secrets) or "none")))
         print("hello from python stdout", flush=True)
+        # A fire-and-forget action to a room that does not exist: the bot logs its failure.
+        send(68, struct.pack("<QiiI", 0, 1, 0, 4) + text("no-such-room") + text("x") + text("{}") + text(None))
         send(65, struct.pack("<i", 0))
         if mode == "stall":  # stuck outside any event, as in a timer that never returns
             time.sleep(100000)
