@@ -130,6 +130,11 @@ final class PluginChild: @unchecked Sendable {
     /// When the child last showed progress (0: never).
     var progressNs: UInt64 { condition.withLock { state.progressNs } }
 
+    /// Waits until the child reported `seq` finished (DONE), it exits, or `timeout` passes.
+    func waitDone(_ seq: UInt64, timeout: Duration) -> Bool {
+        wait(timeout) { $0.done >= seq ? true : nil } ?? false
+    }
+
     /// An unanswered PING's send time (0: none).
     var pendingPing: UInt64 { condition.withLock { state.ping > state.pong ? state.pingSentNs : 0 } }
 

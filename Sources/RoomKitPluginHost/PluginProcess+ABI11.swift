@@ -41,10 +41,14 @@ extension PluginProcess {
         d.on_config_changed = { me, room, config in
             guard let me, let config else { return }
             let process = Unmanaged<PluginProcess>.fromOpaque(me).takeUnretainedValue()
-            process.enqueue(ROOMKIT_WIRE_RECORD_CONFIG_CHANGED, number: 0, a: room, b: config)
-            // Sent now, not on the writer's next turn: a url_interrupter round
-            // trip (sent directly) after this call must find the new config.
+            let seq = process.enqueue(ROOMKIT_WIRE_RECORD_CONFIG_CHANGED, number: 0, a: room, b: config)
+            // Sent now, and finished before this returns: a url_interrupter
+            // request (which jumps the child's queue of records) after this
+            // call must find the new config (PLUGIN-WIRE.md section 5).
             process.writer.sync { process.flush() }
+            if let seq, let child = process.lock.withLock({ process.phase == .running ? process.current : nil }) {
+                _ = child.waitDone(seq, timeout: process.loadBound)
+            }
         }
         d.export_state = { me in
             guard let me else { return nil }

@@ -196,20 +196,23 @@ final class PluginProcess: @unchecked Sendable {
 
     /// A room, player, error or config event: encoded once, queued in order,
     /// written in EVENTS frames (many records a frame when they queue up).
-    func enqueue(_ type: roomkit_wire_record, number: Int64, a: UnsafePointer<CChar>?, b: UnsafePointer<CChar>) {
+    /// Returns the record's seq (nil: not queued).
+    @discardableResult
+    func enqueue(_ type: roomkit_wire_record, number: Int64, a: UnsafePointer<CChar>?, b: UnsafePointer<CChar>) -> UInt64? {
         lock.lock()
         defer { lock.unlock() }
         switch phase {
-        case .quarantined, .stopping, .stopped: return
+        case .quarantined, .stopping, .stopped: return nil
         case .starting, .running, .restarting: break
         }
         guard journal.count - journalHead < spec.supervision.queueLimit else {
             stats.dropped += 1
-            return
+            return nil
         }
         nextSeq += 1
         journal.append(Entry(seq: nextSeq, record: WireRecord.encode(type, seq: nextSeq, number: number, a: a, b: b)))
         scheduleFlushLocked()
+        return nextSeq
     }
 
     /// Schedules one write of everything unsent (`lock` held).
