@@ -3,35 +3,6 @@ import CRoomKitPluginWire
 import Foundation
 
 extension PluginProcess {
-    /// The ABI 1.1 host functions a plugin process calls (CALL functions
-    /// 6-18, PLUGIN-WIRE.md section 6), run through the runtime's own host table like the 1.0
-    /// ones. `a` holds the call's string arguments (at least 4, NULL-padded).
-    static func performABI11(_ function: Int32, _ api: roomkit_host_api, _ a: [UnsafePointer<CChar>?]) -> (Int32, String?) {
-        func text(_ raw: UnsafeMutablePointer<CChar>?) -> (Int32, String?) {
-            guard let raw else { return (-1, nil) }
-            defer { api.free_string?(api.context, raw) }
-            return (0, String(cString: raw))
-        }
-        switch UInt32(function) {
-        case ROOMKIT_WIRE_SET_MEMBER_STATE.rawValue: return (api.set_member_state?(api.context, a[0], a[1]) ?? -1, nil)
-        case ROOMKIT_WIRE_SET_EXTRA_INFO.rawValue: return (api.set_extra_info?(api.context, a[0], a[1], a[2]) ?? -1, nil)
-        case ROOMKIT_WIRE_PUBLISH_STREAM.rawValue: return (api.publish_stream?(api.context, a[0], a[1], a[2]) ?? -1, nil)
-        case ROOMKIT_WIRE_UNPUBLISH_STREAM.rawValue: return (api.unpublish_stream?(api.context, a[0], a[1]) ?? -1, nil)
-        case ROOMKIT_WIRE_LOGIN_ROOM.rawValue: return (api.login_room?(api.context, a[0]) ?? -1, nil)
-        case ROOMKIT_WIRE_LOGOUT_ROOM.rawValue: return (api.logout_room?(api.context, a[0]) ?? -1, nil)
-        case ROOMKIT_WIRE_SWITCH_ROOM.rawValue: return (api.switch_room?(api.context, a[0], a[1]) ?? -1, nil)
-        case ROOMKIT_WIRE_ROOM_MEMBERS.rawValue: return text(api.room_members_json?(api.context, a[0]))
-        case ROOMKIT_WIRE_CONFIG_GET.rawValue: return text(api.config_get_json?(api.context, a[0]))
-        case ROOMKIT_WIRE_KV_GET.rawValue: return text(api.kv_get?(api.context, a[0]))
-        case ROOMKIT_WIRE_KV_SET.rawValue: return (api.kv_set?(api.context, a[0], a[1]) ?? -1, nil)
-        case ROOMKIT_WIRE_KV_DELETE.rawValue: return (api.kv_delete?(api.context, a[0]) ?? -1, nil)
-        case ROOMKIT_WIRE_KV_SCAN.rawValue: return text(api.kv_scan_json?(api.context, a[0]))
-        default: return (-1, nil)
-        }
-    }
-}
-
-extension PluginProcess {
     /// The ABI 1.1 hooks of the proxy descriptor: on_config_changed is queued
     /// in order with the events (journaled like them) and flushed at once; export_state and
     /// import_state are round trips bounded by `timeoutMs` x 20 (at least 2 s,

@@ -268,9 +268,10 @@ extension PluginProcess {
 
     // MARK: Host functions from the process (its reader thread)
 
+    /// A LOG frame: the plugin's log rate limit, then the bot's log (no C table on the way).
     func log(level: Int32, _ message: String) {
-        if let host = lock.withLock({ host }) {
-            message.withCString { host.pointee.log?(host.pointee.context, level, $0) }
+        if let runtime = lock.withLock({ runtime }), let actions = runtime.actions {
+            if runtime.mayLog() { actions.pluginLog(spec.name, level: level, message) }
         } else {
             logger.info("\(oneLine(message))", metadata: ["plugin": "\(spec.name)"])
         }
@@ -285,35 +286,6 @@ extension PluginProcess {
         }
         logger.warning("plugin call failed (bad arguments or unknown room)",
                        metadata: ["plugin": "\(spec.name)", "function": "\(function)", "suppressed": "\(suppressed)"])
-    }
-
-    /// Runs one proxied host function through the runtime's own table.
-    func perform(_ function: Int32, argument: Int32, _ arguments: [[UInt8]?]) -> (Int32, String?) {
-        guard let host = lock.withLock({ host }) else { return (-1, nil) }
-        let api = host.pointee
-        var strings: [UnsafeMutablePointer<CChar>?] = arguments.map { bytes in
-            guard let bytes, let text = String(validating: bytes, as: UTF8.self) else { return nil }
-            return strdup(text)
-        }
-        while strings.count < 4 { strings.append(nil) }
-        defer { for pointer in strings { free(pointer) } }
-        let a = strings.map { UnsafePointer($0) }
-        switch UInt32(function) {
-        case ROOMKIT_WIRE_DISPATCH_MAGIX.rawValue:
-            return (api.dispatch_magix?(api.context, a[0], a[1], a[2], a[3]) ?? -1, nil)
-        case ROOMKIT_WIRE_SET_GLOBAL_STATE.rawValue:
-            return (api.set_global_state?(api.context, a[0], a[1]) ?? -1, nil)
-        case ROOMKIT_WIRE_INSERT_IMAGE.rawValue:
-            return (api.insert_image?(api.context, a[0], a[1]) ?? -1, nil)
-        case ROOMKIT_WIRE_PUT_SCENES.rawValue:
-            return (api.put_scenes?(api.context, a[0], a[1], a[2], argument) ?? -1, nil)
-        case ROOMKIT_WIRE_ROOM_STATE.rawValue:
-            guard let text = api.room_state_json?(api.context, a[0]) else { return (-1, nil) }
-            defer { api.free_string?(api.context, text) }
-            return (0, String(cString: text))
-        default:
-            return Self.performABI11(function, api, a)
-        }
     }
 }
 
