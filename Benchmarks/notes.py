@@ -165,7 +165,21 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   rooms whose own log (`GET /v1/rooms/{room}/recording?from=<kill time>`,
   the seq'd events every member receives) holds no `userUpdate` after the
   kill: the resumes are invisible while they finish inside the heartbeat
-  timeout."""
+  timeout.
+- **9. No-op python plugin over the wire.** RoomKit only
+  (`Benchmarks/python_plugin_workload.py`). The bot's side of the plugin
+  wire (docs/PLUGIN-WIRE.md) is played by the benchmark script, which
+  spawns `Benchmarks/plugins/noop_plugin.py` (the `roomkit_plugin` SDK, a
+  magix handler that does nothing) as roombot does (the socket on fd 3),
+  does the handshake, and sends magix events in EVENTS frames of 1,024
+  records built before the clock starts, at most 4 frames unfinished.
+  Events/s = events / (first send until the DONE of the last record); every
+  record is cut from the frame, its payload decoded and handed to the
+  handler as the event-log dict. CPU per event is the plugin process's
+  (utime+stime from /proc). Then a tenth as many events, one per EVENTS
+  frame, 256 frames in flight (the SDK runs the frames it read together as
+  one batch). The URL row: 2,000 sequential URL requests to the idle
+  plugin, send to ANSWER."""
 
 NOTES = """\
 Profiled during development with `perf record -g` on this machine (the
