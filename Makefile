@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak install check-install test-browser fleet-sim scale-bot
+.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak install check-install test-browser fleet-sim scale-bot test-python
 
 # Where `make install` puts things; DESTDIR stages the tree (packaging).
 PREFIX ?= /usr/local
@@ -24,10 +24,16 @@ release: bootstrap
 run: bootstrap
 	@scripts/run.sh $(ARGS)
 
-# The whole test suite (XCTest). Its closing line is XCTest's own summary.
+# The whole test suite: the Python SDK's own tests (sdk/python/tests, a few
+# seconds), then XCTest. Its closing line is XCTest's own summary.
 test: bootstrap
 	$(SWIFT) build --build-tests
+	$(MAKE) --no-print-directory test-python
 	$(SWIFT) test --skip-build --disable-swift-testing
+
+# The Python plugin SDK's unit and wire tests alone (standard library only).
+test-python:
+	cd sdk/python && python3 -m unittest discover -s tests -t .
 
 # roombot's dashboard in a real headless Chromium (not part of `make test`):
 # a real roomd and roombot, the page loaded with no console errors, the bot's

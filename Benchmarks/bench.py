@@ -32,6 +32,7 @@ from report import render, figures
 from roomd_workloads import roomd_alone, million_rooms
 from firehose_workload import firehose
 from redis_anchor import redis_fanout
+from python_plugin_workload import python_plugin
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -531,13 +532,14 @@ def main():
     this = sys.modules[__name__]
     for run in range(RUNS):
         current = {"roomd": {}, "firehose": {}, "sessions": {}, "throughput": {}, "recovery": {}, "fanout": {},
-                   "plugins": {}, "isolation": {}, "botrestart": {}, "million": {}}
+                   "plugins": {}, "isolation": {}, "botrestart": {}, "million": {}, "pythonplugin": {}}
         results["runs"].append(current)
         for name, workload in (("roomd", lambda results: roomd_alone(results, this)),
                                ("firehose", lambda results: firehose(results, this)),
                                ("sessions", idle_sessions), ("throughput", throughput), ("recovery", recovery),
                                ("fanout", fanout), ("plugins", plugin_overhead), ("isolation", plugin_isolation),
-                               ("botrestart", bot_restart), ("million", million_rooms_full)):
+                               ("botrestart", bot_restart), ("million", million_rooms_full),
+                               ("pythonplugin", lambda results: python_plugin(results, this))):
             if only and name not in only:
                 continue
             log(f"run {run + 1} of {RUNS}, workload: {name}")

@@ -14,7 +14,8 @@ to a default roomd: >= 20,000 logins/s, 100,000 rooms in <= 10 s, all
 resumed well inside the 90 s heartbeat timeout after kill -9; roomd fan-out
 >= 1,000,000 deliveries/s in rooms of 100 and 1,000 (roomd CPU per delivery
 <= 1 us) and >= 0.5x Redis PUBLISH; client CPU per event against the
-firehose <= 1 us and <= 0.1x the peer."""
+firehose <= 1 us and <= 0.1x the peer.
+Issue 25: a no-op Python plugin over the wire >= 100,000 events/s."""
 
 
 class Fig(str):
@@ -467,6 +468,22 @@ def isolation_rows(table, results):
               peer_name="inline")
 
 
+def python_plugin_rows(table, results):
+    """Workload 9 (python_plugin_workload.py): the SDK's no-op plugin over the wire."""
+    py = results.get("pythonplugin")
+    if not py:
+        return
+    label = f"9. No-op python plugin over the wire (roomkit_plugin, batches of {py['batch']:,})"
+    only = {"roomkit": py}
+    figure(table, label, "events/s, socket to handler and back (DONE)", only, lambda e: e["events_per_s"],
+           target=">= 100,000", met=lambda a, _: verdict(a >= 100_000), ratios=False)
+    figure(table, label, "plugin-process CPU per event (ns)", only, lambda e: e["plugin_cpu_ns_per_event"], ratios=False)
+    figure(table, label, "events/s with one event per frame (ns of plugin CPU per event after it)", only,
+           lambda e: e["single_events_per_s"], note=lambda e: f" ({e['single_plugin_cpu_ns_per_event']:,})", ratios=False)
+    figure(table, label, "urlInterrupter round trip to an idle python plugin, p50 / p99 (us)", only,
+           lambda e: e["url_p50_us"], digits=1, note=lambda e: f" / {e['url_p99_us']:,.1f}", ratios=False)
+
+
 def unit(metric, text):
     """The unit of a figure, read off its metric and value text."""
     if text.endswith(" B") or " B (" in text or "RSS" in metric:
@@ -502,6 +519,7 @@ def build(results):
         firehose_rows(table, run)
         isolation_rows(table, run)
         bot_restart_rows(table, run)
+        python_plugin_rows(table, run)
         tables.append(table)
         if index == 0:
             limits = collected

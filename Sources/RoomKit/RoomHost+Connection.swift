@@ -20,17 +20,8 @@ final class HostConnectionDelegate: WebSocketDelegate {
     }
 
     func webSocket(_ connection: WebSocketConnection, didCloseWith event: WebSocketCloseEvent) {
-        host?.transportDidClose(connection, why: Self.describe(event), kind: event.kind)
-    }
-
-    /// The close, as an operator reads it in a log line or `disconnectWithError`.
-    static func describe(_ event: WebSocketCloseEvent) -> String {
-        switch event {
-        case .failedToConnect(let error): return "\(error)"
-        case .closed(let code, let reason, let byPeer):
-            return "closed \(code)\(reason.isEmpty ? "" : " (\(reason))") by \(byPeer ? "the server" : "this side")"
-        case .aborted(let error): return "aborted: \(error)"
-        }
+        // In words (`closed by the peer with 1001 (…)`): WebSocketCloseEvent.description.
+        host?.transportDidClose(connection, why: "\(event)", kind: event.kind)
     }
 }
 

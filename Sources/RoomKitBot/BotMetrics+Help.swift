@@ -12,6 +12,7 @@ extension BotMetrics {
         "roombot_plugin_calls_total": "Calls into each plugin.",
         "roombot_plugin_failures_total": "Plugin calls that failed or took longer than the plugin's timeoutMs.",
         "roombot_plugin_quarantines_total": "Times each plugin was quarantined.",
+        "roomkit_plugin_quarantine_retries_total": "Half-open retries of a quarantined plugin (a reload after its backoff).",
         "roombot_plugin_quarantined": "1 while a plugin is quarantined, else 0.",
         "roombot_plugin_queue_depth": "Calls posted to each plugin and not finished yet.",
         "roombot_plugin_crashes_total": "Crashes of each process-isolated plugin (signal, exit, broken pipe, bad frame).",

@@ -38,7 +38,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     // except `turnBatch`, which only the loop thread touches (dispatch, flush).
 
     public let host: RoomHost
-    private let metricsFactory: any MetricsFactory
+    let metricsFactory: any MetricsFactory
+    /// Each quarantined plugin's half-open retry (PluginManager+Recovery.swift).
+    let recoveries = LockedValue<[String: QuarantineRecovery]>([:])
     let logger: Logger
     /// Each failed plugin call, rate-limited per plugin (PluginFailureLog.swift).
     let failureLog: PluginFailureLog
@@ -140,6 +142,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             self?.logger.warning("plugin quarantined", metadata: ["plugin": "\(runtime.spec.name)", "reason": "\(reason)"])
             self?.listener(runtime.spec.name, .quarantined, reason)
             runtime.process?.stopAfterQuarantine()
+            self?.scheduleRecovery(of: runtime)
         }
         runtime.process?.attach(runtime)
         if let problem = runtime.start() {
@@ -201,6 +204,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// library fails to load, the old instance keeps running.
     public func reload(_ spec: PluginSpec) throws {
         guard spec.enabled else {
+            cancelRecovery(spec.name)
             let old = runtimes.withLock { list -> PluginRuntime? in
                 defer {
                     list.removeAll { $0.spec.name == spec.name }
@@ -226,6 +230,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// Waits at most `wait` per plugin: a stuck plugin (e.g. quarantined while
     /// hanging) is left behind with a warning; its code stays mapped.
     public func unloadAll(wait: Duration = .seconds(1)) {
+        cancelRecovery(nil)
         let all = runtimes.withLock { list -> [PluginRuntime] in
             defer {
                 list.removeAll()

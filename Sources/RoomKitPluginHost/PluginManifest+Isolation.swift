@@ -29,6 +29,13 @@ public struct PluginSupervision: Sendable, Hashable {
     public var queueLimit = 10_000
     /// `shutdownTimeoutMs`: how long on_unload may take before SIGKILL.
     public var shutdownTimeoutMs = 500
+    /// `quarantineRetryMs` (either isolation): how long a quarantined plugin
+    /// stays out before a half-open retry (a reload); doubled by each
+    /// quarantine that follows a retry; 0 = until an operator reloads it.
+    public var quarantineRetryMs = 30_000
+    /// `quarantineRetryCapMs` (either isolation): the longest wait between
+    /// retries, and how long a retried plugin must stay well to start over.
+    public var quarantineRetryCapMs = 1_800_000
 
     /// The defaults above.
     public init() {}
@@ -85,6 +92,16 @@ extension PluginManifest {
             }
             do {
                 supervision[keyPath: path] = Int(try ExternalNumber.integer(value, field: "\(at).\(name)", in: range))
+            } catch {
+                fail("\(at).\(name)", error.problem)
+            }
+        }
+        // Quarantine recovery applies to both kinds of plugin.
+        for (name, path) in [("quarantineRetryMs", \PluginSupervision.quarantineRetryMs),
+                             ("quarantineRetryCapMs", \PluginSupervision.quarantineRetryCapMs)] {
+            guard let value = object[name] else { continue }
+            do {
+                supervision[keyPath: path] = Int(try ExternalNumber.integer(value, field: "\(at).\(name)", in: 0...86_400_000))
             } catch {
                 fail("\(at).\(name)", error.problem)
             }

@@ -146,7 +146,7 @@ public struct PluginManifest: Sendable {
             throw ManifestErrors(errors: errors)
         }
         var seen: [String: Int] = [:]
-        let known = Set(["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config", "roomConfig", "storageLimitBytes", "command"] + Self.isolationFields + PluginRateLimits.fields)
+        let known = Set(["name", "library", "entry", "abi", "hooks", "rooms", "order", "enabled", "timeoutMs", "config", "roomConfig", "storageLimitBytes", "command", "quarantineRetryMs", "quarantineRetryCapMs"] + Self.isolationFields + PluginRateLimits.fields)
         for (index, item) in list.enumerated() {
             let at = "plugins[\(index)]"
             guard let object = item.objectValue else {

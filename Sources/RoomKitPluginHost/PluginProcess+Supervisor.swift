@@ -14,15 +14,17 @@ extension PluginProcess {
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
             throw PluginProcessError("socketpair: \(String(cString: strerror(errno)))")
         }
-        // The progress page: shared with roomkit-plugin-host; a private one
-        // (never written by the child) for a command plugin.
+        // The progress page, offered to every child (fd 4): the bot reads it
+        // only when the child's HELLO says it keeps it (`usesPage`); a child
+        // that does not is timed by DONE and PING. The Python SDK keeps it, so
+        // a crash names the event that was running and out-of-memory shows.
         var page: UnsafeMutablePointer<roomkit_wire_progress>?
         let pageFD = roomkit_wire_progress_create(&page)
         guard pageFD >= 0, let page, roomkit_wire_pipe(&out) == 0, roomkit_wire_pipe(&err) == 0 else {
             for fd in pair + out + err + [pageFD] where fd >= 0 { close(fd) }
             throw PluginProcessError("cannot make the progress page or output pipes")
         }
-        let sharePage = spec.command == nil
+        let sharePage = true
         let environment = PluginEnvironment.forChild(plugin: spec.name, progressPage: sharePage)
         let argv = [executable] + arguments
         let path = executable

@@ -2,23 +2,23 @@ import ArgumentParser
 import Foundation
 import RoomKitCLI
 
-/// `roombot new-plugin NAME --lang c|swift|rust [--dir DIR]`: writes a
+/// `roombot new-plugin NAME --lang c|swift|rust|python [--dir DIR]`: writes a
 /// complete, buildable plugin project (source, build file, plugins.json, a
 /// scenario for `roombot simulate`, a README that builds and loads it in two
 /// commands, and a passing test that runs the scenario too).
 struct NewPlugin: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "new-plugin",
-        abstract: "Write a new plugin project (C, Swift or Rust) that builds, tests and loads as it is.")
+        abstract: "Write a new plugin project (C, Swift, Rust or Python) that builds, tests and loads as it is.")
 
     @Argument(help: "The plugin's name: [a-z][a-z0-9-]{0,63} (its manifest name).")
     var name: String
-    @Option(help: "c, swift or rust.")
+    @Option(help: "c, swift, rust or python.")
     var lang: String
     @Option(help: "Where to write the project (default: ./NAME). Must not exist or be empty.")
     var dir: String?
     @Option(name: .customLong("roomkit-path"),
-            help: "Swift only: the RoomKit package to depend on (default: the checkout this roombot was built in, or PREFIX/share/roomkit/package after make install).")
+            help: "Swift: the RoomKit package to depend on (default: the checkout this roombot was built in, or PREFIX/share/roomkit/package after make install); Python: the README installs the SDK from its sdk/python.")
     var roomkitPath: String?
 
     func run() throws {
@@ -39,7 +39,10 @@ struct NewPlugin: ParsableCommand {
                     + "its .build nor PREFIX/share/roomkit/package from make install); give the path of a RoomKit checkout"])
             }
             (files, next) = (scaffold.swift(roomkitPath: package), "cd \(target) && swift build && swift test")
-        default: throw UsageProblems(lines: ["--lang: must be c, swift or rust, got '\(lang)'"])
+        case "python":
+            let sdk = roomkitPath.map { (($0 as NSString).standardizingPath as NSString).appendingPathComponent("sdk/python") }
+            (files, next) = (scaffold.python(sdk: sdk), "cd \(target) && python3 -m unittest -v")
+        default: throw UsageProblems(lines: ["--lang: must be c, swift, rust or python, got '\(lang)'"])
         }
         let fm = FileManager.default
         if let existing = try? fm.contentsOfDirectory(atPath: target), !existing.isEmpty {
@@ -134,12 +137,20 @@ struct Scaffold {
     }
 
     /// What every scaffold's README says about running it for real.
-    var runSection: String {
-        """
+    var runSection: String { runSection(plugin: "library") }
+
+    /// The same, for a plugin that is a `library` or a `command`.
+    func runSection(plugin kind: String) -> String {
+        let checks = kind == "library" ? "maps the library and checks its ABI and hooks"
+            : "starts the plugin and checks its hello (wire version, ABI, hooks)"
+        let loaded = kind == "library" ? "library loaded as the bot loads it" : "plugin run as the bot runs it, a process of its own"
+        let swaps = kind == "library" ? "After rebuilding, `POST /v1/plugins/\(name)/reload` swaps the library in"
+            : "After editing, `POST /v1/plugins/\(name)/reload` swaps the process in"
+        return """
         ## Test it in the simulator
 
         The test above also runs `scenario.json` in roombot's simulator: the
-        library loaded as the bot loads it, against scripted rooms in virtual
+        \(loaded), against scripted rooms in virtual
         time (a ping answered in `lobby`, the `vip-*` greeting in `vip-lounge`).
         Add steps for what your plugin must survive (kicks, token expiry, a
         20-minute outage) and run it alone with
@@ -150,7 +161,7 @@ struct Scaffold {
 
         ## Run it in a bot
 
-        `roombot check` above maps the library and checks its ABI and hooks.
+        `roombot check` above \(checks).
         To run it, point a bot config at the manifest (docs/CLI.md, "roombot"):
 
             roombot run --config bot.json --manifest plugins.json
@@ -164,7 +175,7 @@ struct Scaffold {
             curl -X PUT http://127.0.0.1:8081/v1/plugins/\(name)/config \\
                  -d '{"config": {"greeting": "hi"}}'
 
-        After rebuilding, `POST /v1/plugins/\(name)/reload` swaps the library in
+        \(swaps)
         place; see docs/PLUGINS.md for the state hand-off.
 
         """

@@ -80,24 +80,36 @@ final class IsolationScenario {
         var value: String { lock.withLock { text } }
     }
 
-    /// `bad` is the misbehaving plugin's source maker (given its record file);
+    /// `bad` is the misbehaving C plugin's source maker (given its record file);
     /// `supervision` its manifest fields.
     /// `badPython`, when given, makes the plugin under test a `"command"`
     /// plugin: WirePythonFixture run with that mode instead of `bad`.
-    init(bad: (String) -> String, supervision: [String: JSON], logLevel: String = "warning", badPython: String? = nil,
+    convenience init(bad: @escaping (String) -> String, supervision: [String: JSON], logLevel: String = "warning",
+                     badPython: String? = nil, environment: [String: String] = [:]) async throws {
+        try await self.init(badEntry: { record, directory in
+            var entry: [String: JSON] = ["name": "bad", "abi": 1, "hooks": ["magix"]]
+            if let badPython {
+                try WirePythonFixture.script.write(toFile: directory + "/fixture_plugin.py", atomically: true, encoding: .utf8)
+                entry["command"] = ["python3", "fixture_plugin.py", "bad.ndjson", .string(badPython)]
+            } else {
+                entry["library"] = .string(try compilePlugin("bad", source: bad(record), in: directory))
+            }
+            return entry
+        }, supervision: supervision, logLevel: logLevel, environment: environment)
+    }
+
+    /// `badEntry` writes the misbehaving plugin (given its record file and
+    /// the test's directory) and returns its manifest entry (a `library` or
+    /// a `command`); `supervision` adds to it.
+    init(badEntry: (String, String) throws -> [String: JSON], supervision: [String: JSON], logLevel: String = "warning",
          environment: [String: String] = [:]) async throws {
         harness = try BotHarness()
         let directory = harness.directory
         healthyRecord = directory + "/healthy.ndjson"
         badRecord = directory + "/bad.ndjson"
         let healthy = try compilePlugin("healthy", source: IsolationPlugins.source(record: healthyRecord), in: directory)
-        var badEntry: [String: JSON] = ["name": "bad", "abi": 1, "hooks": ["magix"], "timeoutMs": 50, "restartBackoffMs": 10]
-        if let badPython {
-            try WirePythonFixture.script.write(toFile: directory + "/fixture_plugin.py", atomically: true, encoding: .utf8)
-            badEntry["command"] = ["python3", "fixture_plugin.py", "bad.ndjson", .string(badPython)]
-        } else {
-            badEntry["library"] = .string(try compilePlugin("bad", source: bad(badRecord), in: directory))
-        }
+        var badEntry = try badEntry(badRecord, directory)
+        badEntry.merge(["timeoutMs": 50, "restartBackoffMs": 10]) { given, _ in given }
         badEntry.merge(supervision) { _, new in new }
         badEntry = badEntry.filter { $0.value != .null }  // a null in `supervision` removes a field
         _ = try harness.writeConfig(["manifestVersion": 1, "plugins": [

@@ -79,6 +79,14 @@ final class ScaffoldTests: XCTestCase {
         }
     }
 
+    func testPythonScaffold_testsInTheSimulator_loadsAndRuns() async throws {
+        try require("python3")
+        // What `pip install ROOMKIT/sdk/python` provides, from this checkout.
+        try await scaffold(lang: "python", extra: ["--roomkit-path", Self.repo]) { _ in
+            ["PYTHONPATH": Self.repo + "/sdk/python"]
+        }
+    }
+
     // MARK: Support
 
     static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
@@ -147,7 +155,8 @@ final class ScaffoldTests: XCTestCase {
         }
         // The test the README runs includes scenario.json in roombot's simulator.
         let simulated = ["c": "scenario.json: 3 expectation(s) held", "rust": "test scenario_holds_in_the_simulator ... ok",
-                         "swift": "testScenarioHoldsInTheSimulator' passed"][lang]!
+                         "swift": "testScenarioHoldsInTheSimulator' passed",
+                         "python": "test_scenario_holds_in_the_simulator"][lang]!
         XCTAssertTrue(outputs.contains(simulated), "the scaffold's test ran its scenario: \(outputs.suffix(2000))")
 
         // roombot run with the scaffold's own manifest.
@@ -156,7 +165,7 @@ final class ScaffoldTests: XCTestCase {
         guard case .object(var config) = harness.standardConfig(rooms: ["lobby", "vip-1"], control: "127.0.0.1:\(port)") else { return }
         config["manifest"] = .string(project + "/plugins.json")
         let path = try harness.writeConfig(.object(config))
-        var bot = try ChildProcess("roombot", ["run", "--config", path, "--log-level", "warning"])
+        var bot = try ChildProcess("roombot", ["run", "--config", path, "--log-level", "warning"], environment: env)
         await eventually(20, "both rooms LOGINED") { (fileText(events) ?? "").components(separatedBy: #""reason":"LOGINED""#).count == 3 }
 
         let member = try Watcher(url: harness.serverURL)
@@ -193,7 +202,7 @@ final class ScaffoldTests: XCTestCase {
         // A restart keeps the live config.
         bot.signal(SIGTERM)
         XCTAssertEqual(bot.finish().0, 0)
-        bot = try ChildProcess("roombot", ["run", "--config", path, "--log-level", "warning"])
+        bot = try ChildProcess("roombot", ["run", "--config", path, "--log-level", "warning"], environment: env)
         await eventually(20, "LOGINED again") { (fileText(events) ?? "").components(separatedBy: #""reason":"LOGINED""#).count == 5 }
         reply = try await pong(lobby)
         XCTAssertEqual(reply?["greeting"], "hi")

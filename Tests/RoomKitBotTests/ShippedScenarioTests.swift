@@ -61,6 +61,22 @@ final class ShippedScenarioTests: XCTestCase {
         XCTAssertEqual(lines.first??["code"], 1_009_001)
     }
 
+    /// The Python example (Plugins/PyEcho, a `command` plugin over the wire)
+    /// with its own manifest: magix answered, storage kept, the image URL
+    /// rewritten; the same seed writes the same event log.
+    func testPyEcho_aPythonCommandPlugin_answersCountsAndRewritesURLs() throws {
+        let manifest = URL(fileURLWithPath: Self.scenarios).deletingLastPathComponent().appendingPathComponent("PyEcho/plugins.json").path
+        var logs: [Data] = []
+        for index in 0..<2 {
+            let events = directory + "/py-events-\(index).ndjson"
+            let (status, errors) = try simulate(manifest, Self.scenarios + "/py-echo.json", ["--events", events])
+            XCTAssertEqual(status, 0, errors)
+            XCTAssertTrue(errors.contains("py-echo.json: 4 expectation(s) held"), errors)
+            logs.append(try Data(contentsOf: URL(fileURLWithPath: events)))
+        }
+        XCTAssertEqual(logs[0], logs[1], "deterministic by seed with a process plugin too")
+    }
+
     /// Same seed, same event log, byte for byte; another seed moves the
     /// reconnect attempts (the backoff's jitter) but not what the plugin does.
     func testSameSeed_sameEventLog_byteForByte() throws {
