@@ -88,3 +88,12 @@ extension RoomHost {
         }
     }
 }
+
+extension RoomHost {
+    /// Whether a token renewal (`renewAutomatically`) is still on its way:
+    /// the simulator waits for it before virtual time moves on, so a renewal
+    /// never depends on how fast a task is scheduled. Loop thread only.
+    package var tokenRenewalsPending: Bool {
+        sessions.values.contains { $0.renewing }
+    }
+}

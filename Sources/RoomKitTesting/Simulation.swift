@@ -186,12 +186,19 @@ public final class Simulation: @unchecked Sendable {
     private func settle() {
         let server = self.server
         let recorder = self.recorder
+        let host = self.host
         var quiet = 0
         var last = (-1, -1)
+        nonisolated(unsafe) var renewalRounds = 0  // only the loop's closure below touches it, one call at a time
         while quiet < 4 {
             let state = (try? loop.runAndWait { () -> (Int, Int, Bool) in
                 let worked = server.pump()
-                return (recorder.count, server.actions.count, worked)
+                // A renewal in flight (a task asking the token provider) is
+                // work too, however slowly the machine schedules it.
+                // Bounded (about 2 s of real time), in case a renewal waits
+                // for virtual time itself (a request timeout).
+                renewalRounds += host.tokenRenewalsPending ? 1 : 0
+                return (recorder.count, server.actions.count, worked || (host.tokenRenewalsPending && renewalRounds < 10_000))
             }) ?? (0, 0, false)
             if state.2 || (state.0, state.1) != last || !externalWorkIdle() {
                 quiet = 0

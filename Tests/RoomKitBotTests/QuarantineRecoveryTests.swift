@@ -63,7 +63,7 @@ final class QuarantineRecoveryTests: XCTestCase {
         let harness = try BotHarness()
         defer { try? harness.close() }
         let flag = harness.directory + "/fail"
-        FileManager.default.createFile(atPath: flag, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: flag, contents: nil))
         let (runner, port) = try await start(harness, retryMs: 300, capMs: 60_000, flag: flag)
         failThreeTimes(port)
         await eventually(10, "quarantined") { self.status(runner) == .quarantined }
@@ -82,7 +82,7 @@ final class QuarantineRecoveryTests: XCTestCase {
         let harness = try BotHarness()
         defer { try? harness.close() }
         let flag = harness.directory + "/fail"
-        FileManager.default.createFile(atPath: flag, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: flag, contents: nil))
         let (runner, port) = try await start(harness, retryMs: 200, capMs: 60_000, flag: flag)
         var intervals: [Int] = []
         for round in 0..<3 {
