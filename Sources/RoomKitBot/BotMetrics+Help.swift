@@ -13,6 +13,7 @@ extension BotMetrics {
         "roombot_plugin_failures_total": "Plugin calls that failed or took longer than the plugin's timeoutMs.",
         "roombot_plugin_quarantines_total": "Times each plugin was quarantined.",
         "roomkit_plugin_quarantine_retries_total": "Half-open retries of a quarantined plugin (a reload after its backoff).",
+        "roomkit_plugin_log_lines_suppressed_total": "Plugin log lines dropped by the plugin's log rate limit.",
         "roombot_plugin_quarantined": "1 while a plugin is quarantined, else 0.",
         "roombot_plugin_queue_depth": "Calls posted to each plugin and not finished yet.",
         "roombot_plugin_crashes_total": "Crashes of each process-isolated plugin (signal, exit, broken pipe, bad frame).",

@@ -17,12 +17,15 @@ enum PluginHookKind: String, Sendable, CaseIterable {
 /// backend keeps a latency histogram per hook; a call the watchdog already
 /// failed is counted in failures only), and `roomkit_plugin_dispatch_seconds`
 /// (from the loop turn that raised a room event to the end of the plugin's
-/// call for it: queueing included). Thread-safe, like the instruments.
+/// call for it: queueing included), and
+/// `roomkit_plugin_log_lines_suppressed_total` (lines over `logPerSecond`).
+/// Thread-safe, like the instruments.
 final class PluginCallMetrics: Sendable {
     private let calls: Counter
     private let failures: Counter
     private let latency: [PluginHookKind: Timer]
     private let dispatch: Timer
+    private let suppressedLogLines: Counter
 
     init(plugin: String, factory: any MetricsFactory) {
         let dimensions = [("plugin", plugin)]
@@ -34,6 +37,13 @@ final class PluginCallMetrics: Sendable {
         }
         self.latency = latency
         dispatch = Timer(label: "roomkit_plugin_dispatch_seconds", dimensions: dimensions, factory: factory)
+        suppressedLogLines = Counter(label: "roomkit_plugin_log_lines_suppressed_total", dimensions: dimensions, factory: factory)
+    }
+
+    /// `count` log lines the plugin's log rate limit dropped (counted when
+    /// the "plugin log lines suppressed" line reports them).
+    func countSuppressedLogLines(_ count: Int) {
+        suppressedLogLines.increment(by: Int64(count))
     }
 
     /// One call: counted, and timed under `hook` (nil: a watchdog failure, not timed).

@@ -314,10 +314,16 @@ final class PluginRuntime: @unchecked Sendable {
     func mayLog() -> Bool {
         switch logBucket.take() {
         case .allowed(let refused):
-            if refused > 0 { actions?.pluginLog(spec.name, level: 2, "plugin log lines suppressed (logPerSecond \(spec.rateLimits.logPerSecond)): \(refused)") }
+            if refused > 0 {
+                metrics.countSuppressedLogLines(refused)
+                actions?.pluginLog(spec.name, level: 2, "plugin log lines suppressed (logPerSecond \(spec.rateLimits.logPerSecond)): \(refused)")
+            }
             return true
         case .refused(let report):
-            if report > 0 { actions?.pluginLog(spec.name, level: 2, "plugin log lines suppressed (logPerSecond \(spec.rateLimits.logPerSecond)): \(report)") }
+            if report > 0 {
+                metrics.countSuppressedLogLines(report)
+                actions?.pluginLog(spec.name, level: 2, "plugin log lines suppressed (logPerSecond \(spec.rateLimits.logPerSecond)): \(report)")
+            }
             return false
         }
     }

@@ -75,6 +75,11 @@ final class PluginFloodTests: XCTestCase {
         let spam = watcher.events.all.filter { if case .magix(let m) = $0 { return m.event == "spam" }; return false }.count
         XCTAssertLessThanOrEqual(Int64(spam), queued, "no refused action reached the room")
         XCTAssertTrue(scenario.log.contains("plugin log lines suppressed (logPerSecond 100)"), "the suppressed lines are counted in the log")
+        // ... and in /metrics (issue #28 §1).
+        let scrape = http(scenario.port, "GET", "/metrics").1
+        let suppressed = scrape.split(separator: "\n").filter { $0.hasPrefix("roomkit_plugin_log_lines_suppressed_total{") }
+            .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
+        XCTAssertGreaterThan(suppressed.max() ?? 0, 0, "roomkit_plugin_log_lines_suppressed_total moved: \(suppressed)")
         XCTAssertTrue(scenario.log.contains("plugin action budget exhausted"), "the refused actions are logged")
         XCTAssertTrue(scenario.bot.process.isRunning)
         try await scenario.finish()
