@@ -383,12 +383,19 @@ def main():
         processes.append(roombot)
         control = int(read_line_with(roombot, "control on").split()[-1])
         base = "http://127.0.0.1:%d" % control
-        status, body = http("GET", base + "/v1/rooms", CONTROL_TOKEN)
-        if status != 200:
-            fail("GET /v1/rooms: %s %s" % (status, body))
-        bot_rooms = sorted(r["room"] for r in json.loads(body))
-        if bot_rooms != sorted(ROOMS):
-            fail("the bot is in %s, expected %s" % (bot_rooms, ROOMS))
+        # The control API answers before the first login; the rooms join
+        # through the bounded join pipeline, so wait until every one is listed.
+        deadline = time.time() + 60
+        while True:
+            status, body = http("GET", base + "/v1/rooms", CONTROL_TOKEN)
+            if status != 200:
+                fail("GET /v1/rooms: %s %s" % (status, body))
+            bot_rooms = sorted(r["room"] for r in json.loads(body))
+            if bot_rooms == sorted(ROOMS):
+                break
+            if time.time() > deadline:
+                fail("the bot is in %s, expected %s" % (bot_rooms, ROOMS))
+            time.sleep(0.1)
 
         profile = os.path.join(work, "chromium")
         browser = subprocess.Popen([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",

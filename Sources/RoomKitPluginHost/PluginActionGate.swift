@@ -1,4 +1,4 @@
-import Synchronization
+import RoomKitLoop
 
 /// Keeps one plugin's room actions from crowding the connection: at most
 /// `window` of them are in flight at once; the rest wait here, in order, so
@@ -14,7 +14,9 @@ final class PluginActionGate: Sendable {
     }
 
     private let window: Int
-    private let state = Mutex(State())
+    /// A pthread mutex (LockedValue), which ThreadSanitizer follows; it
+    /// reported Synchronization.Mutex's hand-offs between tasks as races.
+    private let state = LockedValue(State())
 
     init(window: Int = 8) {
         self.window = max(window, 1)

@@ -1,6 +1,6 @@
 import Foundation
 import RoomKitProtocol
-import Synchronization
+import RoomKitLoop
 
 /// What an action past the budget returns (roomkit_plugin.h `ROOMKIT_ACTION_BUDGET`).
 let actionBudgetExhausted: Int32 = -3
@@ -25,12 +25,13 @@ final class TokenBucket: Sendable {
 
     private let rate: Double
     private let burst: Double
-    private let state: Mutex<State>
+    /// A pthread mutex (LockedValue), which ThreadSanitizer follows.
+    private let state: LockedValue<State>
 
     init(rate: Int, burst: Int) {
         self.rate = Double(max(rate, 0))
         self.burst = Double(max(burst, 1))
-        state = Mutex(State(tokens: Double(max(burst, 1)), last: DispatchTime.now().uptimeNanoseconds))
+        state = LockedValue(State(tokens: Double(max(burst, 1)), last: DispatchTime.now().uptimeNanoseconds))
     }
 
     func take(now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Outcome {
