@@ -51,9 +51,11 @@ final class QuarantineRecoveryTests: XCTestCase {
         runner.plugins.reports.first { $0.name == "flaky" }?.status
     }
 
-    /// Three failed calls in a row quarantine the plugin.
-    private func failThreeTimes(_ port: Int) {
-        for index in 0..<3 {
+    /// Failed calls until the plugin is quarantined (three in a row do it;
+    /// a reloaded instance joins the URL chain just after it shows as loaded,
+    /// so the first calls may pass it by). At most 50 calls.
+    private func failUntilQuarantined(_ port: Int, _ runner: BotRunner) {
+        for index in 0..<50 where status(runner) != .quarantined {
             _ = http(port, "POST", "/v1/rooms/lobby/images",
                      #"{"uuid":"i\#(index)-\#(UUID().uuidString)","url":"http://a/\#(index)","x":0,"y":0,"width":1,"height":1}"#)
         }
@@ -65,11 +67,11 @@ final class QuarantineRecoveryTests: XCTestCase {
         let flag = harness.directory + "/fail"
         XCTAssertTrue(FileManager.default.createFile(atPath: flag, contents: nil))
         let (runner, port) = try await start(harness, retryMs: 300, capMs: 60_000, flag: flag)
-        failThreeTimes(port)
-        await eventually(10, "quarantined") { self.status(runner) == .quarantined }
+        failUntilQuarantined(port, runner)
+        await eventually(30, "quarantined") { self.status(runner) == .quarantined }
         try FileManager.default.removeItem(atPath: flag)
         // No operator action: the half-open retry reloads it.
-        await eventually(10, "retried and running") { self.status(runner) == .loaded }
+        await eventually(30, "retried and running") { self.status(runner) == .loaded }
         let (code, body) = http(port, "POST", "/v1/rooms/lobby/images",
                                 #"{"uuid":"ok","url":"http://b/","x":0,"y":0,"width":1,"height":1}"#)
         XCTAssertEqual(code, 200, body)
@@ -86,15 +88,15 @@ final class QuarantineRecoveryTests: XCTestCase {
         let (runner, port) = try await start(harness, retryMs: 200, capMs: 60_000, flag: flag)
         var intervals: [Int] = []
         for round in 0..<3 {
-            failThreeTimes(port)
-            await eventually(10, "quarantined \(round)") { self.status(runner) == .quarantined }
+            failUntilQuarantined(port, runner)
+            await eventually(30, "quarantined \(round)") { self.status(runner) == .quarantined }
             intervals.append(runner.plugins.recoveryDelay("flaky") ?? -1)
             // Wait for the retry: a new instance, still failing.
-            await eventually(10, "retried \(round)") { self.status(runner) == .loaded }
+            await eventually(30, "retried \(round)") { self.status(runner) == .loaded }
         }
         XCTAssertEqual(intervals, [200, 400, 800], "each quarantine after a retry doubles the wait")
-        failThreeTimes(port)
-        await eventually(10, "quarantined again") { self.status(runner) == .quarantined }
+        failUntilQuarantined(port, runner)
+        await eventually(30, "quarantined again") { self.status(runner) == .quarantined }
         await runner.stop()
     }
 
