@@ -86,6 +86,15 @@ final class PluginChild: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// `update` for a frame that shows the child is making progress: it
+    /// also stamps `progressNs` (what the hang and PING rules read).
+    private func progressed(_ body: (inout State) -> Void) {
+        update {
+            body(&$0)
+            $0.progressNs = Self.monotonicNow()
+        }
+    }
+
     /// Waits until `ready` gives a value, the process exits, or `timeout` passes.
     private func wait<T>(_ timeout: Duration, _ ready: (State) -> T?) -> T? {
         let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
@@ -276,33 +285,21 @@ final class PluginChild: @unchecked Sendable {
         case ROOMKIT_WIRE_LOADED.rawValue:
             let result = r.i32()
             guard r.complete else { return false }
-            update {
-                $0.loaded = result
-                $0.progressNs = Self.monotonicNow()
-            }
+            progressed { $0.loaded = result }
         case ROOMKIT_WIRE_ANSWER.rawValue:
             let request = r.u64()
             let result = r.i32()
             let text = r.raw()
             guard r.complete else { return false }
-            update {
-                if $0.answers[request] != nil { $0.answers[request] = .some((result, text)) }
-                $0.progressNs = Self.monotonicNow()
-            }
+            progressed { if $0.answers[request] != nil { $0.answers[request] = .some((result, text)) } }
         case ROOMKIT_WIRE_DONE.rawValue:
             let seq = r.u64()
             guard r.complete else { return false }
-            update {
-                $0.done = max($0.done, seq)
-                $0.progressNs = Self.monotonicNow()
-            }
+            progressed { $0.done = max($0.done, seq) }
         case ROOMKIT_WIRE_PONG.rawValue:
             let nonce = r.u64()
             guard r.complete else { return false }
-            update {
-                $0.pong = max($0.pong, nonce)
-                $0.progressNs = Self.monotonicNow()
-            }
+            progressed { $0.pong = max($0.pong, nonce) }
         case ROOMKIT_WIRE_LOG.rawValue:
             let level = r.i32()
             let message = r.raw()
