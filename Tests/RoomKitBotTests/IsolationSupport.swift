@@ -193,6 +193,34 @@ final class IsolationScenario {
         XCTAssertEqual(watcher.deletes(of: "bot-1"), 0, "no member saw the bot leave", file: file, line: line)
     }
 
+    /// After a crash loop (maxCrashes 2): rooms and the healthy plugin
+    /// unaffected, three crashes each naming one of `reasons` and
+    /// `context`, one poison event skipped, two restarts, the quarantine,
+    /// the report's counters, and no event the bad plugin finished. The
+    /// C and the Python crash tests share it.
+    func assertCrashLoopContained(expected: [JSON], reasons: [String], context: String,
+                                  file: StaticString = #filePath, line: UInt = #line) async throws {
+        try await assertRoomsUnaffected(expected: expected, file: file, line: line)
+        XCTAssertEqual(Self.recorded(healthyRecord, room: "hall"), ["hall-event"], file: file, line: line)
+        try await Task.sleep(for: .milliseconds(200))  // nothing more may follow the quarantine
+        let crashes = statusLines("crashed")
+        XCTAssertEqual(crashes.count, 3, "\(crashes)", file: file, line: line)
+        XCTAssertTrue(crashes.allSatisfy { crash in reasons.contains { crash.contains($0) } && crash.contains(context) },
+                      "\(crashes)", file: file, line: line)
+        XCTAssertEqual(statusLines("skipped").count, 1, file: file, line: line)
+        XCTAssertTrue(statusLines("skipped").first?.contains("skipped magix in room lobby: it crashed the plugin twice") == true,
+                      "\(statusLines("skipped"))", file: file, line: line)
+        XCTAssertEqual(statusLines("restarted").count, 2, file: file, line: line)
+        XCTAssertTrue(statusLines("quarantined").first?.contains("3 crashes within 60 s") == true, file: file, line: line)
+        let report = try XCTUnwrap(try plugin("bad"), file: file, line: line)
+        XCTAssertEqual(report["status"], "quarantined", file: file, line: line)
+        XCTAssertEqual(report["process"]?["crashes"], 3, file: file, line: line)
+        XCTAssertEqual(report["process"]?["restarts"], 2, file: file, line: line)
+        XCTAssertEqual(report["process"]?["skipped"], 1, file: file, line: line)
+        XCTAssertEqual(Self.recorded(badRecord), [], "it never finished an event", file: file, line: line)
+        try await finish(file: file, line: line)
+    }
+
     /// SIGTERM: roombot exits 0 and leaves no plugin process behind.
     func finish(file: StaticString = #filePath, line: UInt = #line) async throws {
         let pids = ((try? JSON.parse(http(port, "GET", "/v1/plugins").1).arrayValue) ?? [])
