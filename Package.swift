@@ -116,11 +116,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        // MARK: The session rules both servers share (roomd and the simulator's):
+        // login, resume, kicks, heartbeat/retention/token clocks. Pure, no I/O.
+        .target(
+            name: "RoomKitServerCore",
+            dependencies: ["RoomKitProtocol"],
+            swiftSettings: swiftSettings),
+
         // MARK: The reference room server and its CLI
         .target(
             name: "RoomKitServer",
             dependencies: [
-                "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite", "RoomKitMetrics",
+                "RoomKitServerCore", "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite", "RoomKitMetrics",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -193,7 +200,7 @@ let package = Package(
         .target(
             name: "RoomKitTesting",
             dependencies: [
-                "RoomKit", "RoomKitLoop", "RoomKitProtocol",
+                "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitServerCore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -276,7 +283,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitServerTests",
-            dependencies: ["RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite", "RoomKitTestSupport"],
+            dependencies: ["RoomKitServer", "RoomKitServerCore", "RoomKitTesting", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "OperationsTests",

@@ -1,5 +1,6 @@
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitServerCore
 
 /// A message sent while the turn's transaction was open, held until it commits.
 struct HeldSend {
@@ -103,8 +104,7 @@ extension RoomServer {
             for (roomID, old) in link.sessions {
                 guard let session = rooms[roomID]?.sessions[old.id], session.endedCode == nil else { continue }
                 session.link = link
-                session.detachedAt = nil
-                session.lastSeen = now
+                session.rules.reattached()
                 attached[roomID] = session
             }
             link.sessions = attached

@@ -1,5 +1,6 @@
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitServerCore
 
 extension RoomServer {
     /// Runs one request and sends its one reply.
@@ -33,7 +34,10 @@ extension RoomServer {
                 }
                 link.sessions.removeValue(forKey: roomID)
                 session.link = nil
-                removeMember(session, now: now)
+                switch session.rules.logout(now: now) {
+                case .forget(let leave):
+                    if leave { pushLeave(session, now: now) }
+                }
                 session.room.sessions.removeValue(forKey: session.id)
                 try? store.deleteSession(session.id)
                 return link.send(ServerMessage.reply(id: id, ["seq": .int(session.room.seq)]))
@@ -46,11 +50,14 @@ extension RoomServer {
             if request.op.requiresWritable && !session.writable {
                 throw ProtocolError(code: .notPermitted, message: "this session is read-only")
             }
+            if case .renewToken(let token) = request {
+                let warning = try renew(token, session: session, now: now)
+                link.send(ServerMessage.reply(id: id, ["expiresAt": .int(session.tokenExpiresAt),
+                                                       "writable": .bool(session.writable)]))
+                return send(warning, to: session)  // a short-lived new token is announced at once
+            }
             let reply = try perform(request, session: session, now: now)
             link.send(ServerMessage.reply(id: id, reply))
-            if case .renewToken = request {
-                afterLogin(session, now: now)  // a short-lived new token is announced at once
-            }
         } catch let error as ProtocolError {
             metrics.sent(error)
             link.send(ServerMessage.replyError(id: id, error))
@@ -154,15 +161,6 @@ extension RoomServer {
             }
             return ["seq": .int(seq)]
 
-        case .renewToken(let token):
-            let claims = try verify(token, room: room.id, user: session.userId, now: now, context: "renewToken")
-            session.role = claims.role
-            // A new exp is a new token to warn about (`afterLogin`, below
-            // the reply); the same one was warned already (`warnedForExpiry`).
-            session.tokenExpiresAt = claims.expiresAtMilliseconds
-            persist(session)
-            return ["expiresAt": .int(session.tokenExpiresAt), "writable": .bool(session.writable)]
-
         case .setWritable(let writable):
             if writable && !session.role.canWrite {
                 throw ProtocolError(code: .notPermitted, message: "a reader token cannot write")
@@ -171,7 +169,7 @@ extension RoomServer {
             persist(session)
             return ["writable": .bool(session.writable)]
 
-        case .hello, .ping, .login, .logout:
+        case .hello, .ping, .login, .logout, .renewToken:
             throw ProtocolError.invalidArgument("unexpected \(request.op.rawValue)")
         }
     }
@@ -189,6 +187,17 @@ extension RoomServer {
         }
         // The caller never receives its own push: the reply carries the result.
         return ["seq": .int(seq), "patch": .object(patch)]
+    }
+
+    /// `renewToken`: a new token for the session's room and user. Its
+    /// expiry goes to the session rules, which say whether to warn of it
+    /// (after the reply; the same expiry is not warned again).
+    private func renew(_ token: String, session: ServerSession, now: Int64) throws(ProtocolError) -> SessionRules.TokenResult {
+        let claims = try verify(token, room: session.room.id, user: session.userId, now: now, context: "renewToken")
+        session.role = claims.role
+        let warning = session.rules.renewed(tokenExpiresAt: claims.expiresAtMilliseconds, now: now, clocks: sessionClocks)
+        persist(session)
+        return warning
     }
 
     /// Verifies a token for `room` and `user`; 1002033 otherwise.
@@ -209,109 +218,5 @@ extension RoomServer {
             throw ProtocolError(code: .tokenInvalid, message: "token is not for this room and user")
         }
         return claims
-    }
-
-    private func login(_ login: LoginRequest, id: Int64, roomID: String, link: ClientLink, now: Int64) throws(ProtocolError) {
-        if link.sessions[roomID] != nil {
-            throw ProtocolError(code: .alreadyLoggedIn, message: "already logged in to \(roomID) on this connection")
-        }
-        let claims = try verify(login.token, room: roomID, user: login.user.id, now: now, connection: link.id)
-        let room = try openRoom(roomID, now: now)
-        if let fence = login.fence, !admitFence(fence, room: roomID, user: login.user.id, id: id, link: link) {
-            return
-        }
-
-        // Resume of a session we still retain for this room and user.
-        if let resume = login.resume, let session = room.sessions[resume.session], session.userId == login.user.id {
-            if let code = session.endedCode {
-                throw ProtocolError(code: code, message: "the session was ended (kicked)")
-            }
-            if let other = session.link, other !== link {
-                other.sessions.removeValue(forKey: roomID)
-            }
-            session.link = link
-            session.detachedAt = nil
-            session.lastSeen = now
-            session.role = claims.role
-            session.wantsWritable = login.writable
-            session.tokenExpiresAt = claims.expiresAtMilliseconds
-            // A new connection: its client has not seen a warning yet.
-            session.warnedForExpiry = nil
-            link.sessions[roomID] = session
-            if !session.visible {
-                session.visible = true
-                let member = Member(memberId: session.memberId, userId: session.userId, name: login.user.name,
-                                    payload: login.user.payload, memberState: [:])
-                try append(to: room, origin: session, now: now) { seq in
-                    ServerMessage.userUpdate(room: room.id, seq: seq, type: .add, users: [member])
-                }
-            }
-            persist(session)
-            // Recoverable events are replayed from memory, or from the store
-            // once the byte bounds evicted them (RoomServer+Recovery.swift).
-            let frames = resume.seq >= room.recoverableAfter && resume.seq <= room.seq
-                ? replay(room, after: resume.seq, for: session.userId) : nil
-            let recovered = frames != nil
-            metrics.recoveries[recovered ? "recovered" : "resumed", default: 0] += 1
-            let reply = LoginReply(session: session.id, memberId: session.memberId, seq: room.seq, recovered: recovered,
-                                   writable: session.writable, expiresAt: session.tokenExpiresAt,
-                                   snapshot: recovered ? nil : room.model.snapshot)
-            link.send(ServerMessage.reply(id: id, login: reply))
-            for frame in frames ?? [] { link.send(frame) }
-            afterLogin(session, now: now)
-            return
-        }
-
-        // A resume of a session no longer retained becomes a fresh login.
-        if login.resume != nil { metrics.recoveries["expired", default: 0] += 1 }
-        // Fresh login: newest wins over every other session of this user here.
-        for other in room.sessions.values where other.userId == login.user.id && other.endedCode == nil {
-            end(other, code: .kickedDuplicateLogin, reason: "logged in elsewhere", now: now)
-        }
-        let memberId = room.model.nextMemberId
-        let session = ServerSession(id: sessionIdentifier(now: now), room: room, userId: login.user.id, memberId: memberId,
-                                    role: claims.role, wantsWritable: login.writable,
-                                    tokenExpiresAt: claims.expiresAtMilliseconds, now: now, visible: true)
-        let member = Member(memberId: memberId, userId: login.user.id, name: login.user.name,
-                            payload: login.user.payload, memberState: [:])
-        room.sessions[session.id] = session
-        do {
-            try append(to: room, origin: session, now: now) { seq in
-                ServerMessage.userUpdate(room: room.id, seq: seq, type: .add, users: [member])
-            }
-        } catch {
-            room.sessions.removeValue(forKey: session.id)
-            throw error
-        }
-        session.link = link
-        link.sessions[roomID] = session
-        persist(session)
-        let reply = LoginReply(session: session.id, memberId: memberId, seq: room.seq, recovered: false,
-                               writable: session.writable, expiresAt: session.tokenExpiresAt,
-                               snapshot: room.model.snapshot)
-        link.send(ServerMessage.reply(id: id, login: reply))
-        afterLogin(session, now: now)
-    }
-
-    /// Warns at once of a token with less than the notice left, unless this
-    /// token was warned of already (once per token, also across `renewToken`).
-    private func afterLogin(_ session: ServerSession, now: Int64) {
-        if !session.warnedOfExpiry && session.tokenExpiresAt - now <= configuration.tokenExpiryNotice.milliseconds {
-            warnOfExpiry(session, now: now)
-        }
-    }
-
-    /// The room, created (durably) on first use.
-    func openRoom(_ roomID: String, now: Int64) throws(ProtocolError) -> ServerRoom {
-        if let room = rooms[roomID] { return room }
-        let room = ServerRoom(id: roomID, created: now, seq: 0, model: RoomModel())
-        do {
-            try store.createRoom(roomID, created: now, snapshotBody: nil)
-        } catch {
-            logger.error("room not created", metadata: ["room": "\(roomID)", "error": "\(error)"])
-            throw ProtocolError(code: .internalError, message: "storage failed")
-        }
-        rooms[roomID] = room
-        return room
     }
 }

@@ -2,36 +2,7 @@ import Foundation
 import Logging
 import RoomKitLoop
 import RoomKitProtocol
-
-/// Counters behind `/metrics`. Loop thread only.
-struct ServerMetrics {
-    var eventsTotal = 0
-    var bytesOut = 0
-    var kicks = 0
-    var authFailures = 0
-    /// Messages without `id` that arrived over the rate limit.
-    var unsolicitedOverLimit = 0
-    /// Requests refused 1009004.
-    var requestsOverLimit = 0
-    /// Group commits (one per loop turn that wrote), and those that failed.
-    var commits = 0
-    var commitFailures = 0
-    var eventsPerSecond = 0.0
-    var lastRateSample: (at: Int64, events: Int) = (0, 0)
-    /// WebSocket messages and their bytes received from clients.
-    var messagesIn = 0
-    var bytesIn = 0
-    /// Error replies and error messages sent, by protocol error code.
-    var errors: [Int: Int] = [:]
-    /// Closed client connections, by close code (1006: none).
-    var disconnects: [UInt16: Int] = [:]
-    /// Logins that asked to resume a session, by outcome
-    /// (`recovered`, `resumed`, `expired`; see RoomServer+Metrics).
-    var recoveries: [String: Int] = [:]
-
-    /// Counts one error sent to a client.
-    mutating func sent(_ error: ProtocolError) { errors[error.code.rawValue, default: 0] += 1 }
-}
+import RoomKitServerCore
 
 /// The reference room server (`roomd`): PROTOCOL.md over one WebSocket/HTTP
 /// listener, with rooms, sessions and the event log in SQLite.
@@ -70,6 +41,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     /// carries what only it needs. Loop thread only.
     private var state = State.stopped
     let startedAt: Int64
+    /// The heartbeat, retention and token-notice clocks the session rules apply.
+    let sessionClocks: SessionClocks
 
     private enum State {
         /// Accepting connections.
@@ -110,6 +83,9 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         signer = TokenSigner(secret: configuration.secret)
         exporter = ServerMetricsExporter(version: configuration.buildVersion, revision: configuration.buildRevision)
         startedAt = wallMilliseconds()
+        sessionClocks = SessionClocks(heartbeatTimeout: configuration.heartbeatTimeout.milliseconds,
+                                      sessionRetention: configuration.sessionRetention.milliseconds,
+                                      tokenExpiryNotice: configuration.tokenExpiryNotice.milliseconds)
         store = try RoomStore(directory: configuration.dataDirectory,
                               synchronous: configuration.synchronousFull ? .full : .normal)
         try restore(now: startedAt)
@@ -176,10 +152,13 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         // Sessions stay retained: detach them durably so a restart resumes them.
         let now = wallMilliseconds()
         for room in rooms.values {
-            for session in room.sessions.values where session.link != nil {
+            for session in room.sessions.values {
+                guard let link = session.link else { continue }
                 session.link = nil
-                session.detachedAt = now
-                try? store.save(session.stored)
+                switch session.rules.detach(now: now, lastSeen: link.lastMessageAt) {
+                case .none: break
+                case .persist: try? store.save(session.stored)
+                }
             }
         }
         commitPending()
@@ -189,7 +168,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     }
 
     /// Stops listening, closes storage and runs the stop completions. Idempotent.
-    private func finishStop() {
+    func finishStop() {
         let web: WebServer, completions: [() -> Void]
         switch state {
         case .stopped:
@@ -235,154 +214,16 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         for stored in try store.loadSessions() {
             guard let room = rooms[stored.room] else { continue }
-            let session = ServerSession(id: stored.id, room: room, userId: stored.userId, memberId: stored.memberId,
-                                        role: stored.role, wantsWritable: stored.wantsWritable,
-                                        tokenExpiresAt: stored.tokenExpiresAt, now: now, visible: stored.visible)
             // Each retained session counts its heartbeat timeout from our start.
-            session.detachedAt = stored.detachedAt ?? now
-            session.lastSeen = now
-            session.endedCode = stored.endedCode.map(ErrorCode.init(rawValue:))
+            let rules = SessionRules(restoring: stored.id, userId: stored.userId, tokenExpiresAt: stored.tokenExpiresAt,
+                                     detachedAt: stored.detachedAt, visible: stored.visible,
+                                     endedCode: stored.endedCode.map(ErrorCode.init(rawValue:)), now: now)
+            let session = ServerSession(id: stored.id, room: room, userId: stored.userId, memberId: stored.memberId,
+                                        role: stored.role, wantsWritable: stored.wantsWritable, rules: rules)
             room.sessions[session.id] = session
         }
         logger.info("restored", metadata: ["rooms": .stringConvertible(rooms.count),
                                            "sessions": .stringConvertible(rooms.values.reduce(0) { $0 + $1.sessions.count })])
-    }
-
-    // MARK: Connections
-
-    public func webServer(_ server: WebServer, didAccept connection: WebSocketConnection) {
-        if server === adminWeb {
-            return connection.close(code: 1008, reason: "no WebSocket endpoint on the admin listener")
-        }
-        if stopping {
-            return connection.close(code: 1001, reason: "server shutting down")
-        }
-        let link = ClientLink(connection: connection, server: self, now: wallMilliseconds())
-        connection.delegate = link
-        links[ObjectIdentifier(link)] = link
-        logger.debug("connection", metadata: ["connection": "\(link.id)", "peer": "\(connection.remoteAddress)"])
-    }
-
-    func closed(_ link: ClientLink, _ event: WebSocketCloseEvent) {
-        links.removeValue(forKey: ObjectIdentifier(link))
-        metrics.disconnects[event.code, default: 0] += 1
-        detachSessions(of: link, now: wallMilliseconds())
-        logger.debug("connection closed", metadata: ["connection": "\(link.id)", "code": .stringConvertible(Int(event.code)),
-                                                     "how": .string(event.kind)])
-        if stopping && links.isEmpty {
-            finishStop()
-        }
-    }
-
-    /// Detaches every session attached through `link`: each keeps its
-    /// membership until `heartbeatTimeout` after the link's last message
-    /// (PROTOCOL.md §4), then `sweep` removes it.
-    private func detachSessions(of link: ClientLink, now: Int64) {
-        for session in link.sessions.values where session.link === link {
-            session.link = nil
-            session.detachedAt = now
-            session.lastSeen = link.lastMessageAt
-            persist(session)
-        }
-        link.sessions.removeAll()
-    }
-
-    func received(_ message: WebSocketMessage, on link: ClientLink) {
-        // A link given up for silence (`sweep`) no longer speaks for its sessions,
-        // whatever arrives before its close handshake ends.
-        guard !link.timedOut else { return }
-        metrics.messagesIn += 1
-        metrics.bytesIn += message.bytes.count
-        let now = wallMilliseconds()
-        // An attached session's sign of life is its link's lastMessageAt; it is
-        // copied to the session's lastSeen when the link closes (`closed`), so
-        // no per-message walk over the link's sessions (O(sessions) per message).
-        link.lastMessageAt = now
-        if message.isBinary {
-            // §1: one message = one text frame. A binary frame is not read.
-            guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
-            guard admitUnsolicited(link, now: now) else { return }
-            metrics.sent(ProtocolError(code: .malformed, message: ""))
-            return link.send(ServerMessage.error(ProtocolError(code: .malformed,
-                                                               message: "binary frames are not accepted; send text")))
-        }
-        let json: JSON
-        do {
-            json = try JSON.parse(message.bytes)
-        } catch {
-            guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
-            guard admitUnsolicited(link, now: now) else { return }
-            metrics.sent(ProtocolError(code: .malformed, message: ""))
-            return link.send(ServerMessage.error(ProtocolError(code: .malformed, message: "not JSON: \(error)")))
-        }
-        let envelope: ClientEnvelope
-        switch ClientEnvelope.decode(json) {
-        case .success(let decoded):
-            envelope = decoded
-        case .failure(let failure):
-            guard link.greeted else { return link.connection.close(code: 1002, reason: "hello first") }
-            if let id = failure.id {
-                guard admitRequest(link, id: id, now: now) else { return }
-            } else {
-                guard admitUnsolicited(link, now: now) else { return }
-            }
-            return link.send(failure.response)
-        }
-        guard link.greeted || envelope.request.op == .hello else {
-            return link.connection.close(code: 1002, reason: "hello first")
-        }
-        if let id = envelope.id {
-            guard admitRequest(link, id: id, now: now) else { return }
-            let started = monotonicNanoseconds()
-            handleTracked(envelope.request, id: id, room: envelope.room, link: link, now: now)
-            exporter.requestTimer(envelope.request.op).recordSince(started)
-        } else if admitUnsolicited(link, now: now), case .ping(let t) = envelope.request {
-            link.send(ServerMessage.pong(t: t, serverTime: now))
-        }
-    }
-
-    /// Token bucket: false when request `id` must not run, after replying
-    /// 1009004, or closing 1008 once the connection has been over its limit
-    /// continuously for the grace period (see `RateBucket`).
-    private func admitRequest(_ link: ClientLink, id: Int64, now: Int64) -> Bool {
-        switch link.requests.take(now: now) {
-        case .admitted:
-            return true
-        case .refused:
-            metrics.requestsOverLimit += 1
-            metrics.sent(ProtocolError(code: .rateLimited, message: ""))
-            link.send(ServerMessage.replyError(id: id, ProtocolError(code: .rateLimited, message: "rate limited")))
-        case .overTooLong:
-            link.connection.close(code: 1008, reason: "rate limit exceeded", discardQueued: true)
-        }
-        return false
-    }
-
-    /// The same limit for messages that are not requests (pings, malformed
-    /// text, binary frames). Each is still answered as §2 says (they have no
-    /// `id` to refuse), but a connection continuously over the limit for the
-    /// grace period is closed 1008, so a flood that never asks for a reply
-    /// cannot keep the server answering. False after closing.
-    private func admitUnsolicited(_ link: ClientLink, now: Int64) -> Bool {
-        switch link.unsolicited.take(now: now) {
-        case .admitted:
-            return true
-        case .refused:
-            metrics.unsolicitedOverLimit += 1
-            return true
-        case .overTooLong:
-            link.connection.close(code: 1008, reason: "message rate exceeded", discardQueued: true)
-            return false
-        }
-    }
-
-    /// A refusal this long (ms) after the previous one starts a new over-limit episode.
-    static let refusalEpisodeGap: Int64 = 1000
-
-    /// The per-connection limits of PROTOCOL.md §1, for both of a link's buckets.
-    var rateLimits: RateBucket.Limits {
-        RateBucket.Limits(burst: configuration.rateLimitBurst, perSecond: configuration.rateLimitPerSecond,
-                          grace: configuration.rateLimitGrace.milliseconds, episodeGap: Self.refusalEpisodeGap)
     }
 
     // MARK: Events
@@ -439,112 +280,5 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         } catch {
             logger.error("session not stored", metadata: ["session": "\(session.id)", "error": "\(error)"])
         }
-    }
-
-    /// Takes a member out of the room (others get `userUpdate` delete), and
-    /// its user's streams when it was that user's last visible session.
-    func removeMember(_ session: ServerSession, now: Int64) {
-        guard session.visible else { return }
-        let room = session.room
-        session.visible = false
-        guard let member = room.model.snapshot.members.first(where: { $0.memberId == session.memberId }) else { return }
-        _ = try? append(to: room, origin: session, now: now) { seq in
-            ServerMessage.userUpdate(room: room.id, seq: seq, type: .delete, users: [member])
-        }
-        let stillThere = room.sessions.values.contains { $0 !== session && $0.userId == session.userId && $0.visible }
-        let streams = room.model.snapshot.streams.filter { $0.userId == session.userId }
-        if !stillThere && !streams.isEmpty {
-            _ = try? append(to: room, origin: session, now: now) { seq in
-                ServerMessage.streamUpdate(room: room.id, seq: seq, type: .delete, streams: streams)
-            }
-        }
-        persist(session)
-    }
-
-    /// Ends a session with a kick code: the attached client gets `kicked`,
-    /// the member leaves, and a later resume is refused with `code`.
-    func end(_ session: ServerSession, code: ErrorCode, reason: String, now: Int64) {
-        guard session.endedCode == nil else { return }
-        session.endedCode = code
-        metrics.kicks += 1
-        if let link = session.link {
-            link.send(ServerMessage.kicked(room: session.room.id, code: code, reason: reason))
-            link.sessions.removeValue(forKey: session.room.id)
-            session.link = nil
-            session.detachedAt = now
-        }
-        removeMember(session, now: now)
-        persist(session)
-        logger.info("kicked", metadata: ["room": "\(session.room.id)", "user": "\(session.userId)", "code": .stringConvertible(code.rawValue)])
-    }
-
-    // MARK: Timers
-
-    /// Liveness, membership, retention and token expiry, checked periodically.
-    func sweep() {
-        let now = wallMilliseconds()
-        let heartbeat = configuration.heartbeatTimeout.milliseconds
-        for link in links.values where !link.timedOut && now - link.lastMessageAt >= heartbeat {
-            // §4 counts the timeout from the last message, whatever the socket
-            // does: detach now, so the members below are removed in this sweep,
-            // not when the close handshake with a silent peer times out (~5 s).
-            link.timedOut = true
-            detachSessions(of: link, now: now)
-            link.connection.close(code: 1001, reason: "heartbeat timeout", discardQueued: true)
-        }
-        let retention = configuration.sessionRetention.milliseconds
-        let notice = configuration.tokenExpiryNotice.milliseconds
-        // Only the sessions that need something are copied out (acting on
-        // one may change its room's table): a copy of every room's table,
-        // every second, was a quarter of roomd's CPU with 300,000 rooms
-        // logging in (issue #26).
-        var due: [ServerSession] = []
-        for room in rooms.values {
-            for session in room.sessions.values where Self.needsSweep(session, now: now, heartbeat: heartbeat,
-                                                                        retention: retention, notice: notice) {
-                due.append(session)
-            }
-        }
-        for session in due {
-            if let detachedAt = session.detachedAt {
-                if session.visible && now - session.lastSeen >= heartbeat {
-                    removeMember(session, now: now)
-                }
-                if now - detachedAt >= retention {
-                    session.room.sessions.removeValue(forKey: session.id)
-                    try? store.deleteSession(session.id)
-                }
-            } else if session.link != nil {
-                if !session.warnedOfExpiry && session.tokenExpiresAt - now <= notice {
-                    warnOfExpiry(session, now: now)
-                }
-                if now >= session.tokenExpiresAt {
-                    end(session, code: .kickedTokenExpired, reason: "token expired", now: now)
-                }
-            }
-        }
-        if now - metrics.lastRateSample.at >= 1000 {
-            let elapsed = Double(now - metrics.lastRateSample.at) / 1000
-            metrics.eventsPerSecond = Double(metrics.eventsTotal - metrics.lastRateSample.events) / max(elapsed, 0.001)
-            metrics.lastRateSample = (now, metrics.eventsTotal)
-        }
-    }
-
-    /// Whether `sweep` has something to do for `session`: a detached one
-    /// still visible past the heartbeat timeout, or past its retention; an
-    /// attached one near or past its token's expiry.
-    private static func needsSweep(_ session: ServerSession, now: Int64, heartbeat: Int64, retention: Int64,
-                                   notice: Int64) -> Bool {
-        if let detachedAt = session.detachedAt {
-            return (session.visible && now - session.lastSeen >= heartbeat) || now - detachedAt >= retention
-        }
-        guard session.link != nil else { return false }
-        return (!session.warnedOfExpiry && session.tokenExpiresAt - now <= notice) || now >= session.tokenExpiresAt
-    }
-
-    func warnOfExpiry(_ session: ServerSession, now: Int64) {
-        session.warnedForExpiry = session.tokenExpiresAt
-        let remaining = max(0, (session.tokenExpiresAt - now) / 1000)
-        session.link?.send(ServerMessage.tokenWillExpire(room: session.room.id, remaining: remaining))
     }
 }

@@ -1,9 +1,14 @@
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitServerCore
 
 /// One member's session in one room: survives its connection for
 /// `sessionRetention`, and stays visible to the others until
-/// `heartbeatTimeout` after its connection's last message. Loop thread only.
+/// `heartbeatTimeout` after its connection's last message. Its state
+/// (attached, detached, ended; visible; token expiry) and every rule that
+/// changes it are the shared `SessionRules` (RoomKitServerCore), which the
+/// simulator's server uses too; this class adds what only roomd has (the
+/// room, the role, the link). Loop thread only.
 final class ServerSession {
     let id: String
     unowned let room: ServerRoom
@@ -12,48 +17,36 @@ final class ServerSession {
     var role: TokenRole
     /// What the client asked for (login `writable`, later `setWritable`).
     var wantsWritable: Bool
-    /// Token expiry, ms since the epoch.
-    var tokenExpiresAt: Int64
-    /// The expiry (`tokenExpiresAt`) that `tokenWillExpire` was sent for, if
-    /// any: PROTOCOL.md §8 warns once per token, so a `renewToken` with the
-    /// same token (or one with the same `exp`) is not warned again; that
-    /// re-warning fed a renew/warn loop of 1,100 round trips in 5 s (issue 27 §4).
-    var warnedForExpiry: Int64?
-    /// Whether this session's current token has been warned about.
-    var warnedOfExpiry: Bool { warnedForExpiry == tokenExpiresAt }
+    /// The session rules: feed it every input, do what it answers.
+    var rules: SessionRules
     /// The connection it is attached to; nil while detached.
     weak var link: ClientLink?
-    /// When it lost its connection (ms); nil while attached.
-    var detachedAt: Int64?
-    /// The last sign of life of its connection (for the heartbeat rule): set
-    /// when it attaches and when its link closes; while attached, the link's
-    /// `lastMessageAt` is the live value.
-    var lastSeen: Int64
-    /// Whether the others see it as a member.
-    var visible: Bool
-    /// The kick code that ended it; a resume is then refused with this code.
-    var endedCode: ErrorCode?
 
     init(id: String, room: ServerRoom, userId: String, memberId: Int64, role: TokenRole,
-         wantsWritable: Bool, tokenExpiresAt: Int64, now: Int64, visible: Bool) {
+         wantsWritable: Bool, rules: SessionRules) {
         self.id = id
         self.room = room
         self.userId = userId
         self.memberId = memberId
         self.role = role
         self.wantsWritable = wantsWritable
-        self.tokenExpiresAt = tokenExpiresAt
-        self.lastSeen = now
-        self.visible = visible
+        self.rules = rules
     }
+
+    /// Token expiry, ms since the epoch.
+    var tokenExpiresAt: Int64 { rules.tokenExpiresAt }
+    /// Whether the others see it as a member.
+    var visible: Bool { rules.visible }
+    /// The kick code that ended it; a resume is then refused with this code.
+    var endedCode: ErrorCode? { rules.endedCode }
 
     /// Whether the session may change the room (role and the client's wish).
     var writable: Bool { role.canWrite && wantsWritable }
 
     var stored: StoredSession {
         StoredSession(id: id, room: room.id, userId: userId, memberId: memberId, role: role,
-                      wantsWritable: wantsWritable, tokenExpiresAt: tokenExpiresAt,
-                      detachedAt: detachedAt, visible: visible, endedCode: endedCode?.rawValue)
+                      wantsWritable: wantsWritable, tokenExpiresAt: rules.tokenExpiresAt,
+                      detachedAt: rules.detachedAt, visible: rules.visible, endedCode: rules.endedCode?.rawValue)
     }
 }
 

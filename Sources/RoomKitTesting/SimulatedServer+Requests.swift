@@ -1,6 +1,7 @@
 import Foundation
 import RoomKit
 import RoomKitProtocol
+import RoomKitServerCore
 
 extension SimulatedServer {
     /// One message from the bot: decoded as roomd decodes it (`ClientEnvelope.decode`).
@@ -29,7 +30,7 @@ extension SimulatedServer {
 
     private func session(for envelope: ClientEnvelope, on connection: Connection) throws(ProtocolError) -> (String, Session) {
         guard let room = envelope.room,
-              let (id, session) = sessions.first(where: { $0.value.room == room && $0.value.connection === connection && $0.value.endedBy == nil })
+              let (id, session) = sessions.first(where: { $0.value.room == room && $0.value.connection === connection && $0.value.rules.endedCode == nil })
         else { throw ProtocolError(code: .roomNotLoggedIn, message: "not logged in to \(envelope.room ?? "?")") }
         return (id, session)
     }
@@ -47,7 +48,10 @@ extension SimulatedServer {
             return try self.login(login, room: envelope.room ?? "", id: id, on: connection)
         case .logout:
             let (sessionID, _) = try session(for: envelope, on: connection)
-            removeMember(of: sessionID)
+            guard let result = sessions[sessionID]?.rules.logout(now: clock()) else { return ServerMessage.reply(id: id) }
+            switch result {
+            case .forget(let leave): if leave { pushLeave(of: sessionID) }
+            }
             sessions.removeValue(forKey: sessionID)
             return ServerMessage.reply(id: id)
         case .magix(let event, let payload, let to):
@@ -91,8 +95,10 @@ extension SimulatedServer {
             return ServerMessage.reply(id: id, seq: seq)
         case .renewToken:
             let (sessionID, session) = try session(for: envelope, on: connection)
-            sessions[sessionID]?.tokenExpiresAt = nil
+            // The simulator's tokens never expire unless a scenario says so.
+            let warning = sessions[sessionID]?.rules.renewed(tokenExpiresAt: .max, now: clock(), clocks: settings.clocks)
             note(["op": "renewToken", "room": .string(session.room)])
+            pendingWarning = warning.map { (sessionID, $0) }
             return ServerMessage.renewTokenReply(id: id, expiresAt: wall() + 3_600_000, writable: session.writable)
         case .setWritable(let writable):
             let (sessionID, _) = try session(for: envelope, on: connection)
@@ -124,47 +130,67 @@ extension SimulatedServer {
 
     private func login(_ login: LoginRequest, room: String, id: Int64, on connection: Connection) throws(ProtocolError) -> JSON {
         guard !login.token.isEmpty, login.token != "invalid" else { throw ProtocolError(code: .tokenInvalid, message: "token invalid") }
-        var state = rooms[room] ?? Room()
-        rooms[room] = state
-        // Resume (§6): the same session and member, the missed events replayed after the reply.
-        if let resume = login.resume, let session = sessions[resume.session], session.room == room, session.user.id == login.user.id {
-            if let code = session.endedBy { throw ProtocolError(code: code, message: "the session was ended") }
-            sessions[resume.session]?.connection = connection
-            sessions[resume.session]?.detachedAt = nil
-            if !session.present {
-                sessions[resume.session]?.present = true
-                record(room, .userUpdate(.add, users: [member(of: session)]), except: session.id)
-                state = rooms[room]!
-            }
-            let recovered = state.log.first.map { $0.seq <= resume.seq + 1 } ?? true
-            let reply = LoginReply(session: session.id, memberId: session.memberId, seq: state.seq, recovered: recovered,
-                                   writable: session.writable, expiresAt: wall() + 3_600_000,
-                                   snapshot: recovered ? nil : state.content)
-            pendingReplay = recovered ? state.log.filter { $0.seq > resume.seq }.map(\.push) : []
-            return ServerMessage.reply(id: id, login: reply)
-        }
-        // A fresh login: newest wins (1002050 to the user's other sessions in the room).
-        for (other, session) in sessions.sorted(by: { $0.key < $1.key }) where session.room == room && session.user.id == login.user.id {
-            end(other, kick: .kickedDuplicateLogin, reason: "logged in elsewhere")
+        if rooms[room] == nil { rooms[room] = Room() }
+        let decision = SessionRules.login(user: login.user.id, resuming: login.resume?.session,
+                                          lookup: { sessions[$0].flatMap { $0.room == room ? $0.rules : nil } },
+                                          sessions: sessions.values.lazy.filter { $0.room == room }.map(\.rules))
+        switch decision {
+        case .refuse(let code):
+            throw ProtocolError(code: code, message: "the session was ended")
+        case .resume(let sessionID):
+            return try self.resume(sessionID, after: login.resume?.seq ?? 0, room: room, id: id, on: connection)
+        case .fresh(let kick, _):
+            // Newest wins: 1002050 to the user's other sessions in the room.
+            for other in kick { end(other, kick: .kickedDuplicateLogin, reason: "logged in elsewhere") }
         }
         let sessionID = "s-sim-\(nextSession)"
         nextSession += 1
-        let memberId = state.nextMemberId
+        let memberId = rooms[room]?.nextMemberId ?? 1
         rooms[room]?.nextMemberId += 1
-        let session = Session(id: sessionID, room: room, user: login.user, memberId: memberId, writable: login.writable,
-                              connection: connection)
+        let session = Session(room: room, user: login.user, memberId: memberId, writable: login.writable, connection: connection,
+                              rules: SessionRules(id: sessionID, userId: login.user.id, tokenExpiresAt: .max))
         sessions[sessionID] = session
         record(room, .userUpdate(.add, users: [member(of: session)]), except: sessionID)
-        let current = rooms[room]!
+        if let warning = sessions[sessionID]?.rules.loggedIn(now: clock(), clocks: settings.clocks) {
+            pendingWarning = (sessionID, warning)
+        }
+        let current = rooms[room] ?? Room()
         return ServerMessage.reply(id: id, login: LoginReply(
             session: sessionID, memberId: memberId, seq: current.seq, recovered: false, writable: login.writable,
             expiresAt: wall() + 3_600_000, snapshot: current.content))
     }
 
+    /// Resume (§6): the same session and member, the missed events replayed after the reply.
+    private func resume(_ sessionID: String, after seq: Int64, room: String, id: Int64,
+                        on connection: Connection) throws(ProtocolError) -> JSON {
+        guard let result = sessions[sessionID]?.rules.resume(tokenExpiresAt: .max, now: clock(), clocks: settings.clocks),
+              let session = sessions[sessionID] else { throw ProtocolError(code: .internalError, message: "no session \(sessionID)") }
+        let rejoin: Bool
+        switch result {
+        case .refused(let code):
+            throw ProtocolError(code: code, message: "the session was ended")
+        case .resumed(let join, let warn):
+            rejoin = join
+            pendingWarning = warn.map { (sessionID, .warn(remaining: $0)) }
+        }
+        sessions[sessionID]?.connection = connection
+        if rejoin { record(room, .userUpdate(.add, users: [member(of: session)]), except: sessionID) }
+        let state = rooms[room] ?? Room()
+        let recovered = state.log.first.map { $0.seq <= seq + 1 } ?? true
+        let reply = LoginReply(session: sessionID, memberId: session.memberId, seq: state.seq, recovered: recovered,
+                               writable: session.writable, expiresAt: wall() + 3_600_000,
+                               snapshot: recovered ? nil : state.content)
+        pendingReplay = recovered ? state.log.filter { $0.seq > seq }.map(\.push) : []
+        return ServerMessage.reply(id: id, login: reply)
+    }
+
     private func afterReply(_ envelope: ClientEnvelope, connection: Connection) {
-        guard case .login = envelope.request else { return }
-        for push in pendingReplay { deliveries.append(.message(connection, push)) }
+        if case .login = envelope.request {
+            for push in pendingReplay { deliveries.append(.message(connection, push)) }
+        }
         pendingReplay = []
+        if let (sessionID, warning) = pendingWarning { send(warning, to: sessionID) }
+        pendingWarning = nil
     }
 
     private func member(of session: Session) -> Member {
@@ -183,7 +209,7 @@ extension SimulatedServer {
         state.log.append((seq, push))
         rooms[room] = state
         for session in sessions.values.sorted(by: { $0.id < $1.id })
-        where session.room == room && session.id != except && session.endedBy == nil {
+        where session.room == room && session.id != except && session.rules.endedCode == nil {
             if let to, !to.contains(session.user.id) { continue }
             if let connection = session.connection { deliveries.append(.message(connection, push)) }
         }
@@ -201,21 +227,43 @@ extension SimulatedServer {
         }
     }
 
-    /// Ends a session with a kick: the push, the member gone, resumes refused.
+    /// Ends a session with a kick, as the session rules say: the push, the
+    /// member gone, resumes refused.
     func end(_ id: String, kick code: ErrorCode, reason: String) {
-        guard let session = sessions[id] else { return }
-        if let connection = session.connection {
-            deliveries.append(.message(connection, ServerMessage.kicked(room: session.room, code: code, reason: reason)))
+        guard let result = sessions[id]?.rules.kick(code: code, now: clock()) else { return }
+        switch result {
+        case .none: return
+        case .kicked(let notify, let leave): kicked(id, code: code, reason: reason, notify: notify, leave: leave)
         }
-        removeMember(of: id)
-        sessions[id]?.endedBy = code
-        sessions[id]?.connection = nil
     }
 
-    func removeMember(of id: String) {
-        guard let session = sessions[id], session.present else { return }
-        sessions[id]?.present = false
-        guard let member = rooms[session.room]?.content.members.first(where: { $0.memberId == session.memberId }) else { return }
+    /// Carries out a kick the rules decided (`end`, or a token's expiry in `advance`).
+    func kicked(_ id: String, code: ErrorCode, reason: String, notify: Bool, leave: Bool) {
+        guard let session = sessions[id] else { return }
+        if notify, let connection = session.connection {
+            deliveries.append(.message(connection, ServerMessage.kicked(room: session.room, code: code, reason: reason)))
+        }
+        sessions[id]?.connection = nil
+        if leave { pushLeave(of: id) }
+    }
+
+    /// Sends the token warning the rules asked for, if any.
+    func send(_ token: SessionRules.TokenResult, to id: String) {
+        switch token {
+        case .none: return
+        case .warn(let remaining): warn(id, remaining: remaining)
+        }
+    }
+
+    func warn(_ id: String, remaining: Int64) {
+        guard let session = sessions[id], let connection = session.connection else { return }
+        deliveries.append(.message(connection, ServerMessage.tokenWillExpire(room: session.room, remaining: remaining)))
+    }
+
+    /// Pushes the member's leave to the others (the rules said `leave`).
+    func pushLeave(of id: String) {
+        guard let session = sessions[id],
+              let member = rooms[session.room]?.content.members.first(where: { $0.memberId == session.memberId }) else { return }
         record(session.room, .userUpdate(.delete, users: [member]), except: id)
     }
 }

@@ -2,11 +2,14 @@ import Foundation
 import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitServerCore
 
 /// An in-memory room server for the simulator: PROTOCOL.md's connection,
 /// session and room rules (hello, heartbeats, login and resume with replay,
 /// duplicate-login kicks, membership that outlives the socket, retention,
-/// token expiry) kept as plain values on the virtual clock. Rooms apply
+/// token expiry) on the virtual clock. The session rules are roomd's own
+/// (`SessionRules`, RoomKitServerCore); this type only carries out their
+/// answers, in memory instead of SQLite and sockets. Rooms apply
 /// events with the same `RoomContentModel.apply` the client, the player and
 /// roomd use. Scene requests (`putScenes` and the like) are answered with
 /// 1009500 "not simulated".
@@ -20,7 +23,15 @@ public final class SimulatedServer: @unchecked Sendable {
         public var heartbeatInterval: Int64 = 10_000
         public var heartbeatTimeout: Int64 = 90_000
         public var sessionRetention: Int64 = 1_200_000
+        /// A token is warned of this long before it expires (roomd's `--token-expiry-notice`).
+        public var tokenExpiryNotice: Int64 = 30_000
         public init() {}
+
+        /// The clocks the session rules apply.
+        var clocks: SessionClocks {
+            SessionClocks(heartbeatTimeout: heartbeatTimeout, sessionRetention: sessionRetention,
+                          tokenExpiryNotice: tokenExpiryNotice)
+        }
     }
 
     /// Something the bot did, as the server saw it (for `expect`'s `action`).
@@ -36,9 +47,15 @@ public final class SimulatedServer: @unchecked Sendable {
         let id: Int
         var open = true
         var greeted = false
-        init(server: SimulatedServer, id: Int) {
+        /// Virtual time of its last message (the heartbeat timeout counts from here).
+        var lastMessageAt: Int64
+        /// For a connection a script drives instead of the host
+        /// (`connectScripted`): everything the server sent it, in order.
+        var heard: [JSON]?
+        init(server: SimulatedServer, id: Int, now: Int64) {
             self.server = server
             self.id = id
+            lastMessageAt = now
         }
         func send(_ frame: WebSocketFrame) -> Bool {
             guard open else { return false }
@@ -49,20 +66,17 @@ public final class SimulatedServer: @unchecked Sendable {
         func abort() { server.detach(self) }
     }
 
+    /// A session: what roomd's `ServerSession` holds, in memory. Its state
+    /// is the shared `SessionRules`; the simulator's tokens never expire
+    /// (`Int64.max`) unless a scenario announces an expiry.
     struct Session {
-        let id: String
         let room: String
         let user: LoginUser
         let memberId: Int64
         var writable: Bool
         var connection: Connection?
-        /// When it lost its connection (nil: attached).
-        var detachedAt: Int64?
-        /// Whether its member is still in the room.
-        var present = true
-        var tokenExpiresAt: Int64?
-        /// Ended by a kick: a resume is refused with this code.
-        var endedBy: ErrorCode?
+        var rules: SessionRules
+        var id: String { rules.id }
     }
 
     struct Room {
@@ -93,6 +107,8 @@ public final class SimulatedServer: @unchecked Sendable {
     var deliveries: [Delivery] = []
     /// A resume's replay, sent right after its reply.
     var pendingReplay: [JSON] = []
+    /// A token warning the rules asked for with a reply, sent right after it (and the replay).
+    var pendingWarning: (String, SessionRules.TokenResult)?
 
     enum Delivery {
         case opened(Connection)
@@ -108,7 +124,7 @@ public final class SimulatedServer: @unchecked Sendable {
 
     func connect(host: RoomHost) -> Connection {
         self.host = host
-        let connection = Connection(server: self, id: nextConnection)
+        let connection = Connection(server: self, id: nextConnection, now: clock())
         nextConnection += 1
         if clock() < refuseUntil {
             connection.open = false
@@ -120,6 +136,18 @@ public final class SimulatedServer: @unchecked Sendable {
         return connection
     }
 
+    /// A connection that a script drives instead of the host: the script
+    /// puts messages in with `send`, and reads what the server answered in
+    /// `heard` after `pump`. The tests drive roomd and the simulator with
+    /// the same script this way and compare what each sent.
+    func connectScripted() -> Connection {
+        let connection = Connection(server: self, id: nextConnection, now: clock())
+        nextConnection += 1
+        connection.heard = []
+        openConnections.append(connection)
+        return connection
+    }
+
     func detach(_ connection: Connection) {
         guard connection.open else { return }
         connection.open = false
@@ -127,7 +155,7 @@ public final class SimulatedServer: @unchecked Sendable {
         let now = clock()
         for (id, session) in sessions where session.connection === connection {
             sessions[id]?.connection = nil
-            sessions[id]?.detachedAt = now
+            _ = sessions[id]?.rules.detach(now: now, lastSeen: connection.lastMessageAt)
         }
     }
 
@@ -140,10 +168,17 @@ public final class SimulatedServer: @unchecked Sendable {
             worked = true
             if !inbox.isEmpty {
                 let (connection, bytes) = inbox.removeFirst()
-                if connection.open { handle(bytes, from: connection) }
+                if connection.open {
+                    connection.lastMessageAt = clock()
+                    handle(bytes, from: connection)
+                }
                 continue
             }
             let delivery = deliveries.removeFirst()
+            if case .message(let connection, let json) = delivery, connection.heard != nil {
+                if connection.open { connection.heard?.append(json) }
+                continue
+            }
             guard let host else { continue }
             switch delivery {
             case .opened(let connection):
@@ -158,23 +193,31 @@ public final class SimulatedServer: @unchecked Sendable {
         return worked
     }
 
-    /// Time passed: detached members leave after the heartbeat timeout,
-    /// sessions end after retention, unrenewed tokens expire (kick 1002056).
+    /// Time passed: connections silent past the heartbeat timeout are
+    /// given up, and every session's clocks tick (`SessionRules.tick`):
+    /// detached members leave, retention forgets, tokens warn and expire.
     func advance() {
         let now = clock()
+        let clocks = settings.clocks
+        for connection in openConnections where clocks.isSilent(lastMessageAt: connection.lastMessageAt, now: now) {
+            detach(connection)
+            deliveries.append(.closed(connection, "heartbeat timeout"))
+        }
         for id in sessions.keys.sorted() {
-            guard let session = sessions[id] else { continue }
-            if let expiry = session.tokenExpiresAt, expiry <= now, session.endedBy == nil {
-                end(id, kick: .kickedTokenExpired, reason: "token expired")
-                continue
-            }
-            if let detachedAt = session.detachedAt {
-                if session.present, now - detachedAt >= settings.heartbeatTimeout {
-                    removeMember(of: id)
-                }
-                if now - detachedAt >= settings.sessionRetention {
-                    sessions.removeValue(forKey: id)
-                }
+            guard let result = sessions[id]?.rules.tick(now: now, clocks: clocks) else { continue }
+            switch result {
+            case .none:
+                break
+            case .warn(let remaining):
+                warn(id, remaining: remaining)
+            case .kick(let code, let warnFirst):
+                if let warnFirst { warn(id, remaining: warnFirst) }
+                kicked(id, code: code, reason: "token expired", notify: true, leave: true)
+            case .leave:
+                pushLeave(of: id)
+            case .forget(let leave):
+                if leave { pushLeave(of: id) }
+                sessions.removeValue(forKey: id)
             }
         }
     }
@@ -217,7 +260,7 @@ public final class SimulatedServer: @unchecked Sendable {
 
     /// Kicks the bot's session in `room` (1002050, 1002055, 1002056).
     public func kick(room: String, code: ErrorCode, reason: String) {
-        for (id, session) in sessions.sorted(by: { $0.key < $1.key }) where session.room == room && session.endedBy == nil {
+        for (id, session) in sessions.sorted(by: { $0.key < $1.key }) where session.room == room && session.rules.endedCode == nil {
             end(id, kick: code, reason: reason)
         }
     }
@@ -225,11 +268,9 @@ public final class SimulatedServer: @unchecked Sendable {
     /// Warns the bot that its token for `room` expires in `remaining` ms; it
     /// is kicked with 1002056 then unless it renews.
     public func tokenWillExpire(room: String, in remaining: Int64) {
-        for (id, session) in sessions.sorted(by: { $0.key < $1.key }) where session.room == room && session.endedBy == nil {
-            sessions[id]?.tokenExpiresAt = clock() + remaining
-            if let connection = session.connection {
-                deliveries.append(.message(connection, ServerMessage.tokenWillExpire(room: room, remaining: remaining / 1000)))
-            }
+        for (id, session) in sessions.sorted(by: { $0.key < $1.key }) where session.room == room && session.rules.endedCode == nil {
+            guard let announced = sessions[id]?.rules.announceExpiry(at: clock() + remaining, now: clock()) else { continue }
+            send(announced, to: id)
         }
     }
 
@@ -249,7 +290,12 @@ public final class SimulatedServer: @unchecked Sendable {
     /// A restart that lost every session: connections drop, resumes become fresh logins.
     public func restart() {
         dropConnections("server restarted")
-        for id in sessions.keys.sorted() where sessions[id]?.present == true { removeMember(of: id) }
+        for id in sessions.keys.sorted() {
+            guard let result = sessions[id]?.rules.logout(now: clock()) else { continue }
+            switch result {
+            case .forget(let leave): if leave { pushLeave(of: id) }
+            }
+        }
         sessions.removeAll()
     }
 
