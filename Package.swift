@@ -4,7 +4,8 @@
 // The module graph is a strict stack (see docs/ARCHITECTURE.md):
 //   C system libraries + shims -> RoomKitLoop (I/O), RoomKitProtocol (pure
 //   values; it does not depend on the loop) and RoomKitSQLite (storage) ->
-//   RoomKitServer (roomd) / client engine (RoomKit) -> plugin host -> bot ->
+//   RoomKitServerCore (the session rules, pure) -> RoomKitServer (roomd) /
+//   client engine (RoomKit) -> the simulator, plugin host -> bot ->
 //   executables.
 import PackageDescription
 
@@ -25,7 +26,7 @@ let package = Package(
         .library(name: "RoomKitRedis", targets: ["RoomKitRedis"]),
         .library(name: "RoomKitBot", targets: ["RoomKitBot"]),
         // The simulator: a real RoomHost on a virtual clock against an in-memory server.
-        .library(name: "RoomKitTesting", targets: ["RoomKitTesting"]),
+        .library(name: "RoomKitSimulator", targets: ["RoomKitSimulator"]),
         .executable(name: "roomd", targets: ["roomd"]),
         .executable(name: "roombot", targets: ["roombot"]),
         // Runs one "isolation": "process" plugin; shipped next to roombot.
@@ -198,7 +199,7 @@ let package = Package(
         // MARK: The bot host (roombot) and the example
         // MARK: The simulator (docs/PLUGINS.md): the engine on a virtual clock, no sockets.
         .target(
-            name: "RoomKitTesting",
+            name: "RoomKitSimulator",
             dependencies: [
                 "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitServerCore",
                 .product(name: "Logging", package: "swift-log"),
@@ -224,7 +225,7 @@ let package = Package(
         .executableTarget(
             name: "roombot",
             dependencies: [
-                "RoomKitTesting",
+                "RoomKitSimulator",
                 "RoomKitBot", "RoomKit", "RoomKitPluginHost", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -256,7 +257,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitTests",
-            dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTesting", "RoomKitTestSupport"],
+            dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitSimulator", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitPluginTests",
@@ -283,7 +284,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitServerTests",
-            dependencies: ["RoomKitServer", "RoomKitServerCore", "RoomKitTesting", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite", "RoomKitTestSupport"],
+            dependencies: ["RoomKitServer", "RoomKitServerCore", "RoomKitSimulator", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "OperationsTests",

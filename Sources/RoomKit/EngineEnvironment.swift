@@ -4,7 +4,7 @@ import RoomKitProtocol
 
 // The engine's only ties to real time and real sockets, behind one seam: a
 // live host uses the loop's clock and timers and libwebsockets
-// (`LiveEnvironment`); the simulator (RoomKitTesting, `roombot simulate`)
+// (`LiveEnvironment`); the simulator (RoomKitSimulator, `roombot simulate`)
 // runs the same engine on a virtual clock against an in-memory server.
 // Package-visible: not public API.
 

@@ -108,7 +108,7 @@ public final class RoomHost: @unchecked Sendable {
     }
 
     /// A host on `environment`'s clock, timers and connections (the
-    /// simulator's virtual ones; see RoomKitTesting).
+    /// simulator's virtual ones; see RoomKitSimulator).
     package init(loop: EventLoop, configuration: RoomHostConfiguration, logger: Logger = Logger(label: "roomkit.host"),
                  tokenProvider: (any TokenProvider)? = nil, callbackQueue: DispatchQueue? = nil,
                  environment: any EngineEnvironment) throws {

@@ -5,7 +5,7 @@ import RoomKit
 import RoomKitPluginHost
 import RoomKitProtocol
 import RoomKitCLI
-import RoomKitTesting
+import RoomKitSimulator
 
 /// `roombot simulate`: the manifest's plugins against scripted rooms in
 /// virtual time (docs/PLUGINS.md, "Test with the simulator"; CLI.md).

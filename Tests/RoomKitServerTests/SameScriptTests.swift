@@ -1,7 +1,7 @@
 import Foundation
 import RoomKitLoop
 import RoomKitProtocol
-@testable import RoomKitTesting
+@testable import RoomKitSimulator
 import XCTest
 
 /// roomd and the simulator's server share their session rules

@@ -1,11 +1,11 @@
 import Foundation
 import RoomKit
 import RoomKitProtocol
-import RoomKitTesting
+import RoomKitSimulator
 import RoomKitTestSupport
 import XCTest
 
-/// The simulator as an app author uses it (RoomKitTesting): a real
+/// The simulator as an app author uses it (RoomKitSimulator): a real
 /// `RoomHost` on a virtual clock, the app's own delegate attached.
 final class SimulationTests: XCTestCase {
     /// A host delegate an app might write: counts members joining and the
