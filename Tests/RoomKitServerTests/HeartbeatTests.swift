@@ -46,6 +46,21 @@ final class HeartbeatTests: ServerTestCase {
         XCTAssertEqual(seq, 3, "no membership events were appended")
     }
 
+    /// A retention shorter than the heartbeat timeout: the session is
+    /// forgotten while its member is still visible, and the member leaves
+    /// with it (roomd used to drop the session and keep the member for good).
+    func testRetentionShorterThanTheHeartbeat_forgetsTheSessionAndItsMemberLeaves() throws {
+        let server = try startServer {
+            $0.heartbeatInterval = .milliseconds(200)
+            $0.heartbeatTimeout = .seconds(30)
+            $0.sessionRetention = .milliseconds(300)
+        }
+        let (first, _, second, secondLogin) = try twoMembers(server)
+        try second.close()
+        let delete = try first.waitFor("userUpdate", room: "r1", timeout: 3) { $0.string("type") == "delete" }
+        XCTAssertEqual(delete["users"]?.arrayValue?.first?.int("memberId"), secondLogin.int("memberId"))
+    }
+
     func testTimeout_givesDeleteThenAddOnResume() throws {
         let server = try startShortHeartbeatServer()
         let (first, login, second, _) = try twoMembers(server)
