@@ -182,7 +182,7 @@ final class BatchTests: ServerTestCase {
         XCTAssertEqual(elements, 3, "three replies, each once")
     }
 
-    func testHelloBatchField_mustBeABoolean_andIsOffUnlessAsked() throws {
+    func testHelloBatchField_mustBeABoolean_andBatchingIsOffUnlessAsked() throws {
         let (roomd, side) = try startBatchRoomd()
         let plain = try side.connect(port: roomd.port, hello: false)
         let reply = try plain.hello()
@@ -190,7 +190,10 @@ final class BatchTests: ServerTestCase {
         let off = try side.connect(port: roomd.port, hello: false)
         XCTAssertNil(try off.ok("hello", ["batch": false])["batch"])
         let wrong = try side.connect(port: roomd.port, hello: false)
-        XCTAssertEqual(try wrong.failure("hello", ["batch": "yes"]), 1009001, "batch of the wrong type")
+        // A field of the wrong type is malformed (§2, 1009001), and a
+        // malformed message before a successful hello closes 1002 (§4.1).
+        try wrong.sendRequest("hello", ["batch": "yes"])
+        XCTAssertEqual(try wrong.waitForClose(), 1002, "batch of the wrong type")
     }
 
     func testResumeReplay_comesBatched_afterItsReply() throws {
