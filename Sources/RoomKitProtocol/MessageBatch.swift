@@ -44,6 +44,14 @@ public enum MessageBatch {
         }
     }
 
+    /// How many messages the batch `bytes` holds (one more than its
+    /// separators), without reading them.
+    public static func count(in bytes: [UInt8]) -> Int {
+        var count = 0
+        forEachMessage(in: bytes) { _ in count += 1 }
+        return count
+    }
+
     /// Whether `bytes` (one message) can be an element of a batch: it holds
     /// no separator byte. Every message roomd writes passes (compact JSON);
     /// one that does not is re-encoded before it is batched.
