@@ -132,9 +132,12 @@ class Client:
 
     def __init__(self, side, name, roomd, **options):
         options = {"url": roomd.url, "secret": SECRET, **options}
-        if side == "raw":
+        if side in ("raw", "raw-batched"):
             command = [os.path.join(BIN, "roomkit-bench"), "sink"]
             options = {k: v for k, v in options.items() if k in ("url", "secret", "connections", "rooms")}
+            # "raw-batched": the sinks' hello asks for batched messages
+            # (docs/PROTOCOL.md "Batched messages"); "raw" does not.
+            options["batch"] = 1 if side == "raw-batched" else 0
         elif side == "roomkit":
             command = [os.path.join(BIN, "roomkit-bench"), "client"]
             plugins = options.pop("plugins", 0)
@@ -310,8 +313,12 @@ def fanout(results):
     for members in sizes:
         rooms = max(2, 200 // members)
         # "raw": connections that count frames without parsing them, to show
-        # roomd's own fan-out rather than what a client engine digests.
-        for side in SIDES + ("raw",):
+        # roomd's own fan-out rather than what a client engine digests;
+        # "raw-batched": the same sinks asking for batched messages (a batch
+        # counts as the pushes it holds). The RoomKit side asks too: it is
+        # the engine's default (RoomHostConfiguration.batchesMessages); the
+        # peers do not know the extension.
+        for side in SIDES + ("raw", "raw-batched"):
             roomd = Roomd(f"fanout-{members}")
             client = Client(side, f"fanout-{members}", roomd, connections=members, rooms=rooms, shared=1, plugins=0,
                             window=200)

@@ -369,6 +369,19 @@ def fanout_rows(table, results):
             redis = sides.get("redis")
             if redis:
                 anchor_rows(table, label, rate, per, redis, raw)
+        batched = sides.get("raw-batched")
+        if batched:
+            figure(table, label, "deliveries/s to raw members asking for batched messages (pushes counted, not parsed)",
+                   {"roomkit": batched}, lambda e: e["delivered"]["events_per_s"], ratios=False)
+            per = (batched["roomd_cpu_s"] / batched["delivered"]["events"] * 1e6
+                   if batched.get("roomd_cpu_s") and batched["delivered"].get("events") else None)
+            redis = sides.get("redis")
+            if per:
+                anchor = redis["cpu_us_per_delivery"] if redis else None
+                target = f"<= {2 * anchor:.2f} us (2x Redis)" if anchor else ""
+                figure(table, label, "roomd CPU per delivery to raw members asking for batched messages (us, all "
+                       "threads)", {"roomkit": batched}, lambda _: per, digits=2, target=target,
+                       met=(lambda a, _: verdict(a <= 2 * anchor)) if anchor else None, ratios=False)
         figure(table, label, "receiving client CPU per delivery (us)", sides,
                lambda e: e["delivered"]["cpu_ns"] / max(1, e["delivered"]["events"]) / 1000, digits=1)
         figure(table, label, "roomd events/s (appends)", sides, lambda e: e["sender"]["events_per_s"], ratios=False)

@@ -162,6 +162,8 @@ extension RoomHost {
                     connection?.abort()
                     return
                 }
+                // Batches start with the message after this reply (PROTOCOL.md "Batched messages").
+                receivesBatches = configuration.batchesMessages && HelloReply.confirmsBatching(fields: fields)
                 adoptPacing(burst: fields["requestBurst"]?.doubleValue, perSecond: fields["requestsPerSecond"]?.doubleValue)
                 linkHelloAnswered(interval: heartbeat.interval, timeout: heartbeat.timeout)
             case .failure(let error):
@@ -174,6 +176,8 @@ extension RoomHost {
         }
         var hello: [String: JSON] = ["op": "hello", "id": .int(id), "client": .string(configuration.clientName)]
         if let token = configuration.serviceToken { hello["token"] = .string(token) }
+        if configuration.batchesMessages { hello["batch"] = true }
+        receivesBatches = false
         // A new connection gets a fresh server-side bucket; the hello uses one token of it.
         pacing = (configuration.requestBurst, configuration.requestsPerSecond)
         bucket = pacing.burst - 1

@@ -123,16 +123,27 @@ extension RoomHost {
 
     func received(_ message: WebSocketMessage) {
         link.messageReceived(now: nowMonotonic)
+        guard receivesBatches, let current = connection else { return received(message: message.bytes[...]) }
+        // A batch (PROTOCOL.md "Batched messages"): each element in place, in
+        // order, while the connection it came on is still the host's.
+        MessageBatch.forEachMessage(in: message.bytes) { element in
+            guard connection === current else { return }
+            received(message: element)
+        }
+    }
+
+    /// One server message (a whole WebSocket message, or one element of a batch).
+    private func received(message bytes: ArraySlice<UInt8>) {
         // The hot path: a magix push read from its bytes, no JSON tree. Any
         // other message (and any the scanner declines) takes the full decode.
-        if let magix = ServerPush.scanMagix(message.bytes) {
+        if let magix = ServerPush.scanMagix(bytes) {
             guard let record = sessions[magix.room] else { return }
             applyMagix(seq: magix.seq, from: magix.from, event: magix.event, payload: magix.payload, record: record)
             return
         }
         let push: ServerPush
         do {
-            push = try ServerPush.decode(JSON.parse(message.bytes)).get()
+            push = try ServerPush.decode(JSON.parse(bytes)).get()
         } catch {
             emit(.throwError(domain: "protocol", code: (error as? ProtocolError)?.code ?? .malformed,
                              message: "unreadable message from the server: \(error)"), room: nil)

@@ -35,6 +35,10 @@ struct EngineState {
     var lastTickAt: Int64? = nil
     /// Sessions whose cursor changed this loop turn (see `flushCursors`).
     var dirtyCursors: [SessionRecord] = []
+    /// Whether the server confirmed batched messages on this connection
+    /// (its hello reply said `"batch":true`): every later message is split
+    /// at line feeds (`MessageBatch`).
+    var receivesBatches: Bool = false
     /// Whether the push being applied belongs to a resume's replay.
     var applyingReplay: Bool = false
     var isShutDown: Bool = false
@@ -56,6 +60,10 @@ extension RoomHost {
     var link: ConnectionMachine {
         get { engine.value.link }
         _modify { yield &engine.value.link }
+    }
+    var receivesBatches: Bool {
+        get { engine.value.receivesBatches }
+        set { engine.value.receivesBatches = newValue }
     }
     var sessions: [String: SessionRecord] {
         get { engine.value.sessions }

@@ -7,6 +7,10 @@ public struct ConnectionStatus: Sendable, Hashable {
     public var attempt: Int
     /// For `backingOff`: milliseconds until the next attempt.
     public var retryInMs: Int64?
+    /// Whether the server batches this connection's messages (it confirmed
+    /// the hello's `batch`; docs/PROTOCOL.md "Batched messages"). False
+    /// until the connection is ready, and when `batchesMessages` is off.
+    public var receivesBatches = false
 
     /// Whether rooms can send requests now.
     public var isReady: Bool { state == "ready" }
@@ -21,7 +25,7 @@ extension RoomHost {
         case .idle: return ConnectionStatus(state: "idle", attempt: link.attempt)
         case .connecting: return ConnectionStatus(state: "connecting", attempt: link.attempt)
         case .greeting: return ConnectionStatus(state: "greeting", attempt: link.attempt)
-        case .ready: return ConnectionStatus(state: "ready", attempt: 0)
+        case .ready: return ConnectionStatus(state: "ready", attempt: 0, receivesBatches: receivesBatches)
         case .backingOff(let until):
             return ConnectionStatus(state: "backingOff", attempt: link.attempt, retryInMs: max(0, until - nowMonotonic))
         }

@@ -49,6 +49,12 @@ public struct RoomHostConfiguration: Sendable {
     public var tick: Duration = .milliseconds(20)
     /// Sent in `hello`.
     public var clientName = "roomkit-swift/0.1"
+    /// Whether the hello asks the server to batch its messages (true, the
+    /// default): a server that confirms it may join the messages of one
+    /// loop turn into one WebSocket message, which the host splits in
+    /// place (docs/PROTOCOL.md "Batched messages", an extension). False:
+    /// one WebSocket message per server message, as PROTOCOL.md §1 says.
+    public var batchesMessages = true
     /// TLS and message-size settings of the WebSocket client.
     public var transport = WebSocketClientConfiguration()
     /// Keeps session cursors across restarts of the host. With a store,

@@ -34,6 +34,15 @@ public final class WebSocketFrame: @unchecked Sendable {
         if copied == nil { _ = payload.initializeMemory(as: UInt8.self, from: bytes) }
     }
 
+    /// A frame of `count` bytes written once by `fill` (joined frames,
+    /// WebSocketFrame+Joined.swift: no intermediate array).
+    init(count: Int, isBinary: Bool, fill: (UnsafeMutableRawBufferPointer) -> Void) {
+        self.count = count
+        self.isBinary = isBinary
+        storage = UnsafeMutableRawPointer.allocate(byteCount: Self.headroom + max(count, 1), alignment: 16)
+        fill(UnsafeMutableRawBufferPointer(start: storage + Self.headroom, count: count))
+    }
+
     /// A text frame holding `text` as UTF-8.
     public convenience init(text: String) {
         var text = text

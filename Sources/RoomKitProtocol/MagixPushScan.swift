@@ -32,13 +32,23 @@ extension ServerPush {
     /// Whenever this returns fields, the full decoder succeeds with the same
     /// values.
     public static func scanMagix(_ bytes: [UInt8]) -> MagixPushFields? {
+        scanMagix(bytes[...])
+    }
+
+    /// ``scanMagix(_:)-([UInt8])`` for one message inside a larger buffer
+    /// (an element of a batch, ``MessageBatch``): the payload text stays a
+    /// slice of the same storage, no copy.
+    public static func scanMagix(_ bytes: ArraySlice<UInt8>) -> MagixPushFields? {
         bytes.withUnsafeBufferPointer { buffer -> MagixPushFields? in
             withUnsafeTemporaryAllocation(of: Int.self, capacity: MagixScanner.keyCapacity * 2) { keys in
                 var scanner = MagixScanner(bytes: buffer, keys: keys)
                 guard let found = scanner.scanPush() else { return nil }
                 let payload: JSONPayload
                 if let range = found.payload {
-                    payload = found.payloadCanonical ? .text(JSONText(canonical: bytes[range])) : .value(found.payloadValue)
+                    let base = bytes.startIndex
+                    payload = found.payloadCanonical
+                        ? .text(JSONText(canonical: bytes[(base + range.lowerBound)..<(base + range.upperBound)]))
+                        : .value(found.payloadValue)
                 } else {
                     payload = .value(.null)
                 }

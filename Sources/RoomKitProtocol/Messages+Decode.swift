@@ -78,7 +78,8 @@ extension ClientEnvelope {
     private static func decodeRequest(_ op: ClientOp, _ fields: FieldReader) throws(ProtocolError) -> ClientRequest {
         switch op {
         case .hello:
-            return .hello(client: try fields.optionalString("client"), token: try fields.optionalString("token"))
+            return .hello(client: try fields.optionalString("client"), token: try fields.optionalString("token"),
+                          batch: try fields.optionalBool("batch") ?? false)
         case .ping:
             return .ping(t: fields.members["t"] ?? .null)
         case .login:

@@ -127,8 +127,10 @@ public struct LoginRequest: Sendable, Hashable {
 public enum ClientRequest: Sendable, Hashable {
     /// `hello` with the optional client name, and the optional connection
     /// token (a `service` token: the connection gets the service request
-    /// bucket; docs/PROTOCOL.md "Service connections").
-    case hello(client: String?, token: String? = nil)
+    /// bucket; docs/PROTOCOL.md "Service connections"), and whether the
+    /// client asks for batched messages (`batch`; docs/PROTOCOL.md "Batched
+    /// messages").
+    case hello(client: String?, token: String? = nil, batch: Bool = false)
     /// `ping` with the client's clock value to echo (any JSON; `null` if absent).
     case ping(t: JSON)
     /// `login`.
@@ -189,8 +191,9 @@ public enum ClientRequest: Sendable, Hashable {
     /// The request's own wire fields (without `op`, `id`, `room`).
     public var fields: [String: JSON] {
         switch self {
-        case .hello(let client, let token):
-            return Dictionary(dropNils: ["client": client.map(JSON.string), "token": token.map(JSON.string)])
+        case .hello(let client, let token, let batch):
+            return Dictionary(dropNils: ["client": client.map(JSON.string), "token": token.map(JSON.string),
+                                         "batch": batch ? Optional(JSON.bool(true)) : Optional<JSON>.none])
         case .ping(let t):
             return ["t": t]
         case .login(let login):

@@ -54,13 +54,19 @@ public struct HelloReply: Sendable, Hashable {
     /// client paces to PROTOCOL.md §1's 200 and 200/s).
     public var requestBurst: Double?
     public var requestsPerSecond: Double?
+    /// Whether the server batches this connection's messages from the next
+    /// one on (the hello asked with `batch: true`; docs/PROTOCOL.md "Batched
+    /// messages"). Written as `"batch":true` only when true.
+    public var batch: Bool
 
     /// Creates hello result fields; the defaults are PROTOCOL.md's.
     public init(
         connection: String, serverTime: Int64, heartbeatInterval: Int64 = 10_000,
         heartbeatTimeout: Int64 = 90_000, sessionRetention: Int64 = 1_200_000,
-        maxMessageBytes: Int64 = 1_048_576, requestBurst: Double? = nil, requestsPerSecond: Double? = nil
+        maxMessageBytes: Int64 = 1_048_576, requestBurst: Double? = nil, requestsPerSecond: Double? = nil,
+        batch: Bool = false
     ) {
+        self.batch = batch
         self.requestBurst = requestBurst
         self.requestsPerSecond = requestsPerSecond
         self.connection = connection
@@ -80,6 +86,7 @@ public struct HelloReply: Sendable, Hashable {
         ]
         if let requestBurst { fields["requestBurst"] = .double(requestBurst) }
         if let requestsPerSecond { fields["requestsPerSecond"] = .double(requestsPerSecond) }
+        if batch { fields["batch"] = true }
         return fields
     }
 
@@ -93,6 +100,13 @@ public struct HelloReply: Sendable, Hashable {
         maxMessageBytes = try fields.integer("maxMessageBytes")
         requestBurst = object["requestBurst"]?.doubleValue
         requestsPerSecond = object["requestsPerSecond"]?.doubleValue
+        batch = Self.confirmsBatching(fields: object)
+    }
+
+    /// Whether a hello reply's fields confirm batching (`"batch":true`);
+    /// anything else (absent, false, another type) means single messages.
+    public static func confirmsBatching(fields: [String: JSON]) -> Bool {
+        fields["batch"] == .bool(true)
     }
 }
 

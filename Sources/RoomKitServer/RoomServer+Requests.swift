@@ -10,18 +10,23 @@ extension RoomServer {
                 guard !link.greeted else {
                     throw ProtocolError(code: .invalidArgument, message: "hello was already sent")
                 }
-                if case .hello(_, let token?) = request {
+                if case .hello(_, let token?, _) = request {
                     try admitService(token, link: link, now: now)
                 }
                 link.greeted = true
+                let batch: Bool
+                if case .hello(_, _, let asked) = request { batch = asked } else { batch = false }
                 let hello = HelloReply(connection: link.id, serverTime: now,
                                        heartbeatInterval: configuration.heartbeatInterval.milliseconds,
                                        heartbeatTimeout: configuration.heartbeatTimeout.milliseconds,
                                        sessionRetention: configuration.sessionRetention.milliseconds,
                                        maxMessageBytes: Int64(configuration.maxMessageBytes),
                                        requestBurst: link.requests.limits.burst,
-                                       requestsPerSecond: link.requests.limits.perSecond)
-                return link.send(ServerMessage.reply(id: id, hello: hello))
+                                       requestsPerSecond: link.requests.limits.perSecond, batch: batch)
+                let reply = WebSocketFrame(bytes: ServerMessage.reply(id: id, hello: hello).serialized())
+                // Batching starts after the reply that confirms it (PushBatcher.swift).
+                if batch { link.batch.mode = .afterHelloReply(reply) }
+                return link.send(reply)
             }
             guard let roomID else { throw ProtocolError.malformed("room is required") }
             switch request {

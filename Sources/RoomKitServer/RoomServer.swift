@@ -37,6 +37,9 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     /// What this turn sent while its transaction was open, in order: held
     /// until it commits (RoomServer+Commit.swift). Loop thread only.
     var held: [HeldSend] = []
+    /// Batching connections holding messages for the end of this turn
+    /// (PushBatcher.swift). Loop thread only.
+    var batchedLinks: [ClientLink] = []
     /// The server's lifecycle (Hummingbird's `Server` shape): each state
     /// carries what only it needs. Loop thread only.
     private var state = State.stopped
@@ -108,7 +111,10 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             guard let self else { return timer.cancel() }
             sweep()
         }
-        turnHook = try LoopTurnHook(loop: loop) { [weak self] in self?.commitPending() }
+        turnHook = try LoopTurnHook(loop: loop) { [weak self] in
+            self?.commitPending()
+            self?.flushBatches()
+        }
         loop.addShutdownHook { [weak self] in
             // The loop is going away: no time left for close handshakes.
             self?.beginStop()
@@ -162,6 +168,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             }
         }
         commitPending()
+        flushBatches()
         for link in links.values {
             link.connection.close(code: 1001, reason: "server shutting down")
         }
@@ -181,6 +188,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         }
         state = .stopped
         commitPending()
+        flushBatches()
         endRecordings()
         turnHook?.cancel()
         turnHook = nil

@@ -72,6 +72,8 @@ final class ClientLink: WebSocketDelegate {
     /// binary frames): the same numbers, so a flood that never asks for a
     /// reply is closed 1008 like a request flood (docs/PROTOCOL.md).
     var unsolicited: RateBucket
+    /// Batched messages, when the hello asked for them (PushBatcher.swift).
+    var batch = LinkBatch()
 
     init(connection: WebSocketConnection, server: RoomServer, now: Int64) {
         id = randomIdentifier("c-")
@@ -107,8 +109,10 @@ final class ClientLink: WebSocketDelegate {
         deliver(frame)
     }
 
-    /// Writes a frame now; enforces the outbound cap (close 1013).
+    /// Writes a frame now (or, on a batching connection, holds it for the
+    /// turn's batch: PushBatcher.swift); enforces the outbound cap (close 1013).
     func deliver(_ frame: WebSocketFrame) {
+        if batch.holds(frame) { return hold(frame) }
         guard connection.send(frame) else { return }
         server.metrics.bytesOut += frame.count
         if connection.bufferedAmount > server.configuration.maxOutboundBytes {

@@ -105,6 +105,10 @@ func runClient(_ options: Options) async throws {
     let service = options.int("service", 0) == 1
     if service { configuration.serviceToken = benchToken(secret: secret, user: "bot", role: .service) }
     configuration.backoffFirst = .seconds(1)
+    // --batch 0: one WebSocket message per server message. The default (1)
+    // is the engine's own: it asks roomd for batched messages
+    // (docs/PROTOCOL.md "Batched messages"; docs/BENCHMARKS.md says which rows use it).
+    configuration.batchesMessages = options.int("batch", 1) == 1
     let tally = Tally()
     tally.recordLatency = options.int("latency", 0) == 1 && options.values["probe"] == nil
     var hosts: [RoomHost] = []

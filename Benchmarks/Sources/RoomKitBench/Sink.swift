@@ -8,17 +8,22 @@ import RoomKitProtocol
 /// not parsed) log in to the same `--rooms` rooms, one member each, so the
 /// deliveries/s they see is what roomd sends rather than what a client
 /// engine can digest. Same stdin commands as `client` (mark, report, quit).
+/// `--batch 1`: the hello asks for batched messages (docs/PROTOCOL.md
+/// "Batched messages"), and each message counts as the pushes it holds (one
+/// more than its line feeds: still counted, not parsed).
 final class SinkConnection: WebSocketDelegate, @unchecked Sendable {
     // @unchecked Sendable: loop thread only.
     let rooms: [String]
     let user: String
     let token: String
     let tally: SinkTally
+    let batch: Bool
     var connection: WebSocketConnection?
     var pendingLogins = -1
     var nextID: Int64 = 1
 
-    init(rooms: [String], user: String, secret: String, tally: SinkTally) {
+    init(rooms: [String], user: String, secret: String, tally: SinkTally, batch: Bool) {
+        self.batch = batch
         self.rooms = rooms
         self.user = user
         token = benchToken(secret: secret, user: user)
@@ -31,12 +36,12 @@ final class SinkConnection: WebSocketDelegate, @unchecked Sendable {
     }
 
     func webSocketDidOpen(_ connection: WebSocketConnection) {
-        send("{\"op\":\"hello\",\"id\":\(nextID),\"client\":\"roomkit-bench-sink\"}")
+        send("{\"op\":\"hello\",\"id\":\(nextID),\"client\":\"roomkit-bench-sink\"\(batch ? ",\"batch\":true" : "")}")
     }
 
     func webSocket(_ connection: WebSocketConnection, didReceive message: WebSocketMessage) {
         if pendingLogins == 0 {
-            tally.frames += 1
+            tally.frames += batch ? MessageBatch.count(in: message.bytes) : 1
             let now = monotonicNanos()
             if tally.first == 0 { tally.first = now }
             tally.last = now
@@ -50,8 +55,10 @@ final class SinkConnection: WebSocketDelegate, @unchecked Sendable {
             return
         }
         // Replies to the logins (pushes of other members' logins may mix in: not counted).
-        if message.bytes.starts(with: Array("{\"op\":\"reply\"".utf8)) || message.text?.contains("\"reply\"") == true {
-            pendingLogins -= 1
+        let replies = batch ? (message.text ?? "").components(separatedBy: "\"reply\"").count - 1
+            : (message.bytes.starts(with: Array("{\"op\":\"reply\"".utf8)) || message.text?.contains("\"reply\"") == true ? 1 : 0)
+        if replies > 0 {
+            pendingLogins = max(0, pendingLogins - replies)
             if pendingLogins == 0 { tally.ready += 1 }
         }
     }
@@ -81,7 +88,8 @@ func runSink(_ options: Options) async throws {
     let sinks = try await loop.submit { () -> [SinkConnection] in
         let client = try WebSocketClient(loop: loop)
         return (0..<count).map { index in
-            let sink = SinkConnection(rooms: rooms, user: "sink-\(index)", secret: secret, tally: tally)
+            let sink = SinkConnection(rooms: rooms, user: "sink-\(index)", secret: secret, tally: tally,
+                                      batch: options.int("batch", 0) == 1)
             sink.connection = client.connect(to: url, subprotocol: "room.v1", delegate: sink)
             return sink
         }

@@ -27,6 +27,13 @@ final class RawClient: WebSocketDelegate, @unchecked Sendable {
     private var unread: [JSON] = []
     private var nextID: Int64 = 1
     private var pinger: LoopTimer?
+    /// Batched messages (PROTOCOL.md "Batched messages"): set by
+    /// `helloBatched`; once its reply confirms, every later message is split
+    /// at line feeds. Loop thread only.
+    private var asksForBatches = false
+    private var splitsBatches = false
+    /// Every WebSocket message as received, bytes as they came. Loop thread only.
+    private var rawMessages: [[UInt8]] = []
 
     private init(loop: EventLoop, name: String) {
         self.loop = loop
@@ -62,12 +69,27 @@ final class RawClient: WebSocketDelegate, @unchecked Sendable {
     }
 
     func webSocket(_ connection: WebSocketConnection, didReceive message: WebSocketMessage) {
-        // The server must only send JSON; anything else shows up as op "non-json"
-        // and fails every `expectNothing`.
-        let json = (try? JSON.parse(message.bytes))
-            ?? ["op": "non-json", "text": .string(String(decoding: message.bytes, as: UTF8.self))]
-        received.append(json)
-        unread.append(json)
+        rawMessages.append(message.bytes)
+        guard splitsBatches else {
+            let json = Self.parse(message.bytes[...])
+            received.append(json)
+            unread.append(json)
+            if asksForBatches, json.op == "reply", json["connection"] != nil, json["batch"] == true {
+                splitsBatches = true
+            }
+            return
+        }
+        MessageBatch.forEachMessage(in: message.bytes) { element in
+            let json = Self.parse(element)
+            received.append(json)
+            unread.append(json)
+        }
+    }
+
+    /// The server must only send JSON; anything else shows up as op
+    /// "non-json" and fails every `expectNothing`.
+    private static func parse(_ bytes: ArraySlice<UInt8>) -> JSON {
+        (try? JSON.parse(bytes)) ?? ["op": "non-json", "text": .string(String(decoding: bytes, as: UTF8.self))]
     }
 
     func webSocket(_ connection: WebSocketConnection, didCloseWith event: WebSocketCloseEvent) {
@@ -160,6 +182,41 @@ final class RawClient: WebSocketDelegate, @unchecked Sendable {
     @discardableResult
     func hello(file: StaticString = #filePath, line: UInt = #line) throws -> JSON {
         try ok("hello", ["client": "roomkit-tests/1"], file: file, line: line)
+    }
+
+    /// `hello` asking for batched messages (`"batch":true`); returns the
+    /// reply. Once it confirms, later messages are split into their elements.
+    @discardableResult
+    func helloBatched(file: StaticString = #filePath, line: UInt = #line) throws -> JSON {
+        try loop.runAndWait { self.asksForBatches = true }
+        return try ok("hello", ["client": "roomkit-tests/1", "batch": true], file: file, line: line)
+    }
+
+    /// Splits messages into batches after a hello reply that confirms them,
+    /// for a test that sends its own `hello` with `"batch":true`.
+    func expectBatches() throws {
+        try loop.runAndWait { self.asksForBatches = true }
+    }
+
+    /// Every WebSocket message received so far, as its bytes.
+    func webSocketMessages() throws -> [[UInt8]] {
+        try loop.runAndWait { self.rawMessages }
+    }
+
+    /// Sends each text as its own text frame, all queued in one loop task
+    /// (a burst the server reads together).
+    func sendBurst(_ texts: [String]) throws {
+        try loop.runAndWait {
+            for text in texts { _ = self.connection?.send(text: text) }
+        }
+    }
+
+    /// Reserves `count` consecutive request ids; returns the first.
+    func reserveIDs(_ count: Int) throws -> Int64 {
+        try loop.runAndWait { () -> Int64 in
+            defer { self.nextID += Int64(count) }
+            return self.nextID
+        }
     }
 
     /// The fields of a `login` request.
