@@ -11,13 +11,16 @@ DevTools protocol, and checks:
   5. the plugin table shows the plugin, and its Reload button works;
   6. the header names the bot (user, server, version, uptime) and its
      connection state; a room's detail view (click a row) shows its members
-     and last events, and its "Send magix" and config editor work;
+     and last events, and its "Send magix" and config editor work; a plugin
+     that overruns its timeoutMs in room-c shows as a failure in room-c's
+     plugin calls table, and not in room-a's;
   7. a deep link (#filter=kick_out&room=room-b) opens filtered, with the
      room's detail open and its error code named;
   8. kill -9 of roomd: the header stops saying "live" and names the outage,
      writable rooms show "paused" (never "RECONNECTING, writable yes");
      roomd back on the same port: "live" again;
-  9. the activity charts (events/s, mean dispatch latency from GET /metrics) draw;
+  9. the activity charts (events/s, dispatch latency p50 and p99) draw from the
+     bot's own history (GET /v1/bot/activity): a freshly opened page has many points at once;
      screenshots at 1280 px and 500 px wide;
  10. the fleet view: two roombot hosts in fleet mode on a private
      redis-server show as two rows with every room homed; after kill -9 of
@@ -141,6 +144,55 @@ class DevTools:
                 return value, time.time() - start
             time.sleep(interval)
         fail("not true within %s s: %s" % (timeout, expression))
+
+
+PICKY = r'''
+#include "roomkit_plugin.h"
+#include <string.h>
+#include <unistd.h>
+static void on_event(void *self, int32_t kind, const char *room, const char *payload) {
+    (void)self; (void)kind;
+    if (strcmp(room, "room-c") == 0 && payload && strstr(payload, "fail.me")) usleep(400000);
+}
+static roomkit_plugin descriptor = {
+    .struct_size = sizeof(roomkit_plugin), .abi_major = ROOMKIT_PLUGIN_ABI_MAJOR, .abi_minor = ROOMKIT_PLUGIN_ABI_MINOR,
+    .on_room_event = on_event,
+};
+const roomkit_plugin *roomkit_plugin_entry(uint16_t major, uint16_t minor) { (void)major; (void)minor; return &descriptor; }
+'''
+
+
+def compile_picky_plugin(work):
+    """A room and magix plugin that overruns its 100 ms timeoutMs on a magix
+    event named fail.me in room-c only (the room detail's plugin calls)."""
+    source, library = os.path.join(work, "picky.c"), os.path.join(work, "libpicky.so")
+    with open(source, "w") as f:
+        f.write(PICKY)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-I", os.path.join(ROOT, "Sources", "CRoomKitPluginABI", "include"),
+                    source, "-o", library], check=True)
+    return library
+
+
+def plugin_calls(cdp, base):
+    """The room detail's plugin calls: a magix that overruns picky's timeoutMs
+    in room-c shows as one failure with its error in room-c's detail only."""
+    status, body = http("POST", base + "/v1/rooms/room-c/magix", CONTROL_TOKEN, {"event": "fail.me"})
+    if status != 200:
+        fail("magix to room-c: %s %s" % (status, body))
+    row = "document.querySelector('#detail-calls tr[data-plugin=\"picky\"]')"
+    cdp.evaluate("document.querySelector('#rooms tr[data-room=\"room-c\"]').click(); true")
+    cdp.wait_for("document.getElementById('detail-room').textContent === 'room-c' && %s !== null"
+                 " && %s.children[3].textContent === '1'" % (row, row), timeout=15)
+    cells = cdp.evaluate("[...%s.children].map(td => td.textContent)" % row)
+    if cells[1] != "on_room_event" or int(cells[2]) < 2 or "took longer than" not in cells[4]:
+        fail("room-c's plugin calls row reads %s" % cells)
+    cdp.evaluate("document.querySelector('#rooms tr[data-room=\"room-a\"]').click(); true")
+    cdp.wait_for("document.getElementById('detail-room').textContent === 'room-a' && %s !== null"
+                 " && %s.children[0].textContent === 'picky'" % (row, row))
+    other = cdp.evaluate("[...%s.children].map(td => td.textContent)" % row)
+    if other[3] != "0" or other[4] != "—":
+        fail("room-a is charged for room-c's failure: %s" % other)
+    print("room detail: room-c's plugin calls %s; room-a's %s" % (cells, other))
 
 
 def free_port():
@@ -280,9 +332,10 @@ def identity_and_detail(cdp):
         fail("more than one failed config request: %s" % expected)
     cdp.errors = [e for e in cdp.errors if e not in expected]
     cdp.evaluate("document.getElementById('config-cancel').click(); true")
-    # The charts: two samples of GET /metrics give the first point of each.
+    # The charts: the bot's own history (GET /v1/bot/activity).
     cdp.wait_for("document.getElementById('rate-now').textContent.startsWith('(now ')", timeout=15)
-    cdp.wait_for("/^\\((now [0-9.]+ ms|no events)\\)$/.test(document.getElementById('latency-now').textContent)", timeout=15)
+    cdp.wait_for("/^\\((now p50 [0-9.]+ ms, p99 [0-9.]+ ms|no events)\\)$/.test(document.getElementById('latency-now').textContent)",
+                 timeout=15)
     print("charts: events/s %s, dispatch latency %s" % (text_of(cdp, "#rate-now"), text_of(cdp, "#latency-now")))
     print("header: %s; room-a detail with %d members; magix sent; config applied"
           % (text_of(cdp, "#identity"), len(members)))
@@ -294,6 +347,18 @@ def deep_link(cdp, base):
     cdp.call("Page.navigate", url="about:blank")
     cdp.wait_for("location.href === 'about:blank'")
     cdp.call("Page.navigate", url=base + "/#filter=kick_out&room=room-b")
+    # The charts draw the bot's history at once: the page's first answer
+    # already holds many samples (the page polls every 2 s and adds one at a time),
+    # some with events (the logins, the kick, the magix).
+    points, _ = cdp.wait_for("parseInt((document.getElementById('chart-rate') || {dataset: {}}).dataset.points || '0')",
+                             interval=0.005)
+    if points < 5:
+        fail("the freshly opened page's chart has %d points (the bot has been up long enough for 5)" % points)
+    if not cdp.evaluate("chart.samples.some(s => s.eventsPerSecond > 0)"):
+        fail("no sample in the bot's history has events: %s" % cdp.evaluate("JSON.stringify(chart.samples)"))
+    if not cdp.evaluate("chart.samples.some(s => s.dispatchP99Ms !== null)"):
+        fail("no sample in the bot's history has a dispatch latency")
+    print("charts at open: %d points from the bot's history" % points)
     cdp.wait_for("(() => { const r = [...document.querySelectorAll('#rooms tbody tr[data-room]')]"
                  ".map(tr => tr.dataset.room); return r.length === 1 && r[0] === 'room-b'; })()")
     if cdp.evaluate("document.getElementById('filter').value") != "kick_out":
@@ -368,10 +433,13 @@ def main():
         admin_token = subprocess.run([os.path.join(bin_dir, "roomd"), "token", "--secret", SECRET, "--user", "ops",
                                       "--room", "*", "--role", "admin"], capture_output=True, text=True, check=True).stdout.strip()
 
+        picky = compile_picky_plugin(work)
         with open(os.path.join(work, "plugins.json"), "w") as f:
             json.dump({"manifestVersion": 1, "plugins": [{
                 "name": "url-rewrite", "library": os.path.join(bin_dir, "liburl-rewrite.so"), "abi": 1,
-                "hooks": ["urlInterrupter"], "config": {"from": "http://", "to": "https://cdn.example/"}}]}, f)
+                "hooks": ["urlInterrupter"], "config": {"from": "http://", "to": "https://cdn.example/"}}, {
+                "name": "picky", "library": picky, "abi": 1, "hooks": ["room", "magix"], "isolation": "inline",
+                "timeoutMs": 100}]}, f)
         with open(os.path.join(work, "bot.json"), "w") as f:
             json.dump({"server": "ws://127.0.0.1:%d/v1/rooms" % roomd_port, "user": {"id": "bot-1", "name": "Helper"},
                        "auth": {"secret": SECRET}, "rooms": ROOMS, "manifest": "plugins.json",
@@ -489,6 +557,7 @@ def main():
         cdp.wait_for("document.querySelectorAll('#rooms tbody tr[data-room]').length === %d" % PAGE)
 
         identity_and_detail(cdp)
+        plugin_calls(cdp, base)
         deep_link(cdp, base)
         outage_seconds = roomd_outage(cdp, bin_dir, work, roomd, roomd_port, processes)
 

@@ -334,6 +334,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
                 turnBatch.append((runtime, [call]))
             }
         }
+        forgetRoomCalls(after: event)
     }
 
     /// Appends the on_room_event (or on_player_event) payload to `buffer`:

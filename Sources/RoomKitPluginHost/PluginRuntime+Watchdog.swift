@@ -208,9 +208,9 @@ extension PluginRuntime {
                     }
                 }
                 let now = DispatchTime.now().uptimeNanoseconds
-                if outstanding.withLock({ $0.finish(first &+ UInt64(offset), now: now) }) {
-                    recordSuccess(nanoseconds: now &- last, into: &tally)
-                }
+                let inTime = outstanding.withLock { $0.finish(first &+ UInt64(offset), now: now) }
+                if inTime { recordSuccess(nanoseconds: now &- last, into: &tally) }
+                roomCalls.count(event.room, .roomEvent, failure: inTime ? nil : "a call took longer than \(spec.timeout)")
                 metrics.recordDispatch(nanoseconds: now &- since)
                 last = now
             }
