@@ -344,14 +344,23 @@ def deep_link(cdp, base):
     # A fresh load (not a same-document hash change); the token stays in the tab's sessionStorage.
     cdp.call("Page.navigate", url="about:blank")
     cdp.wait_for("location.href === 'about:blank'")
+    # The bot's history has a few samples by now (one per 2 s since it started).
+    deadline = time.time() + 15
+    while True:
+        kept = len(json.loads(http("GET", base + "/v1/bot/activity", CONTROL_TOKEN)[1])["samples"])
+        if kept >= 3:
+            break
+        if time.time() > deadline:
+            fail("GET /v1/bot/activity keeps %d samples after 15 s" % kept)
+        time.sleep(0.2)
     cdp.call("Page.navigate", url=base + "/#filter=kick_out&room=room-b")
-    # The charts draw the bot's history at once: the page's first answer
-    # already holds many samples (the page polls every 2 s and adds one at a time),
+    # The charts draw the bot's history at once: the page's first answer holds
+    # every sample the bot kept (a page that only polled would have 0 or 1),
     # some with events (the logins, the kick, the magix).
     points, _ = cdp.wait_for("parseInt((document.getElementById('chart-rate') || {dataset: {}}).dataset.points || '0')",
                              interval=0.005)
-    if points < 5:
-        fail("the freshly opened page's chart has %d points (the bot has been up long enough for 5)" % points)
+    if points < kept:
+        fail("the freshly opened page's chart has %d points; the bot kept %d samples" % (points, kept))
     if not cdp.evaluate("chart.samples.some(s => s.eventsPerSecond > 0)"):
         fail("no sample in the bot's history has events: %s" % cdp.evaluate("JSON.stringify(chart.samples)"))
     if not cdp.evaluate("chart.samples.some(s => s.dispatchP99Ms !== null)"):
