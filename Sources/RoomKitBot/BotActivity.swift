@@ -10,9 +10,9 @@ import Synchronization
 /// with the events/s and the dispatch latency's p50 and p99 over that
 /// interval. A freshly opened page draws the last minutes at once.
 ///
-/// The latency comes from the bucket deltas of `roomkit_plugin_dispatch_seconds`
-/// (every plugin's samples, pooled, as the p99 alert in deploy/ reads it):
-/// `DispatchTap` sees every sample the histogram gets, with the same
+/// The latency comes from the bucket deltas of `roomkit_event_dispatch_seconds`
+/// (push received → last plugin done, one sample per room event that reached
+/// a plugin; PluginTurnDone.swift): `DispatchTap` sees every sample the histogram gets, with the same
 /// buckets, and the sampler subtracts the previous interval's cumulative
 /// counts, so a sample is that interval's distribution, not a mean since start.
 ///

@@ -20,8 +20,8 @@ final class BotMetrics: @unchecked Sendable {
     // @unchecked Sendable: Prometheus metrics are thread-safe; the totals
     // are guarded by their locks; `lagTimer` is a `LoopBound` (checked).
     let factory: DocumentedMetricsFactory
-    /// `factory`, with `roomkit_plugin_dispatch_seconds` also feeding
-    /// `activity`: the plugin manager's factory.
+    /// `factory`, with `roomkit_event_dispatch_seconds` (push received →
+    /// last plugin done) also feeding `activity`: the plugin manager's factory.
     let pluginFactory: any MetricsFactory
     /// The Activity charts' history (`GET /v1/bot/activity`).
     let activity: BotActivity
@@ -38,7 +38,7 @@ final class BotMetrics: @unchecked Sendable {
     init(version: String, revision: String) {
         factory = DocumentedMetricsFactory(help: Self.help)
         activity = BotActivity(bounds: factory.durationBuckets)
-        pluginFactory = DispatchTapFactory(base: factory, tapped: "roomkit_plugin_dispatch_seconds", tap: activity.dispatch)
+        pluginFactory = DispatchTapFactory(base: factory, tapped: "roomkit_event_dispatch_seconds", tap: activity.dispatch)
         process = ProcessMetrics(factory: factory)
         events = CoreMetrics.Counter(label: "roombot_events_total", dimensions: [], factory: factory)
         loopLag = CoreMetrics.Gauge(label: "roombot_event_loop_lag_seconds", dimensions: [], factory: factory)
