@@ -69,6 +69,68 @@ final class BotActivityTests: XCTestCase {
         await runner.stop()
     }
 
+    /// A room plugin that sleeps 30 ms on every magix event in lobby.
+    static let slow = """
+        #include "roomkit_plugin.h"
+        #include <string.h>
+        #include <unistd.h>
+        static void on_event(void *self, int32_t kind, const char *room, const char *payload) {
+            (void)self; (void)payload;
+            if (kind == ROOMKIT_ROOM_MAGIX && strcmp(room, "lobby") == 0) usleep(30000);
+        }
+        static roomkit_plugin descriptor = {
+            .struct_size = sizeof(roomkit_plugin), .abi_major = ROOMKIT_PLUGIN_ABI_MAJOR, .abi_minor = ROOMKIT_PLUGIN_ABI_MINOR,
+            .on_room_event = on_event,
+        };
+        const roomkit_plugin *roomkit_plugin_entry(uint16_t major, uint16_t minor) { (void)major; (void)minor; return &descriptor; }
+        """
+
+    /// The sum of the samples of `family` in Prometheus text whose line contains `label` (nil: none).
+    private func metric(_ text: String, _ family: String, _ label: String = "") -> Double? {
+        let values = text.split(separator: "\n").filter { $0.hasPrefix(family + " ") || ($0.hasPrefix(family + "{") && $0.contains(label)) }
+            .compactMap { Double($0.split(separator: " ").last ?? "") }
+        return values.isEmpty ? nil : values.reduce(0, +)
+    }
+
+    func testEventDispatch_isOneSamplePerEvent_untilTheLastPluginIsDone() async throws {
+        let harness = try BotHarness()
+        defer { try? harness.close() }
+        let fast = try compilePlugin("fast", source: RoomPluginCallsTests.picky, in: harness.directory)
+        let slow = try compilePlugin("slow", source: Self.slow, in: harness.directory)
+        let manifest = try harness.writeConfig(["manifestVersion": 1, "plugins": [
+            ["name": "fast", "library": .string(fast), "abi": 1, "hooks": ["room", "magix"], "isolation": "inline"],
+            ["name": "slow", "library": .string(slow), "abi": 1, "hooks": ["room", "magix"], "isolation": "inline"],
+        ]], name: "plugins.json")
+        guard case .object(var fields) = harness.standardConfig(rooms: ["lobby"]) else { throw XCTSkip("config") }
+        fields["manifest"] = .string(manifest)
+        fields["controlToken"] = .string(controlToken)
+        var logger = Logger(label: "test.bot")
+        logger.logLevel = .critical
+        let runner = try BotRunner(config: try BotConfig(path: try harness.writeConfig(.object(fields))), logger: logger)
+        try await runner.start()
+        let port = try XCTUnwrap(runner.controlPort)
+        // Five magix events from another member: the slow plugin takes 30 ms on each.
+        let watcher = try Watcher(url: harness.serverURL)
+        let room = try await watcher.host.loginRoom("lobby", user: LoginUser(id: "watcher"), token: harness.token("watcher"))
+        for index in 0..<5 { _ = try await room.dispatchMagixEvent("tick", payload: .int(Int64(index))) }
+
+        var text = ""
+        await eventually(15, "every event counted once, when both plugins are done") {
+            text = String(httpRequest(port: port, "GET", "/metrics", token: self.controlToken).split(separator: "\r\n\r\n").last ?? "")
+            let events = self.metric(text, "roomkit_event_dispatch_seconds_count") ?? 0
+            let perFast = self.metric(text, "roomkit_plugin_dispatch_seconds_count", #"plugin="fast""#) ?? -1
+            let perSlow = self.metric(text, "roomkit_plugin_dispatch_seconds_count", #"plugin="slow""#) ?? -1
+            return events >= 5 && events == perFast && events == perSlow
+        }
+        // The magix events waited for the slow plugin: none is under 25 ms,
+        // although the fast plugin had finished each one before.
+        let events = try XCTUnwrap(metric(text, "roomkit_event_dispatch_seconds_count"))
+        let under = try XCTUnwrap(metric(text, "roomkit_event_dispatch_seconds_bucket", #"le="0.025""#))
+        XCTAssertGreaterThanOrEqual(events - under, 5, text)
+        try await watcher.close()
+        await runner.stop()
+    }
+
     func testRing_keepsTheLastSamplesInOrder_andQuantilesComeFromTheIntervalsBuckets() throws {
         let loop = try EventLoop(name: "activity")
         defer { try? loop.shutdown() }
