@@ -97,6 +97,26 @@ final class RoomPluginCallsTests: XCTestCase {
         await runner.stop()
     }
 
+    func testProcessPlugin_crashOnOneRoomsEvent_isThatRoomsFailure_andTheSecondIsPoison() async throws {
+        // The built roombot with a process plugin that segfaults on the magix "boom" in lobby.
+        let scenario = try await IsolationScenario(
+            bad: { IsolationPlugins.source(record: $0, trigger: IsolationPlugins.onBoom, misbehave: IsolationPlugins.segfault) },
+            supervision: [:])
+        try await scenario.send([.int(1), .string("boom"), .int(2)])
+        try await scenario.send([.int(3)], in: "hall")
+        func row(_ room: String) -> JSON? {
+            (try? JSON.parse(http(scenario.port, "GET", "/v1/rooms/\(room)").1))?["pluginCalls"]?.arrayValue?
+                .first { $0["plugin"]?.stringValue == "bad" }
+        }
+        await eventually(15, "lobby's crashes counted") { row("lobby")?["failures"]?.intValue == 2 }
+        let lobby = try XCTUnwrap(row("lobby"))
+        XCTAssertEqual(lobby["hook"]?.stringValue, "on_room_event")
+        XCTAssertEqual(lobby["lastError"]?.stringValue?.hasPrefix("poison: skipped magix in room lobby"), true, "\(lobby)")
+        await eventually(10, "hall's event reached the plugin") { (row("hall")?["calls"]?.intValue ?? 0) > 0 }
+        XCTAssertEqual(row("hall")?["failures"]?.intValue, 0, "hall is not charged for lobby's crashes")
+        try await scenario.finish()
+    }
+
     func testRoomTally_keepsRoomsWithCallsOnly_andCutsALongError() {
         let tally = PluginRoomTally()
         XCTAssertEqual(tally.roomCount, 0)
