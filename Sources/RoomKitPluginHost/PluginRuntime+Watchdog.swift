@@ -89,7 +89,7 @@ struct PluginRoomEvent: Sendable {
     /// plugin's batch.
     let payload: ArraySlice<UInt8>
     /// The loop turn it came in, when batched (the dispatch latency's "last plugin done").
-    var turn: TurnDone?
+    let turn: TurnDone?
 
     init(kind: Int32, room: String, payload: ArraySlice<UInt8>, turn: TurnDone? = nil) {
         self.kind = kind

@@ -8,7 +8,9 @@ import RoomKitLoop
 /// plugin manager batched the turn's first event: the push was received,
 /// decoded and applied just before, in the same loop callback) to the end
 /// of the last plugin's call for it. `roomkit_plugin_dispatch_seconds` has
-/// the same start, per plugin.
+/// the same start, per plugin. As there, a process plugin's call ends when
+/// the event is handed to its process (its proxy's hook), not at the
+/// child's DONE.
 ///
 /// Each plugin reports its batch of the turn once, at the batch's end (one
 /// lock per plugin per turn, not per call); the plugin that finishes an
