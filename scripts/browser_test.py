@@ -11,13 +11,16 @@ DevTools protocol, and checks:
   5. the plugin table shows the plugin, and its Reload button works;
   6. the header names the bot (user, server, version, uptime) and its
      connection state; a room's detail view (click a row) shows its members
-     and last events, and its "Send magix" and config editor work;
+     and last events, and its "Send magix" and config editor work; a plugin
+     that overruns its timeoutMs on room-b's kick shows as a failure in
+     room-b's plugin calls table, and not in room-a's;
   7. a deep link (#filter=kick_out&room=room-b) opens filtered, with the
      room's detail open and its error code named;
   8. kill -9 of roomd: the header stops saying "live" and names the outage,
      writable rooms show "paused" (never "RECONNECTING, writable yes");
      roomd back on the same port: "live" again;
-  9. the activity charts (events/s, mean dispatch latency from GET /metrics) draw;
+  9. the activity charts (events/s, dispatch latency p50 and p99) draw from the
+     bot's own history (GET /v1/bot/activity): a freshly opened page has many points at once;
      screenshots at 1280 px and 500 px wide;
  10. the fleet view: two roombot hosts in fleet mode on a private
      redis-server show as two rows with every room homed; after kill -9 of
@@ -141,6 +144,53 @@ class DevTools:
                 return value, time.time() - start
             time.sleep(interval)
         fail("not true within %s s: %s" % (timeout, expression))
+
+
+PICKY = r'''
+#include "roomkit_plugin.h"
+#include <string.h>
+#include <unistd.h>
+static void on_event(void *self, int32_t kind, const char *room, const char *payload) {
+    (void)self; (void)payload;
+    if (kind == ROOMKIT_ROOM_KICKED && strcmp(room, "room-b") == 0) usleep(150000);
+}
+static roomkit_plugin descriptor = {
+    .struct_size = sizeof(roomkit_plugin), .abi_major = ROOMKIT_PLUGIN_ABI_MAJOR, .abi_minor = ROOMKIT_PLUGIN_ABI_MINOR,
+    .on_room_event = on_event,
+};
+const roomkit_plugin *roomkit_plugin_entry(uint16_t major, uint16_t minor) { (void)major; (void)minor; return &descriptor; }
+'''
+
+
+def compile_picky_plugin(work):
+    """A room plugin that overruns its 100 ms timeoutMs on room-b's kick only
+    (the room detail's plugin calls): one failure, not three in a row."""
+    source, library = os.path.join(work, "picky.c"), os.path.join(work, "libpicky.so")
+    with open(source, "w") as f:
+        f.write(PICKY)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-I", os.path.join(ROOT, "Sources", "CRoomKitPluginABI", "include"),
+                    source, "-o", library], check=True)
+    return library
+
+
+def plugin_calls(cdp):
+    """The room detail's plugin calls: picky's overrun on room-b's kick shows
+    as a failure with its error in room-b's detail, and not in room-a's."""
+    row = "document.querySelector('#detail-calls tr[data-plugin=\"picky\"]')"
+    cdp.evaluate("document.querySelector('#rooms tr[data-room=\"room-b\"]').click(); true")
+    cdp.wait_for("document.getElementById('detail-calls').dataset.room === 'room-b' && %s !== null"
+                 " && parseInt(%s.children[3].textContent) >= 1" % (row, row), timeout=15)
+    cells = cdp.evaluate("[...%s.children].map(td => td.textContent)" % row)
+    if cells[1] != "on_room_event" or int(cells[2]) < 2 or "took longer than" not in cells[4] or " ago)" not in cells[4]:
+        fail("room-b's plugin calls row reads %s" % cells)
+    cdp.evaluate("document.querySelector('#rooms tr[data-room=\"room-a\"]').click(); true")
+    cdp.wait_for("document.getElementById('detail-calls').dataset.room === 'room-a' && %s !== null" % row)
+    other = cdp.evaluate("[...%s.children].map(td => td.textContent)" % row)
+    if other[3] != "0" or other[4] != "—":
+        fail("room-a is charged for room-b's failure: %s" % other)
+    cdp.evaluate("document.getElementById('detail-close').click(); true")
+    cdp.wait_for("location.hash === ''")
+    print("room detail: room-b's plugin calls %s; room-a's %s" % (cells, other))
 
 
 def free_port():
@@ -280,9 +330,10 @@ def identity_and_detail(cdp):
         fail("more than one failed config request: %s" % expected)
     cdp.errors = [e for e in cdp.errors if e not in expected]
     cdp.evaluate("document.getElementById('config-cancel').click(); true")
-    # The charts: two samples of GET /metrics give the first point of each.
+    # The charts: the bot's own history (GET /v1/bot/activity).
     cdp.wait_for("document.getElementById('rate-now').textContent.startsWith('(now ')", timeout=15)
-    cdp.wait_for("/^\\((now [0-9.]+ ms|no events)\\)$/.test(document.getElementById('latency-now').textContent)", timeout=15)
+    cdp.wait_for("/^\\((now p50 [0-9.]+ ms, p99 [0-9.]+ ms|no events)\\)$/.test(document.getElementById('latency-now').textContent)",
+                 timeout=15)
     print("charts: events/s %s, dispatch latency %s" % (text_of(cdp, "#rate-now"), text_of(cdp, "#latency-now")))
     print("header: %s; room-a detail with %d members; magix sent; config applied"
           % (text_of(cdp, "#identity"), len(members)))
@@ -293,7 +344,28 @@ def deep_link(cdp, base):
     # A fresh load (not a same-document hash change); the token stays in the tab's sessionStorage.
     cdp.call("Page.navigate", url="about:blank")
     cdp.wait_for("location.href === 'about:blank'")
+    # The bot's history has a few samples by now (one per 2 s since it started).
+    deadline = time.time() + 15
+    while True:
+        kept = len(json.loads(http("GET", base + "/v1/bot/activity", CONTROL_TOKEN)[1])["samples"])
+        if kept >= 3:
+            break
+        if time.time() > deadline:
+            fail("GET /v1/bot/activity keeps %d samples after 15 s" % kept)
+        time.sleep(0.2)
     cdp.call("Page.navigate", url=base + "/#filter=kick_out&room=room-b")
+    # The charts draw the bot's history at once: the page's first answer holds
+    # every sample the bot kept (a page that only polled would have 0 or 1),
+    # some with events (the logins, the kick, the magix).
+    points, _ = cdp.wait_for("parseInt((document.getElementById('chart-rate') || {dataset: {}}).dataset.points || '0')",
+                             interval=0.005)
+    if points < kept:
+        fail("the freshly opened page's chart has %d points; the bot kept %d samples" % (points, kept))
+    if not cdp.evaluate("chart.samples.some(s => s.eventsPerSecond > 0)"):
+        fail("no sample in the bot's history has events: %s" % cdp.evaluate("JSON.stringify(chart.samples)"))
+    if not cdp.evaluate("chart.samples.some(s => s.dispatchP99Ms !== null)"):
+        fail("no sample in the bot's history has a dispatch latency")
+    print("charts at open: %d points from the bot's history" % points)
     cdp.wait_for("(() => { const r = [...document.querySelectorAll('#rooms tbody tr[data-room]')]"
                  ".map(tr => tr.dataset.room); return r.length === 1 && r[0] === 'room-b'; })()")
     if cdp.evaluate("document.getElementById('filter').value") != "kick_out":
@@ -368,10 +440,13 @@ def main():
         admin_token = subprocess.run([os.path.join(bin_dir, "roomd"), "token", "--secret", SECRET, "--user", "ops",
                                       "--room", "*", "--role", "admin"], capture_output=True, text=True, check=True).stdout.strip()
 
+        picky = compile_picky_plugin(work)
         with open(os.path.join(work, "plugins.json"), "w") as f:
             json.dump({"manifestVersion": 1, "plugins": [{
                 "name": "url-rewrite", "library": os.path.join(bin_dir, "liburl-rewrite.so"), "abi": 1,
-                "hooks": ["urlInterrupter"], "config": {"from": "http://", "to": "https://cdn.example/"}}]}, f)
+                "hooks": ["urlInterrupter"], "config": {"from": "http://", "to": "https://cdn.example/"}}, {
+                "name": "picky", "library": picky, "abi": 1, "hooks": ["room", "magix"], "isolation": "inline",
+                "timeoutMs": 100}]}, f)
         with open(os.path.join(work, "bot.json"), "w") as f:
             json.dump({"server": "ws://127.0.0.1:%d/v1/rooms" % roomd_port, "user": {"id": "bot-1", "name": "Helper"},
                        "auth": {"secret": SECRET}, "rooms": ROOMS, "manifest": "plugins.json",
@@ -490,6 +565,7 @@ def main():
 
         identity_and_detail(cdp)
         deep_link(cdp, base)
+        plugin_calls(cdp)
         outage_seconds = roomd_outage(cdp, bin_dir, work, roomd, roomd_port, processes)
 
         cdp.pump(0.5)

@@ -35,5 +35,6 @@ extension BotMetrics {
         "roomkit_plugin_failures_total": "Plugin calls that failed or overran timeoutMs (engine count).",
         "roomkit_plugin_call_seconds": "Time of one plugin call, by plugin and hook.",
         "roomkit_plugin_dispatch_seconds": "Time from the loop turn that raised a room event to the end of each plugin's call for it.",
+        "roomkit_event_dispatch_seconds": "Dispatch latency: from the loop turn that received a room event to the end of the last plugin's call for it.",
     ]) { $1 }
 }

@@ -18,8 +18,13 @@ import Synchronization
 /// only reads, so any number of scrapers see the same monotonic counters.
 final class BotMetrics: @unchecked Sendable {
     // @unchecked Sendable: Prometheus metrics are thread-safe; the totals
-    // are guarded by their locks; `lagTimer` is touched on the loop thread only.
+    // are guarded by their locks; `lagTimer` is a `LoopBound` (checked).
     let factory: DocumentedMetricsFactory
+    /// `factory`, with `roomkit_event_dispatch_seconds` (push received →
+    /// last plugin done) also feeding `activity`: the plugin manager's factory.
+    let pluginFactory: any MetricsFactory
+    /// The Activity charts' history (`GET /v1/bot/activity`).
+    let activity: BotActivity
     var registry: PrometheusCollectorRegistry { factory.registry }
     private let process: ProcessMetrics
     private let events: CoreMetrics.Counter
@@ -27,10 +32,13 @@ final class BotMetrics: @unchecked Sendable {
     private let pluginTotals = LockedValue<[String: (calls: Int, failures: Int)]>([:])
     /// Last exported crash/restart/drop/skip totals of process-isolated plugins.
     private let processTotals = LockedValue<[String: [Int]]>([:])
-    private var lagTimer: LoopTimer?
+    /// The lag probe's timer, on the loop thread only (set by `startLagProbe`).
+    private let lagTimer = LockedValue<LoopBound<LoopTimer?>?>(nil)
 
     init(version: String, revision: String) {
         factory = DocumentedMetricsFactory(help: Self.help)
+        activity = BotActivity(bounds: factory.durationBuckets)
+        pluginFactory = DispatchTapFactory(base: factory, tapped: "roomkit_event_dispatch_seconds", tap: activity.dispatch)
         process = ProcessMetrics(factory: factory)
         events = CoreMetrics.Counter(label: "roombot_events_total", dimensions: [], factory: factory)
         loopLag = CoreMetrics.Gauge(label: "roombot_event_loop_lag_seconds", dimensions: [], factory: factory)
@@ -40,6 +48,7 @@ final class BotMetrics: @unchecked Sendable {
 
     func count(_ event: RoomEvent) {
         events.increment()
+        activity.countEvent()
     }
 
     /// A plugin's status changed (the manager's `onStatus`): quarantines are counted.
@@ -48,21 +57,30 @@ final class BotMetrics: @unchecked Sendable {
         CoreMetrics.Counter(label: "roombot_plugin_quarantines_total", dimensions: [("plugin", plugin)], factory: factory).increment()
     }
 
-    /// Measures how late a 100 ms loop timer fires: the event loop's lag.
+    /// Measures how late a 100 ms loop timer fires: the event loop's lag;
+    /// and starts the Activity sampler.
     func startLagProbe(loop: EventLoop) throws {
         let period = 0.1
         try loop.runAndWait { [self] in
             var expected = Date().addingTimeInterval(period)
-            lagTimer = try loop.scheduleTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { [loopLag] _ in
+            let timer = try loop.scheduleTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { [loopLag] _ in
                 let now = Date()
                 loopLag.record(max(0, now.timeIntervalSince(expected)))
                 expected = now.addingTimeInterval(period)
             }
+            lagTimer.withLock { $0 = LoopBound(timer, loop: loop) }
+            try activity.start(loop: loop)
         }
     }
 
     func stopLagProbe(loop: EventLoop) {
-        try? loop.runAndWait { [self] in lagTimer?.cancel(); lagTimer = nil }
+        try? loop.runAndWait { [self] in
+            if let bound = lagTimer.withLock({ $0 }) {
+                bound.value?.cancel()
+                bound.value = nil
+            }
+            activity.stop()
+        }
     }
 
     /// Brings the point-in-time figures up to date, then renders the registry.

@@ -136,7 +136,7 @@ public final class BotRunner: @unchecked Sendable {
         host = try RoomHost(loop: loop, configuration: hostConfiguration, logger: logger,
                             tokenProvider: tokens.canRenew ? tokens : nil)
         let events = self.events
-        plugins = PluginManager(host: host, logger: logger, metricsFactory: metrics.factory) { name, status, message in
+        plugins = PluginManager(host: host, logger: logger, metricsFactory: metrics.pluginFactory) { name, status, message in
             metrics.pluginStatus(name, status)
             var fields: [String: JSON] = ["plugin": .string(name), "status": .string(status.rawValue)]
             if let message { fields["message"] = .string(message) }

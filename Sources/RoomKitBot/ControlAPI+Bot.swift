@@ -7,15 +7,31 @@ import RoomKitProtocol
 ///
 /// - `GET /v1/bot` — who the bot is and how it is: user, servers with each
 ///   connection's state, version, uptime, and the names of the error codes;
-/// - `GET /v1/rooms/{id}` — one room: its fields, members and last events.
+/// - `GET /v1/bot/activity?since=` — the Activity charts' history (`BotActivity`);
+/// - `GET /v1/rooms/{id}` — one room: its fields, members, last events and plugin calls.
 ///
-/// Both are answered on the loop thread (the connection state lives there).
+/// All are answered on the loop thread (the connection state and the activity ring live there).
 extension ControlAPI {
-    /// Answers the two routes. True when it answered. Loop thread.
+    /// Answers the three routes. True when it answered. Loop thread.
     func serveBotRoutes(_ request: HTTPRequest, responder: HTTPResponder) -> Bool {
         guard request.method == "GET" else { return false }
         if request.path == "/v1/bot" {
             responder.respond(status: 200, text: botIdentity().jsonString)
+            return true
+        }
+        if request.path == "/v1/bot/activity" {
+            var since: Int64?
+            if let text = request.queryValue("since") {
+                guard let value = Int64(text), value >= 0 else {
+                    responder.respond(status: 400, text: JSON.object([
+                        "code": .int(Int64(ErrorCode.invalidArgument.rawValue)),
+                        "message": .string("GET /v1/bot/activity: since must be ms since epoch (an integer ≥ 0), not \(text)"),
+                    ]).jsonString)
+                    return true
+                }
+                since = value
+            }
+            responder.respond(status: 200, text: runner.metrics.activity.json(since: since).jsonString)
             return true
         }
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
@@ -54,8 +70,9 @@ extension ControlAPI {
     }
 
     /// `GET /v1/rooms/{id}`: the room's fields (as in `GET /v1/rooms`), its
-    /// members, and its last event-log lines (newest last, at most 50 of the
-    /// bot's last 2,000 room lines), plugin lines included.
+    /// members, its last event-log lines (newest last, at most 50 of the
+    /// bot's last 2,000 room lines), plugin lines included, and each
+    /// plugin's calls and failures in the room, per hook (`pluginCalls`).
     func roomDetail(_ room: Room) -> JSON {
         let c = room.content
         let lines = feed.recentLines(of: room.id, limit: 50)
@@ -74,6 +91,11 @@ extension ControlAPI {
                  "name": member.name.map(JSON.string) ?? .null]
             }),
             "events": .array(events),
+            "pluginCalls": .array(runner.plugins.roomCalls(room.id).map { row in
+                ["plugin": .string(row.plugin), "hook": .string(row.hook), "calls": .int(Int64(row.calls)),
+                 "failures": .int(Int64(row.failures)), "lastError": row.lastError.map(JSON.string) ?? .null,
+                 "lastErrorAt": row.lastErrorAt.map(JSON.int) ?? .null]
+            }),
         ]
     }
 }

@@ -19,16 +19,18 @@ struct EventStreamSettings: Sendable {
 /// The lines come from `EventLog.addTap`, on whichever thread wrote them;
 /// they are handed to the loop, where the clients live. A client that reads
 /// too slowly overflows its bounded buffer and is dropped (`HTTPStream`).
-final class EventFeed: @unchecked Sendable {
-    // @unchecked Sendable: `clients` and `keepAlive` are loop-thread-only
-    // (asserted); `lastEvent` is behind its lock.
+final class EventFeed: Sendable {
+    /// The open streams and the keep-alive timer: the loop's (`LoopBound`
+    /// traps on any other thread).
+    struct Streams {
+        var clients: [ObjectIdentifier: HTTPStream] = [:]
+        var keepAlive: LoopTimer?
+    }
 
     let settings: EventStreamSettings
     private let loop: EventLoop
     private let logger: Logger
-    /// The open streams. Loop thread only.
-    private var clients: [ObjectIdentifier: HTTPStream] = [:]
-    private var keepAlive: LoopTimer?
+    private let streams: LoopBound<Streams>
     /// ms since epoch of each room's last event.
     private let lastEvent = LockedValue<[String: Int64]>([:])
     /// The last `recentLimit` lines with a room, oldest first (a room's
@@ -41,6 +43,7 @@ final class EventFeed: @unchecked Sendable {
         self.loop = loop
         self.settings = settings
         self.logger = logger
+        streams = LoopBound(Streams(), loop: loop)
     }
 
     /// Subscribes to `log`. Call once.
@@ -70,6 +73,7 @@ final class EventFeed: @unchecked Sendable {
 
     /// Sends one SSE message (`data: <line>`) to every client. Loop thread only.
     private func broadcast(_ line: [UInt8]) {
+        let clients = streams.value.clients
         guard !clients.isEmpty else { return }
         var message = Array("data: ".utf8)
         message.reserveCapacity(line.count + 8)
@@ -83,8 +87,7 @@ final class EventFeed: @unchecked Sendable {
     /// Answers `GET /v1/events/stream`: a `text/event-stream` of every event
     /// log line from now on. Loop thread only.
     func open(_ responder: HTTPResponder) {
-        loop.preconditionInEventLoop()
-        if clients.count >= settings.maxClients {
+        if streams.value.clients.count >= settings.maxClients {
             responder.respond(status: 503, text: JSON.object([
                 "code": .int(Int64(ErrorCode.rateLimited.rawValue)),
                 "message": .string("too many event stream clients (\(settings.maxClients))"),
@@ -94,15 +97,17 @@ final class EventFeed: @unchecked Sendable {
         guard let stream = responder.startStream(contentType: "text/event-stream", headers: [("cache-control", "no-store")],
                                                  maxBufferedBytes: settings.maxBufferedBytes) else { return }
         let key = ObjectIdentifier(stream)
-        clients[key] = stream
+        streams.value.clients[key] = stream
         stream.onClose = { [weak self] reason in
             guard let self else { return }
-            clients[key] = nil
             if reason == .overflow {
                 logger.warning("event stream client dropped: it read too slowly",
                                metadata: ["maxBufferedBytes": "\(settings.maxBufferedBytes)"])
             }
-            if clients.isEmpty { keepAlive?.stop() }
+            streams.withValue { streams in
+                streams.clients[key] = nil
+                if streams.clients.isEmpty { streams.keepAlive?.stop() }
+            }
         }
         // The first bytes tell the client the stream is live.
         stream.send(Array(": roombot event stream\nretry: 2000\n\n".utf8))
@@ -110,22 +115,24 @@ final class EventFeed: @unchecked Sendable {
     }
 
     private func startKeepAlive() {
-        if keepAlive == nil {
-            keepAlive = try? LoopTimer(loop: loop) { [weak self] _ in
+        if streams.value.keepAlive == nil {
+            streams.value.keepAlive = try? LoopTimer(loop: loop) { [weak self] _ in
                 guard let self else { return }
-                for stream in clients.values { stream.send(Array(": keep-alive\n\n".utf8)) }
+                for stream in streams.value.clients.values { stream.send(Array(": keep-alive\n\n".utf8)) }
             }
         }
-        if let keepAlive, !keepAlive.isScheduled {
+        if let keepAlive = streams.value.keepAlive, !keepAlive.isScheduled {
             try? keepAlive.start(after: settings.keepAliveInterval, repeating: settings.keepAliveInterval)
         }
     }
 
     /// Ends every stream and the keep-alive timer. Loop thread only.
     func stop() {
-        loop.preconditionInEventLoop()
-        keepAlive?.cancel()
-        keepAlive = nil
+        let clients = streams.withValue { streams in
+            streams.keepAlive?.cancel()
+            streams.keepAlive = nil
+            return streams.clients
+        }
         for stream in clients.values { stream.finish() }
     }
 }

@@ -8,9 +8,13 @@ import RoomKitProtocol
 /// default. Each endpoint answers once the outcome is known (a login answers
 /// at LOGINED or LOGIN_FAILED).
 final class ControlAPI: WebServerDelegate, @unchecked Sendable {
-    // @unchecked Sendable: `server` is touched on the loop thread only.
+    // @unchecked Sendable: `runner` is unowned (the runner outlives its API);
+    // the listener is the loop's, checked at run time (`LoopBound`).
     unowned let runner: BotRunner
-    private var server: WebServer?
+    /// The listener, the loop's own: touched anywhere else, it traps.
+    private let server: LoopBound<WebServer?>
+    /// Its bound port, for any thread (tests, `roombot run`'s "control on" line).
+    private let boundPort = LockedValue<Int?>(nil)
     /// The live event stream and each room's last event time (the dashboard's).
     let feed: EventFeed
     /// When the bot started (the control API is made at start): `GET /v1/bot`'s uptime.
@@ -18,25 +22,31 @@ final class ControlAPI: WebServerDelegate, @unchecked Sendable {
 
     init(runner: BotRunner) {
         self.runner = runner
+        server = LoopBound(nil, loop: runner.loop)
         feed = EventFeed(loop: runner.loop, settings: EventStreamSettings(), logger: runner.logger)
         feed.attach(to: runner.events)
     }
 
-    var port: Int? { server?.port }
+    /// The bound port once listening; nil before and after. Any thread.
+    var port: Int? { boundPort.withLock { $0 } }
 
-    /// Binds. Loop thread only.
+    /// Binds. Loop thread only (checked).
     func listen(host: String, port: Int) throws {
         var configuration = WebServerConfiguration()
         configuration.host = host
         configuration.port = port
         configuration.webSocketPath = nil
-        server = try WebServer(loop: runner.loop, configuration: configuration, delegate: self, logger: runner.logger)
+        let listener = try WebServer(loop: runner.loop, configuration: configuration, delegate: self, logger: runner.logger)
+        server.value = listener
+        boundPort.withLock { $0 = listener.port }
     }
 
+    /// Ends the streams and stops listening. Loop thread only (checked).
     func stop() {
         feed.stop()
-        server?.stop()
-        server = nil
+        server.value?.stop()
+        server.value = nil
+        boundPort.withLock { $0 = nil }
     }
 
     func webServer(_ server: WebServer, didAccept connection: WebSocketConnection) {

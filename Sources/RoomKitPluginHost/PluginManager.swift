@@ -39,6 +39,8 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
 
     public let host: RoomHost
     let metricsFactory: any MetricsFactory
+    /// `roomkit_event_dispatch_seconds`: push received → last plugin done (PluginTurnDone.swift).
+    let eventDispatch: CoreMetrics.Timer
     /// Each quarantined plugin's half-open retry (PluginManager+Recovery.swift).
     let recoveries = LockedValue<[String: QuarantineRecovery]>([:])
     let logger: Logger
@@ -90,6 +92,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
                 onStatus: @escaping @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void = { _, _, _ in }) {
         self.host = host
         self.metricsFactory = metricsFactory ?? MetricsSystem.factory
+        eventDispatch = CoreMetrics.Timer(label: "roomkit_event_dispatch_seconds", dimensions: [], factory: self.metricsFactory)
         self.logger = logger
         failureLog = PluginFailureLog(logger: logger)
         listener = onStatus
@@ -334,6 +337,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
                 turnBatch.append((runtime, [call]))
             }
         }
+        forgetRoomCalls(after: event)
     }
 
     /// Appends the on_room_event (or on_player_event) payload to `buffer`:
@@ -368,8 +372,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         // A new buffer for the next turn (this one now belongs to the plugins' batches).
         turnPayloads = []
         turnPayloads.reserveCapacity(payloads.count)
+        let done = TurnDone(batch: batch, since: turnStarted, timer: eventDispatch)
         for (runtime, calls) in batch {
-            runtime.post(roomEvents: calls.map { PluginRoomEvent(kind: $0.kind, room: $0.room, payload: payloads[$0.payload]) },
+            runtime.post(roomEvents: calls.map { PluginRoomEvent(kind: $0.kind, room: $0.room, payload: payloads[$0.payload], turn: done) },
                          since: turnStarted)
         }
     }

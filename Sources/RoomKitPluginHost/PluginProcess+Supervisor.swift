@@ -93,6 +93,7 @@ extension PluginProcess {
         }
         let result = machine.exited(reason: reason, suspect: suspect, now: DispatchTime.now().uptimeNanoseconds,
                                     jitter: Double.random(in: 0.5...1.5))
+        countCrashInRoom(suspect, result)
         var skipNote: String?
         switch result {
         case .finished:

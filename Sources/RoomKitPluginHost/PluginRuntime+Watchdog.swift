@@ -88,11 +88,14 @@ struct PluginRoomEvent: Sendable {
     /// usually a slice of a loop turn's payload buffer, shared by every
     /// plugin's batch.
     let payload: ArraySlice<UInt8>
+    /// The loop turn it came in, when batched (the dispatch latency's "last plugin done").
+    let turn: TurnDone?
 
-    init(kind: Int32, room: String, payload: ArraySlice<UInt8>) {
+    init(kind: Int32, room: String, payload: ArraySlice<UInt8>, turn: TurnDone? = nil) {
         self.kind = kind
         self.room = room
         self.payload = payload
+        self.turn = turn
     }
 
     init(kind: Int32, room: String, payload: [UInt8]) {
@@ -199,6 +202,7 @@ extension PluginRuntime {
             // Each call is finished (watchdog) and timed on its own; the
             // batch's successes are counted together at its end.
             var tally = SuccessTally()
+            var done: [(key: Int, at: UInt64)] = []
             for (offset, event) in events.enumerated() {
                 event.room.withCString { room in
                     event.payload.withUnsafeBufferPointer { payload in
@@ -208,13 +212,15 @@ extension PluginRuntime {
                     }
                 }
                 let now = DispatchTime.now().uptimeNanoseconds
-                if outstanding.withLock({ $0.finish(first &+ UInt64(offset), now: now) }) {
-                    recordSuccess(nanoseconds: now &- last, into: &tally)
-                }
+                let inTime = outstanding.withLock { $0.finish(first &+ UInt64(offset), now: now) }
+                if inTime { recordSuccess(nanoseconds: now &- last, into: &tally) }
+                roomCalls.count(event.room, .roomEvent, failure: inTime ? nil : "a call took longer than \(spec.timeout)")
                 metrics.recordDispatch(nanoseconds: now &- since)
+                if event.turn != nil { done.append((event.payload.startIndex, now)) }
                 last = now
             }
             flush(&tally)
+            events.first?.turn?.finished(done)
         }
     }
 

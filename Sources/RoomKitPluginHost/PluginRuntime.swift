@@ -79,6 +79,8 @@ final class PluginRuntime: @unchecked Sendable {
 
     /// Per-plugin calls, failures and call latency (swift-metrics).
     let metrics: PluginCallMetrics
+    /// Its calls and failures per room and hook (PluginManager+RoomStats.swift).
+    let roomCalls = PluginRoomTally()
 
     init(_ mapped: MappedPlugin, actions: any PluginHostActions, metricsFactory: any MetricsFactory = MetricsSystem.factory,
          onQuarantine: @escaping @Sendable (PluginRuntime, String) -> Void) {

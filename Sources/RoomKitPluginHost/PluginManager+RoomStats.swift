@@ -1,0 +1,140 @@
+import CRoomKitPluginWire
+import Foundation
+import RoomKit
+import RoomKitLoop
+
+/// One plugin's calls in one room, for one hook: a row of the room detail
+/// view (`GET /v1/rooms/{id}`'s `pluginCalls`, docs/DASHBOARD.md).
+public struct PluginRoomCalls: Sendable, Hashable {
+    public let plugin: String
+    /// The hook's C name (`on_room_event`, `on_player_event`).
+    public let hook: String
+    /// Calls handed to the plugin for this room since its instance started
+    /// (a reload or a half-open retry starts over, as `GET /v1/plugins` does).
+    public let calls: Int
+    /// Of those, the ones that failed: a timeout (over `timeoutMs`), or,
+    /// for a process plugin, a crash while handling one of the room's
+    /// events (each crash; the second is the poison skip).
+    public let failures: Int
+    /// The last failure, in words, and when it was counted (ms since epoch).
+    public let lastError: String?
+    public let lastErrorAt: Int64?
+}
+
+/// One plugin instance's calls per room and hook. Only rooms that had a
+/// call have an entry, and a room's entry goes when the room's session ends
+/// (LOGOUT, after the plugin's calls for it), so the memory follows the live
+/// rooms the plugin serves. A call costs one lock (uncontended: the plugin's
+/// own thread writes, a control-API read is rare) and one dictionary lookup.
+/// Thread-safe.
+final class PluginRoomTally: Sendable {
+    struct Counts: Sendable {
+        var calls = 0
+        var failures = 0
+        var lastError: String?
+        var lastErrorAt: Int64 = 0
+    }
+
+    /// The longest `lastError` kept (a crash reason can quote a signal and a label).
+    static let maxErrorLength = 300
+
+    private let rooms = LockedValue<[String: [PluginHookKind: Counts]]>([:])
+
+    /// Counts one call for `room` to `hook`; a failure when `failure` gives
+    /// a text (read only then). Any thread (the plugin's, usually).
+    func count(_ room: String, _ hook: PluginHookKind, call: Bool = true, failure: @autoclosure () -> String? = nil) {
+        let error = failure()
+        let at = error == nil ? 0 : Int64(Date().timeIntervalSince1970 * 1000)
+        rooms.withLock { rooms in
+            rooms[room, default: [:]][hook, default: Counts()].add(call: call, error: error, at: at)
+        }
+    }
+
+    /// Forgets `room` (its session ended).
+    func forget(_ room: String) {
+        _ = rooms.withLock { $0.removeValue(forKey: room) }
+    }
+
+    /// `room`'s counts per hook (empty when it had no call).
+    func counts(of room: String) -> [PluginHookKind: Counts] {
+        rooms.withLock { $0[room] ?? [:] }
+    }
+
+    /// How many rooms have an entry (tests: the memory bound).
+    var roomCount: Int { rooms.withLock { $0.count } }
+}
+
+extension PluginRoomTally.Counts {
+    mutating func add(call: Bool, error: String?, at: Int64) {
+        if call { calls += 1 }
+        guard let error else { return }
+        failures += 1
+        lastError = error.count > PluginRoomTally.maxErrorLength ? String(error.prefix(PluginRoomTally.maxErrorLength)) + "…" : error
+        lastErrorAt = at
+    }
+}
+
+extension PluginManager {
+    /// Every plugin's calls in `room`, by plugin then hook (the current
+    /// instance of each loaded or quarantined plugin). Any thread.
+    public func roomCalls(_ room: String) -> [PluginRoomCalls] {
+        var rows: [PluginRoomCalls] = []
+        for runtime in runtimes.withLock({ $0 }) {
+            for (hook, counts) in runtime.roomCalls.counts(of: room) {
+                rows.append(PluginRoomCalls(plugin: runtime.spec.name, hook: hook.rawValue, calls: counts.calls,
+                                            failures: counts.failures, lastError: counts.lastError,
+                                            lastErrorAt: counts.lastError == nil ? nil : counts.lastErrorAt))
+            }
+        }
+        return rows.sorted { ($0.plugin, $0.hook) < ($1.plugin, $1.hook) }
+    }
+
+    /// At a room's LOGOUT, forgets its calls in every plugin, after the
+    /// calls already queued for it (the LOGOUT event's own included: the
+    /// turn's batch is posted by a loop task queued before this one).
+    /// Loop thread (from dispatch); costs nothing for other events.
+    func forgetRoomCalls(after event: RoomEvent) {
+        guard case .roomStateChanged(let room, .logout, _, _) = event else { return }
+        _ = host.loop.execute { [weak self] in
+            guard let self else { return }
+            for runtime in runtimes.withLock({ $0 }) {
+                let tally = runtime.roomCalls
+                runtime.enqueue(.unwatched { tally.forget(room) }, watched: 0)
+            }
+        }
+    }
+}
+
+extension PluginProcess {
+    /// A crash (or a hang the supervisor killed) while the child handled one
+    /// of a room's events: counted as that room's failure, the poison skip
+    /// as such. Called with `lock` held, before the journal is trimmed.
+    func countCrashInRoom(_ suspect: PluginSupervisorMachine.Suspect, _ result: PluginSupervisorMachine.ExitedResult) {
+        guard case .event(let seq, _) = suspect, let runtime,
+              let entry = journal[journalHead...].first(where: { $0.seq == seq }), let (room, hook) = entry.roomAndHook else { return }
+        switch result {
+        case .finished: return
+        case .restart(_, let message, let skip, let note), .quarantine(_, let message, let skip, let note):
+            let text = skip == seq ? "poison: \(note ?? message)" : "crash: \(message)"
+            runtime.roomCalls.count(room, hook, call: false, failure: text)
+        }
+    }
+}
+
+extension PluginProcess.Entry {
+    /// The room and hook of a room or player event record (nil for others).
+    var roomAndHook: (String, PluginHookKind)? {
+        record.withUnsafeBytes { raw -> (String, PluginHookKind)? in
+            var r = WireReader(raw)
+            let type = UInt32(r.u8())
+            _ = r.u64()
+            _ = r.u64()
+            guard let room = r.string() else { return nil }
+            switch type {
+            case ROOMKIT_WIRE_RECORD_ROOM.rawValue: return (room, .roomEvent)
+            case ROOMKIT_WIRE_RECORD_PLAYER.rawValue: return (room, .playerEvent)
+            default: return nil
+            }
+        }
+    }
+}
