@@ -97,6 +97,8 @@ public final class FleetCoordinator: Sendable {
         // A command must fail well inside a lease so the local rule decides, not a hung socket.
         redisConfiguration.commandTimeout = min(.seconds(2), config.leaseTTL / 4)
         redisConfiguration.connectTimeout = min(.seconds(2), config.leaseTTL / 4)
+        // Reconnects back off, but a returning Redis is seen well inside a lease.
+        redisConfiguration.reconnectDelayCap = min(.seconds(2), config.leaseTTL / 4)
         redis = RedisClient(loop: loop, endpoint: config.redis, configuration: redisConfiguration, logger: logger)
         let settings = FleetLeaseMachine.Settings(
             shards: config.shards, ttl: UInt64(config.leaseTTL.milliseconds),
@@ -117,6 +119,7 @@ public final class FleetCoordinator: Sendable {
         logger.info("fleet host starting", metadata: ["host": "\(hostID)", "fleet": "\(config.name)",
                                                       "redis": "\(config.redis)", "shards": .stringConvertible(config.shards)])
         redis.onConnect = { [weak self] in self?.redisConnected() }
+        redis.onDisconnect = { [weak self] _ in self?.redisLost() }
         try redis.start()
         let renewEvery = config.leaseTTL / 5
         // Local lease expiry is checked ten times per TTL.
@@ -150,6 +153,17 @@ public final class FleetCoordinator: Sendable {
         case .renewAndAskRunID:
             renew()
             redis.command(["INFO", "server"]) { [weak self] result in self?.runIDAnswered(result) }
+        }
+    }
+
+    /// Input: the Redis connection was lost. Claims stop until it is back
+    /// and its run ID known; the leases run on the local clock meanwhile.
+    private func redisLost() {
+        switch state.value.machine.redisLost() {
+        case .stopClaiming:
+            metrics.redisUp.record(0)
+        case .none:
+            break
         }
     }
 
