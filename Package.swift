@@ -205,8 +205,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
-        // The fleet's pure decisions (no Redis, no loop): when a host may take shards.
-        .target(name: "RoomKitFleet", swiftSettings: swiftSettings),
+        // MARK: The bot fleet (docs/FLEET.md): its pure lease machine, the Redis
+        // driver of it, and its Lua scripts, one file each (FleetScripts.swift).
+        .target(
+            name: "RoomKitFleet",
+            dependencies: [
+                "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitRedis",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            resources: [.copy("Lua")],
+            swiftSettings: swiftSettings),
         .target(
             name: "RoomKitBot",
             dependencies: [
@@ -217,10 +226,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            // The fleet's Lua scripts, one file each (FleetScripts.swift), and
-            // the dashboard page, compiled into the module as bytes
+            // The dashboard page, compiled into the module as bytes
             // (`PackageResources.dashboard_html`).
-            resources: [.copy("Lua"), .embedInCode("Resources/dashboard.html")],
+            resources: [.embedInCode("Resources/dashboard.html")],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "roombot",

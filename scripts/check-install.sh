@@ -17,7 +17,7 @@ root="$stage$PREFIX"
 
 expected=(
   bin/roomd bin/roombot bin/multiroom-bot bin/roomkit-plugin-host
-  bin/RoomKit_RoomKitBot.resources/Lua/claim.lua bin/RoomKit_roombot.resources/Templates/rust/src/lib.rs
+  bin/RoomKit_RoomKitFleet.resources/Lua/claim.lua bin/RoomKit_roombot.resources/Templates/rust/src/lib.rs
   lib/roomkit/plugins/liburl-rewrite.so lib/roomkit/plugins/liberror-log.so
   lib/roomkit/plugins/libecho-commands.so lib/roomkit/plugins/plugins.json
   include/roomkit_plugin.h include/roomkit_json.h lib/pkgconfig/roomkit-plugin.pc

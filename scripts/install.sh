@@ -42,7 +42,7 @@ done
 
 # roombot's SwiftPM resources (the fleet's Lua scripts, the Rust scaffold's
 # templates): Bundle.module looks for them beside the executable.
-for resources in RoomKit_RoomKitBot.resources RoomKit_roombot.resources; do
+for resources in RoomKit_RoomKitFleet.resources RoomKit_roombot.resources; do
   [ -d "$bin/$resources" ] || { echo "install: $bin/$resources is not built" >&2; exit 1; }
   (cd "$bin" && find "$resources" -type f) | while read -r file; do
     install -Dm644 "$bin/$file" "$root/bin/$file"

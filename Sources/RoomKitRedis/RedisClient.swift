@@ -26,8 +26,12 @@ public final class RedisClient: @unchecked Sendable {
         public var commandTimeout: Duration = .seconds(2)
         /// A connect attempt that has not completed after this is abandoned.
         public var connectTimeout: Duration = .seconds(2)
-        /// Wait between a lost connection and the next attempt.
+        /// Wait between a lost connection and the next attempt; it doubles
+        /// with each attempt that fails in a row, up to `reconnectDelayCap`
+        /// (RoomKitLoop's `Backoff`, the engine's too).
         public var reconnectDelay: Duration = .milliseconds(250)
+        /// The longest wait between attempts (never below `reconnectDelay`).
+        public var reconnectDelayCap: Duration = .seconds(2)
         /// The defaults above.
         public init() {}
     }
@@ -39,21 +43,54 @@ public final class RedisClient: @unchecked Sendable {
     private let loop: EventLoop
     private let logger: Logger
 
-    /// The live hiredis context, if any. Loop thread only.
-    private var context: UnsafeMutablePointer<redisAsyncContext>?
-    private var connected = false
-    private var connectStarted: UInt64 = 0
-    private var closed = false
+    /// Where the connection is in its life. Loop thread only.
+    enum Lifecycle {
+        /// Not started.
+        case idle
+        /// A hiredis context connecting (and authenticating) since `since`.
+        case connecting(UnsafeMutablePointer<redisAsyncContext>, since: UInt64)
+        /// Ready for commands.
+        case connected(UnsafeMutablePointer<redisAsyncContext>)
+        /// No context; the next attempt is due at `at`.
+        case waiting(until: UInt64)
+        /// Closed for good.
+        case closed
+    }
+
+    private var lifecycle: Lifecycle = .idle
+    /// Attempts failed in a row since the last ready connection (the backoff's step).
+    private var failedAttempts = 0
+    private var backoff: Backoff {
+        let first = Int64(Self.ms(configuration.reconnectDelay))
+        return Backoff(first: first, cap: max(first, Int64(Self.ms(configuration.reconnectDelayCap))))
+    }
     private var nextID: UInt = 1
     private var pending: [UInt: (deadline: UInt64, completion: (Result<RedisValue, RedisError>) -> Void)] = [:]
     /// SUBSCRIBE callbacks: hiredis calls each one again for every message
     /// of its channels, so they are not in `pending` (no deadline, no removal).
     private var subscriptions: [UInt: (RedisValue) -> Void] = [:]
     private var ticker: LoopTimer?
-    private var reconnectAt: UInt64?
     private var shutdownHook: Int?
     /// Called on the loop thread each time a connection is ready (first and after reconnects).
     public var onConnect: (() -> Void)?
+    /// Called on the loop thread each time a ready connection is lost (not
+    /// on `close()`), with why; the client reconnects by itself.
+    public var onDisconnect: ((RedisError) -> Void)?
+
+    /// The live hiredis context, if any.
+    private var context: UnsafeMutablePointer<redisAsyncContext>? {
+        switch lifecycle {
+        case .connecting(let context, _), .connected(let context): return context
+        case .idle, .waiting, .closed: return nil
+        }
+    }
+
+    private var closed: Bool {
+        switch lifecycle {
+        case .closed: return true
+        case .idle, .connecting, .connected, .waiting: return false
+        }
+    }
 
     /// Creates a client; call `start()` on the loop thread to connect.
     public init(loop: EventLoop, endpoint: RedisEndpoint, configuration: Configuration = Configuration(), logger: Logger) {
@@ -66,7 +103,10 @@ public final class RedisClient: @unchecked Sendable {
     /// Whether a connection is established. Loop thread only.
     public var isConnected: Bool {
         loop.assertInEventLoop()
-        return connected
+        switch lifecycle {
+        case .connected: return true
+        case .idle, .connecting, .waiting, .closed: return false
+        }
     }
 
     /// Connects (and keeps reconnecting until `close()`). Loop thread only.
@@ -85,7 +125,7 @@ public final class RedisClient: @unchecked Sendable {
     public func command(_ arguments: [String], completion: @escaping (Result<RedisValue, RedisError>) -> Void) {
         loop.preconditionInEventLoop()
         guard !closed else { return completion(.failure(RedisError(code: .closed, message: "client closed"))) }
-        guard let context, connected else {
+        guard case .connected(let context) = lifecycle else {
             return completion(.failure(RedisError(code: .disconnected, message: "not connected to \(endpoint)")))
         }
         let id = nextID
@@ -108,7 +148,7 @@ public final class RedisClient: @unchecked Sendable {
     @discardableResult
     public func subscribe(_ channels: [String], onMessage: @escaping (RedisValue) -> Void) -> Bool {
         loop.preconditionInEventLoop()
-        guard !closed, let context, connected, !channels.isEmpty else { return false }
+        guard case .connected(let context) = lifecycle, !channels.isEmpty else { return false }
         let id = nextID
         nextID += 1
         subscriptions[id] = onMessage
@@ -123,21 +163,26 @@ public final class RedisClient: @unchecked Sendable {
     public func close() {
         loop.assertInEventLoop()
         guard !closed else { return }
-        closed = true
+        let ac = context
+        lifecycle = .closed
         ticker?.cancel()
         ticker = nil
         if let hook = shutdownHook {
             shutdownHook = nil
             loop.removeShutdownHook(hook)
         }
-        drop(RedisError(code: .closed, message: "client closed"))
+        if let ac { redisAsyncFree(ac) }  // its callbacks see no context of ours
+        failAll(RedisError(code: .closed, message: "client closed"))
     }
 
     // MARK: Connection
 
     private func connect() {
-        guard !closed, context == nil else { return }
-        reconnectAt = nil
+        switch lifecycle {
+        case .idle, .waiting: break
+        case .connecting, .connected, .closed: return
+        }
+        lifecycle = .idle
         guard let ac = redisAsyncConnect(endpoint.host, Int32(endpoint.port)) else {
             return scheduleReconnect("redisAsyncConnect returned nil")
         }
@@ -159,15 +204,14 @@ public final class RedisClient: @unchecked Sendable {
             guard let ac, let data = ac.pointee.data else { return }
             Unmanaged<RedisClient>.fromOpaque(data).takeUnretainedValue().didDisconnect(ac, status: status)
         }
-        context = ac
-        connectStarted = loop.nowMilliseconds
+        lifecycle = .connecting(ac, since: loop.nowMilliseconds)
     }
 
     private func didConnect(_ ac: UnsafePointer<redisAsyncContext>, status: Int32) {
-        guard let context, UnsafePointer(context) == ac else { return }
+        guard case .connecting(let context, _) = lifecycle, UnsafePointer(context) == ac else { return }
         if status != Int32(RK_REDIS_OK) {
             // hiredis frees the context after this callback.
-            self.context = nil
+            lifecycle = .idle
             return scheduleReconnect(Self.errorText(ac))
         }
         guard let password = endpoint.password else { return ready() }
@@ -195,7 +239,9 @@ public final class RedisClient: @unchecked Sendable {
 
     /// Connected (and authenticated): selects the database, then tells `onConnect`.
     private func ready() {
-        connected = true
+        guard case .connecting(let context, _) = lifecycle else { return }
+        lifecycle = .connected(context)
+        failedAttempts = 0
         logger.info("redis connected", metadata: ["redis": "\(endpoint)"])
         if endpoint.database != 0 {
             command(["SELECT", String(endpoint.database)]) { [logger] result in
@@ -211,21 +257,25 @@ public final class RedisClient: @unchecked Sendable {
         guard let context, UnsafePointer(context) == ac else { return }
         // hiredis frees the context after this callback; it already failed
         // the pending callbacks (with no reply), which removed them.
-        self.context = nil
-        connected = false
-        failAll(RedisError(code: .disconnected, message: "connection to \(endpoint) lost"))
+        let wasReady = isConnected
+        lifecycle = .idle
+        let error = RedisError(code: .disconnected, message: "connection to \(endpoint) lost")
+        failAll(error)
         scheduleReconnect(Self.errorText(ac))
+        if wasReady { onDisconnect?(error) }
     }
 
     /// Frees the context now (no waiting for replies, unlike redisAsyncDisconnect)
     /// and fails everything pending with `error`.
     private func drop(_ error: RedisError) {
+        guard !closed else { return }
         let ac = context
-        context = nil
-        connected = false
-        if let ac { redisAsyncFree(ac) }  // its callbacks see context == nil
+        let wasReady = isConnected
+        lifecycle = .idle
+        if let ac { redisAsyncFree(ac) }  // its callbacks see no context of ours
         failAll(error)
-        if !closed { scheduleReconnect(error.message) }
+        scheduleReconnect(error.message)
+        if wasReady { onDisconnect?(error) }
     }
 
     private func failAll(_ error: RedisError) {
@@ -236,15 +286,21 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     private func scheduleReconnect(_ why: String) {
-        guard !closed, reconnectAt == nil else { return }
-        logger.warning("redis unavailable; reconnecting", metadata: ["redis": "\(endpoint)", "error": "\(why)"])
-        reconnectAt = loop.nowMilliseconds + Self.ms(configuration.reconnectDelay)
+        switch lifecycle {
+        case .idle:
+            logger.warning("redis unavailable; reconnecting", metadata: ["redis": "\(endpoint)", "error": "\(why)"])
+            let delay = UInt64(backoff.ceiling(attempt: failedAttempts))
+            failedAttempts += 1
+            lifecycle = .waiting(until: loop.nowMilliseconds + delay)
+        case .connecting, .connected, .waiting, .closed:
+            break
+        }
     }
 
     /// Deadlines hiredis does not keep: connect, commands, reconnect.
     private func tick() {
         let now = loop.nowMilliseconds
-        if context != nil, !connected, now - connectStarted >= Self.ms(configuration.connectTimeout) {
+        if case .connecting(_, let since) = lifecycle, now - since >= Self.ms(configuration.connectTimeout) {
             return drop(RedisError(code: .timedOut, message: "connect to \(endpoint) timed out"))
         }
         if let expired = pending.first(where: { $0.value.deadline <= now }) {
@@ -252,7 +308,7 @@ public final class RedisClient: @unchecked Sendable {
             expired.value.completion(.failure(RedisError(code: .timedOut, message: "no reply from \(endpoint)")))
             return drop(RedisError(code: .disconnected, message: "connection to \(endpoint) dropped after a timeout"))
         }
-        if let at = reconnectAt, now >= at, context == nil {
+        if case .waiting(let until) = lifecycle, now >= until {
             connect()
         }
     }

@@ -114,6 +114,26 @@ final class RedisClientTests: XCTestCase {
         try waitConnected()
         XCTAssertEqual(try run(["GET", "k"]).get(), .null, "no persistence: the restarted server is empty")
     }
+
+    func testClient_whenServerKilled_tellsOnDisconnectOnce_andOnConnectWhenItIsBack() throws {
+        let events = LockedValue<[String]>([])
+        try loop.runAndWait { [client] in
+            client!.onDisconnect = { error in events.withLock { $0.append(error.code == .disconnected ? "lost" : "lost: \(error)") } }
+            client!.onConnect = { events.withLock { $0.append("connected") } }
+        }
+        redis.kill9()
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, events.withLock({ $0.isEmpty }) { usleep(10_000) }
+        XCTAssertEqual(events.withLock { $0 }, ["lost"])
+        usleep(300_000)  // some reconnect attempts fail meanwhile: none of them is a lost connection
+        XCTAssertEqual(events.withLock { $0 }, ["lost"])
+        try redis.start()
+        try waitConnected()
+        XCTAssertEqual(events.withLock { $0 }, ["lost", "connected"])
+        try loop.runAndWait { [client] in client!.close() }
+        XCTAssertEqual(events.withLock { $0 }, ["lost", "connected"], "close() is not a lost connection")
+        XCTAssertFalse(try loop.runAndWait { [client] in client!.isConnected })
+    }
 }
 
 /// AUTH against a real redis-server that requires it: `requirepass` (the

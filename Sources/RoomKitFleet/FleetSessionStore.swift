@@ -11,17 +11,21 @@ import RoomKitRedis
 /// Thread safety: the engine calls `cursor(room:)` and `save(_:)` on the
 /// loop thread; the coordinator runs there too. The lock only makes the
 /// type `Sendable` honestly.
-final class FleetSessionStore: SessionStore, @unchecked Sendable {
+public final class FleetSessionStore: SessionStore, @unchecked Sendable {
     // @unchecked Sendable: both dictionaries are only touched under `state`'s lock.
+    /// An empty store.
+    public init() {}
+
     private let state = LockedValue<(handed: [String: SessionCursor], dirty: [String: SessionCursor?])>(([:], [:]))
 
     /// The cursor a claimed shard's previous owner left for `room`, consumed
     /// by the login that resumes it.
-    func cursor(room: String) -> SessionCursor? {
+    public func cursor(room: String) -> SessionCursor? {
         state.withLock { $0.handed.removeValue(forKey: room) }
     }
 
-    func save(_ changes: SessionStoreChanges) {
+    /// Keeps the changes for the next renew tick's one write.
+    public func save(_ changes: SessionStoreChanges) {
         state.withLock { state in
             for cursor in changes.updated { state.dirty[cursor.room] = .some(cursor) }
             for room in changes.removed { state.dirty[room] = .some(nil) }

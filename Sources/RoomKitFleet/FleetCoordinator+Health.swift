@@ -8,27 +8,33 @@ extension FleetCoordinator {
     /// the others claim them), claims nothing and reports itself draining so
     /// no one rebalances shards towards it. Loop thread only.
     var roomdHealthy: Bool {
-        guard let lastHealthy else { return true }  // not probed yet: assume so
+        guard let lastHealthy = state.value.lastHealthy else { return true }  // not probed yet: assume so
         return loop.nowMilliseconds - lastHealthy <= ttlMs
     }
 
     /// Starts one `/healthz` probe unless one is running. Loop thread only.
     func probeRoomd() {
-        guard !probeInFlight, let url = healthURL else { return }
-        if lastHealthy == nil { lastHealthy = loop.nowMilliseconds }
+        guard let url = healthURL else { return }
+        switch state.value.probe {
+        case .running:
+            return
+        case .idle:
+            break
+        }
+        if state.value.lastHealthy == nil { state.value.lastHealthy = loop.nowMilliseconds }
         var configuration = HTTPClientConfiguration()
         configuration.timeout = config.leaseTTL
         configuration.connectTimeout = config.leaseTTL / 2
         guard let client = try? HTTPClient.shared(on: loop, configuration: configuration) else { return }
-        probeInFlight = true
+        state.value.probe = .running
         let loop = self.loop
         Task { [self] in
             let answer = try? await client.get(url)
             let ok = answer?.status == 200
             _ = loop.execute { [self] in
-                probeInFlight = false
+                state.value.probe = .idle
                 let was = roomdHealthy
-                if ok { lastHealthy = loop.nowMilliseconds }
+                if ok { state.value.lastHealthy = loop.nowMilliseconds }
                 if was && !roomdHealthy {
                     logger.warning("fleet: roomd unreachable for a lease TTL; letting the shards go",
                                    metadata: ["url": "\(url)"])

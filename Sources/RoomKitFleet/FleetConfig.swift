@@ -36,7 +36,7 @@ public struct FleetConfig: Sendable, Hashable {
     }
 
     /// Parses the `fleet` object; problems go to `fail(field, problem)`.
-    static func parse(_ value: JSON, environment: [String: String] = ProcessInfo.processInfo.environment,
+    public static func parse(_ value: JSON, environment: [String: String] = ProcessInfo.processInfo.environment,
                       fail: (String, String) -> Void) -> FleetConfig? {
         guard let object = value.objectValue else {
             fail("fleet", "must be an object {redis, name, shards?, leaseTTL?, loadThreshold?}")

@@ -1,10 +1,10 @@
 import CoreMetrics
 
-/// The fleet's figures on the bot's `/metrics` (same factory as BotMetrics).
+/// The fleet's figures on the bot's `/metrics` (the bot passes its metrics factory).
 /// swift-metrics handlers are thread-safe.
-final class FleetMetrics: Sendable {
+public final class FleetMetrics: Sendable {
     /// `# HELP` texts.
-    static let help: [String: String] = [
+    public static let help: [String: String] = [
         "roombot_fleet_shards_held": "Shards this host holds now.",
         "roombot_fleet_claims_total": "Shards claimed by this host (each with a new fence).",
         "roombot_fleet_losses_total": "Shards this host lost (taken in Redis, or its lease expired on the local clock).",
@@ -32,7 +32,7 @@ final class FleetMetrics: Sendable {
     /// Rooms in expired shards, from the claim script (no scan per scrape).
     let unhomedRooms: CoreMetrics.Gauge
 
-    init(factory: any MetricsFactory) {
+    public init(factory: any MetricsFactory) {
         shardsHeld = CoreMetrics.Gauge(label: "roombot_fleet_shards_held", dimensions: [], factory: factory)
         claims = CoreMetrics.Counter(label: "roombot_fleet_claims_total", dimensions: [], factory: factory)
         losses = CoreMetrics.Counter(label: "roombot_fleet_losses_total", dimensions: [], factory: factory)

@@ -8,22 +8,28 @@ extension FleetCoordinator {
     // MARK: Logins and logouts (loop thread)
 
     /// Logs in to `room` with its shard's fence, if this host holds the shard
-    /// and the local rule allows it: at least TTL/2 of the lease left on our
-    /// own clock. Otherwise the room waits for the next successful renew.
+    /// and the local rule allows it (`FleetLeaseMachine.loginDecision`: at
+    /// least TTL/2 of the lease left on our own clock). Otherwise the room
+    /// waits for the next successful renew.
     func logIn(_ room: String) {
-        let shard = fleetShard(of: room, shards: config.shards)
-        guard let entry = held[shard], entry.rooms.contains(room), active[room] == nil else { return }
-        let now = loop.nowMilliseconds
-        guard entry.validUntil > now, entry.validUntil - now >= ttlMs / 2 else {
-            waiting.insert(room)
+        guard state.value.active[room] == nil else { return }
+        let fence: Int64
+        switch state.value.machine.loginDecision(room, now: loop.nowMilliseconds) {
+        case .notHeld:
             return
+        case .wait:
+            state.value.waiting.insert(room)
+            return
+        case .login(let granted):
+            fence = granted
         }
-        waiting.remove(room)
-        active[room] = entry.fence
-        let fence = entry.fence
+        state.withValue { state in
+            state.waiting.remove(room)
+            state.active[room] = fence
+        }
         let handedMember = store.handedOverMember(room: room)
         let (host, tokens, user) = (self.host, self.tokens, self.user)
-        Task {
+        Task { [self] in
             let outcome: Result<Int64?, RoomError>
             do {
                 let token = try await tokens.token(room: room, user: user.id)
@@ -46,52 +52,68 @@ extension FleetCoordinator {
     }
 
     private func loggedIn(_ room: String, fence: Int64, resumed: Bool) {
-        let shard = fleetShard(of: room, shards: config.shards)
-        if active[room] == fence, held[shard]?.rooms.contains(room) == true {
+        let active = state.value.active[room]
+        if active == fence, state.value.machine.holds(room) {
             if resumed { metrics.handOverResumes.increment() }
             return
         }
         // The shard was lost or released (or the room removed) while the
         // login ran: leave at once, unless a newer login of the room runs.
-        guard active[room] == nil || active[room] == fence else { return }
-        active.removeValue(forKey: room)
+        guard active == nil || active == fence else { return }
+        state.value.active.removeValue(forKey: room)
         Task { [host] in try? await host.logoutRoom(room) }
     }
 
     private func loginFailed(_ room: String, fence: Int64, _ error: RoomError) {
-        guard active[room] == fence else { return }
-        active.removeValue(forKey: room)
-        let shard = fleetShard(of: room, shards: config.shards)
-        guard let entry = held[shard] else { return }
+        guard state.value.active[room] == fence else { return }
+        state.value.active.removeValue(forKey: room)
+        let shard = state.value.machine.shard(of: room)
+        guard let lease = state.value.machine.leases.held[shard] else { return }
         if error.code == .staleFence {
             metrics.fenceRefusals.increment()
             let current = error.currentFence ?? 0
             logger.notice("fleet: roomd refused a stale fence; moving the counter past it",
                           metadata: ["room": "\(room)", "fence": .stringConvertible(fence), "current": .stringConvertible(current)])
             redis.evaluate(scripts.refence, keys: [keys.fence, keys.owner],
-                           arguments: [String(current), hostID, String(shard), String(entry.fence)]) { [self] result in
-                if case .success(.integer(let newFence)) = result, newFence > 0, held[shard]?.fence == entry.fence {
-                    held[shard]?.fence = newFence
+                           arguments: [String(current), hostID, String(shard), String(lease.fence)]) { [weak self] result in
+                guard let self else { return }
+                var newFence: Int64?
+                if case .success(.integer(let value)) = result { newFence = value }
+                switch state.value.machine.refenced(shard: shard, from: lease.fence, to: newFence) {
+                case .refenced, .stale:
+                    state.value.waiting.insert(room)
+                    retryWaiting()
                 }
-                waiting.insert(room)
-                retryWaiting()
             }
             return
         }
         logger.warning("fleet: login failed; retrying at the next renew",
                        metadata: ["room": "\(room)", "error": "\(error)"])
-        waiting.insert(room)
+        state.value.waiting.insert(room)
     }
 
     /// Logs out of `room` now (lost shard, removed room).
     func logOut(_ room: String) {
-        active.removeValue(forKey: room)
-        waiting.remove(room)
+        state.withValue { state in
+            state.active.removeValue(forKey: room)
+            state.waiting.remove(room)
+        }
         Task { [host] in try? await host.logoutRoom(room) }
     }
 
     func retryWaiting() {
-        for room in waiting.sorted() { logIn(room) }
+        for room in state.value.waiting.sorted() { logIn(room) }
+    }
+
+    /// Applies a change of the room set to this host's shards: logs in to an
+    /// added room of a held shard, out of a removed one.
+    func apply(_ op: String, room: String) {
+        if op == "add", state.value.machine.roomAdded(room) == .mine {
+            logIn(room)
+        } else if op == "remove", state.value.machine.roomRemoved(room) == .mine,
+                  state.value.active[room] != nil || state.value.waiting.contains(room) {
+            logOut(room)
+        }
     }
 
     // MARK: Room set
@@ -123,15 +145,16 @@ extension FleetCoordinator {
     /// Reads the changes stream since the last entry seen and applies it to
     /// the shards held. Loop thread only.
     func readChanges() {
-        guard redis.isConnected, lastStreamID != "0-0" else { return }
-        redis.command(["XREAD", "COUNT", "1000", "STREAMS", keys.changes, lastStreamID]) { [self] result in
-            guard case .success(.array(let streams)) = result else { return }
+        let since = state.value.lastStreamID
+        guard redis.isConnected, since != "0-0" else { return }
+        redis.command(["XREAD", "COUNT", "1000", "STREAMS", keys.changes, since]) { [weak self] result in
+            guard let self, case .success(.array(let streams)) = result else { return }
             for stream in streams {
                 let entries = stream.array.count == 2 ? stream.array[1].array : []
                 for entry in entries {
                     let parts = entry.array
                     guard parts.count == 2, let id = parts[0].string else { continue }
-                    lastStreamID = id
+                    state.value.lastStreamID = id
                     var fields: [String: String] = [:]
                     var index = 0
                     let values = parts[1].array
@@ -147,19 +170,7 @@ extension FleetCoordinator {
 
     /// Starts reading the changes stream at Redis time `now` (ms).
     func startChanges(at now: Int64) {
-        if lastStreamID == "0-0" { lastStreamID = "\(max(0, now - 1))-0" }
-    }
-
-    private func apply(_ op: String, room: String) {
-        let shard = fleetShard(of: room, shards: config.shards)
-        guard held[shard] != nil else { return }
-        if op == "add" {
-            held[shard]?.rooms.insert(room)
-            logIn(room)
-        } else if op == "remove" {
-            held[shard]?.rooms.remove(room)
-            if active[room] != nil || waiting.contains(room) { logOut(room) }
-        }
+        if state.value.lastStreamID == "0-0" { state.value.lastStreamID = "\(max(0, now - 1))-0" }
     }
 
     // MARK: Cursors
@@ -171,9 +182,10 @@ extension FleetCoordinator {
         guard !dirty.isEmpty else { done?(); return }
         var cursorKeys = [keys.owner]
         var arguments = [hostID]
+        let machine = state.value.machine
         for (room, cursor) in dirty.sorted(by: { $0.key < $1.key }) {
-            let shard = fleetShard(of: room, shards: config.shards)
-            guard let fence = held[shard]?.fence ?? releasing[shard]?.fence else { continue }
+            guard let fence = machine.cursorFence(room) else { continue }
+            let shard = machine.shard(of: room)
             cursorKeys.append(keys.cursor(room))
             if let cursor {
                 arguments += [String(shard), String(fence), "set"] + FleetSessionStore.fields(cursor)

@@ -5,20 +5,22 @@ import RoomKitProtocol
 import RoomKitRedis
 
 /// A fleet operation that could not be done (Redis unavailable, bad input).
-struct FleetError: Error, Sendable, CustomStringConvertible {
-    let message: String
-    var description: String { message }
+public struct FleetError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public let message: String
+    /// The message.
+    public var description: String { message }
 }
 
 extension FleetCoordinator {
     /// Adds rooms to the fleet's room set; the owner of each room's shard
     /// joins it within a claim interval. Returns how many were new. Any thread.
-    func addRooms(_ rooms: [String]) async throws -> Int {
+    public func addRooms(_ rooms: [String]) async throws -> Int {
         try await withRoomSet("add", rooms)
     }
 
     /// Removes a room from the fleet's room set; its owner logs out. Any thread.
-    func removeRoom(_ room: String) async throws -> Bool {
+    public func removeRoom(_ room: String) async throws -> Bool {
         try await withRoomSet("remove", [room]) == 1
     }
 
@@ -29,17 +31,7 @@ extension FleetCoordinator {
                     switch result {
                     case .success(let changed):
                         // Apply at once for our own shards; the stream tells the others.
-                        for room in rooms {
-                            let shard = fleetShard(of: room, shards: config.shards)
-                            guard held[shard] != nil else { continue }
-                            if op == "add" {
-                                held[shard]?.rooms.insert(room)
-                                logIn(room)
-                            } else {
-                                held[shard]?.rooms.remove(room)
-                                if active[room] != nil || waiting.contains(room) { logOut(room) }
-                            }
-                        }
+                        for room in rooms { apply(op, room: room) }
                         continuation.resume(returning: changed)
                     case .failure(let error):
                         continuation.resume(throwing: FleetError(message: "\(error)"))
@@ -52,13 +44,14 @@ extension FleetCoordinator {
 
     /// `GET /v1/fleet`: this host, every live host, the number of rooms in
     /// the set and how many of them are in shards nobody holds. Any thread.
-    func status() async throws -> JSON {
+    public func status() async throws -> JSON {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSON, any Error>) in
             let accepted = loop.execute { [self] in
+                let current = state.value
                 let local: [String: JSON] = [
-                    "held": .int(Int64(held.count)), "active": .int(Int64(active.count)),
-                    "waiting": .int(Int64(waiting.count)), "target": .int(Int64(target)),
-                    "draining": .bool(draining), "load": .double(load),
+                    "held": .int(Int64(current.machine.leases.held.count)), "active": .int(Int64(current.active.count)),
+                    "waiting": .int(Int64(current.waiting.count)), "target": .int(Int64(current.machine.leases.target)),
+                    "draining": .bool(current.machine.isDraining), "load": .double(current.load),
                 ]
                 redis.evaluate(scripts.status, keys: [keys.lease, keys.owner, keys.hosts, keys.draining],
                                arguments: [String(config.shards)]) { [self] result in
@@ -98,38 +91,44 @@ extension FleetCoordinator {
     /// then leave the host list. Returns when nothing is held, when no other
     /// live host is left to take the rooms (the last host of a fleet need
     /// not wait), or after `drainTimeout`. Any thread but the loop's.
-    func drain() async {
+    public func drain() async {
         let started = Date()
         _ = loop.execute { [self] in
-            draining = true
-            _ = claims.drain()
-            // Only a claim round sent after this one's renew can say whether
-            // anyone else serves: forget what the last one said.
-            servingHosts = nil
-            logger.notice("fleet: draining", metadata: ["shards": .stringConvertible(held.count), "rooms": .stringConvertible(active.count)])
-            renew()
-            claim()
+            switch state.value.machine.drain(now: loop.nowMilliseconds) {
+            case .none:
+                break
+            case .startDraining(let held):
+                logger.notice("fleet: draining", metadata: ["shards": .stringConvertible(held),
+                                                            "rooms": .stringConvertible(state.value.active.count)])
+                renew()
+                claim()
+            }
         }
         let timeout = Double(config.drainTimeout.milliseconds) / 1000
         var alone = false
         while Date().timeIntervalSince(started) < timeout {
-            let (done, nobody) = (try? await loop.submit { [self] in
-                (held.isEmpty && releasing.isEmpty && !releaseInFlight && handingOver.isEmpty, servingHosts == 0)
-            }) ?? (true, false)
-            if done { break }
-            if nobody {
-                alone = true
+            let progress = (try? await loop.submit { [self] in
+                state.value.machine.drainProgress(handingOver: !state.value.handingOver.isEmpty)
+            }) ?? .done
+            switch progress {
+            case .done:
                 break
+            case .alone:
+                alone = true
+            case .pending:
+                try? await Task.sleep(for: .milliseconds(50))
+                continue
             }
-            try? await Task.sleep(for: .milliseconds(50))
+            break
         }
         await withCheckedContinuation { [alone] (continuation: CheckedContinuation<Void, Never>) in
             let accepted = loop.execute { [self] in
+                let held = state.value.machine.leases.held.count
                 if alone {
                     logger.notice("fleet: no other live host can take the rooms; not waiting for the drain timeout",
-                                  metadata: ["shards": .stringConvertible(held.count), "rooms": .stringConvertible(active.count)])
-                } else if !held.isEmpty {
-                    logger.warning("fleet: drain timed out; leaving the rest to expire", metadata: ["shards": .stringConvertible(held.count)])
+                                  metadata: ["shards": .stringConvertible(held), "rooms": .stringConvertible(state.value.active.count)])
+                } else if held > 0 {
+                    logger.warning("fleet: drain timed out; leaving the rest to expire", metadata: ["shards": .stringConvertible(held)])
                 }
                 redis.command(["ZREM", keys.hosts, hostID]) { [self] _ in
                     redis.command(["SREM", keys.draining, hostID]) { [self] _ in
