@@ -380,6 +380,48 @@ sessions looked up by a room index instead of the room string. Together
 that is an estimated 1.3-1.5 us; the 0.1x ratio to the Python peer (whose
 own CPU per event is ~5 us) needs the same.
 
+**The client's profile, issue 26 (<= 1 us of CPU per event).** `perf
+record -g` of `roomkit-bench client` against the firehose (3 inline
+plugins, 100 rooms, one connection, release build; 10,075 samples over 7
+s, on a machine loaded by other builds, so shares, not times), share of
+the client's samples: libwebsockets' own code 16.5%, the plugin threads
+20.2%, the engine's `received` 45.4% (of it: `emit` 28.0%, which holds the
+event's encoding, `EventEncoding.members` + `appendObject`, 10.4%, and
+plugin dispatch on the loop 8.2%; `scanMagix` 8.8%), the kernel 5.6%; and,
+spread over all of these, 10.0% in the Swift runtime's slow retain and
+release, the path taken by objects that have a weak reference (their
+counts live in a side table). **lws's copy.** lws 4.1.6 (Debian 12's, the
+one we link) runs every received byte through its client parser
+(`lws_ws_client_rx_sm_block` calls `lws_ws_client_rx_sm` once per byte,
+which stores it in the wsi's receive buffer); its receive options do not
+change that: the protocol's `rx_buffer_size` (ours 64 KiB) and the
+per-thread service buffer (ours 64 KiB) only decide how much is read and
+when the payload is handed over (once per message up to 64 KiB), and
+permessage-deflate is off (no extensions are offered), which keeps the
+payload out of a second pass. The bulk path lws 4.1 has for the server
+role (`lws_ws_frame_rest_is_payload`) came to the client role in lws 4.5
+("ws: client: pass blocks to user code"); building against lws >= 4.5 is
+what removes this share, hand-written framing being ruled out. Copies of a
+payload from the socket to an inline hook: 5 (docs/ARCHITECTURE.md, "One
+path for a room event"). **Done for issue 26:** the slow retains and
+releases of the lws context (borrowed for each lws callback instead of
+retained: it outlives every callback of its context) and of the client
+connection (its connect timer held it weakly, which gave it a side table;
+the timer now holds it strongly until the connection opens or finishes),
+and `EventBroadcaster.yield` reads a snapshot of its observers kept by the
+yielding thread, refreshed only when an atomic version moves, instead of a
+lock and two array copies per event. The slow retain/release share went
+from 10.0% (9.0% in a second pair of runs) to 2.7% (3.3%); what is left of
+it is the weak host of `HostConnectionDelegate` (read once per message)
+and the plugin manager's observer. CPU per event in five interleaved A/B
+pairs of the two binaries on the loaded machine (load average 9-12 on the
+2 cores): 4.26/6.99/4.72/6.61/4.92 us before, 4.19/6.59/5.86/6.45/4.39 us
+after, lower in four pairs of five; with this much other load the figures
+move with the machine as much as with the binaries. Still open: lws >= 4.5
+(16.5%), the plugin threads and dispatch (issue 26's hook-cost row), the
+encoding's copy and allocation per event, and the host's weak reference
+per message.
+
 **Plugin dispatch under load (issue 17: <= 100 ns amortised per inline
 hook call).** The firehose rows above include the same engine with no
 plugin at all (events counted by an observer, which the 3-plugin run has

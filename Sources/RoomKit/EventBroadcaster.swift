@@ -1,5 +1,6 @@
 import Foundation
 import RoomKitLoop
+import Synchronization
 
 /// What `addObserver`, `addURLInterrupter` and the like return: cancelling
 /// it removes what was added. Dropping the token does not cancel it (an
@@ -25,16 +26,41 @@ public final class RegistrationToken: Sendable {
 /// synchronous observers first, in the order they were added, then the
 /// `AsyncStream` subscribers. Thread-safe; `yield` is called by the source's
 /// loop thread, in order, so every observer and stream sees the same order.
-final class EventBroadcaster<Event: Sendable>: Sendable {
+///
+/// The registry changes rarely and is read once per event, so `yield` reads
+/// it without the lock: every change bumps `version` (under the lock), and
+/// the yielding thread keeps a snapshot of the registry that it refreshes,
+/// under the lock, only when the version moved. One atomic load per event
+/// instead of a lock and two array copies.
+final class EventBroadcaster<Event: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: `state` is only touched under its lock, `version`
+    // is atomic, and `snapshot` only by the one thread that yields.
     private struct State {
         var observers: [(id: UInt64, body: Observer)] = []
         var streams: [UInt64: AsyncStream<Event>.Continuation] = [:]
         var nextID: UInt64 = 0
         /// Set by `finish`: later subscriptions end at once.
         var finished = false
+        /// Bumped by every change of `observers` or `streams`.
+        var version: UInt64 = 1
+    }
+
+    /// What `yield` hands events to, as of `version`.
+    private struct Snapshot {
+        var version: UInt64 = 0
+        var observers: [Observer] = []
+        var streams: [AsyncStream<Event>.Continuation] = []
     }
 
     private let state = LockedValue(State())
+    /// `State.version`, published (release) after each change, so that the
+    /// yielding thread sees when its snapshot is stale without the lock.
+    private let version = Atomic<UInt64>(1)
+    /// The yielding thread's copy of the registry. No run-time exclusivity
+    /// check: only that thread touches it, and `yield` copies it to a local
+    /// before calling out (an observer may yield again, or change the registry).
+    @exclusivity(unchecked) private var snapshot = Snapshot()
+
     /// A synchronous observer: of the event, or of the event and its one
     /// encoding (`EventEncoding`, shared by every observer of one yield).
     private enum Observer {
@@ -54,13 +80,23 @@ final class EventBroadcaster<Event: Sendable>: Sendable {
     }
 
     private func add(_ observer: Observer) -> RegistrationToken {
-        let id = state.withLock { state -> UInt64 in
+        let id = change { state -> UInt64 in
             state.nextID += 1
             state.observers.append((state.nextID, observer))
             return state.nextID
         }
         return RegistrationToken { [weak self] in
-            self?.state.withLock { $0.observers.removeAll { $0.id == id } }
+            self?.change { $0.observers.removeAll { $0.id == id } }
+        }
+    }
+
+    /// Changes the registry under the lock and publishes the new version.
+    private func change<Result>(_ body: (inout State) -> Result) -> Result {
+        state.withLock { state in
+            let result = body(&state)
+            state.version += 1
+            version.store(state.version, ordering: .releasing)
+            return result
         }
     }
 
@@ -73,9 +109,9 @@ final class EventBroadcaster<Event: Sendable>: Sendable {
             return state.nextID
         }
         continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { _ = $0.streams.removeValue(forKey: id) }
+            self?.change { _ = $0.streams.removeValue(forKey: id) }
         }
-        let finished = state.withLock { state -> Bool in
+        let finished = change { state -> Bool in
             if !state.finished { state.streams[id] = continuation }
             return state.finished
         }
@@ -86,11 +122,20 @@ final class EventBroadcaster<Event: Sendable>: Sendable {
     /// Hands `event` to every observer, then to every stream. `encoding` is
     /// made at most once per yield, when an encoded observer exists; its
     /// bytes are written only when a sink reads them.
+    ///
+    /// An observer removed on another thread while this runs may still get
+    /// this event (as with a lock: the removal came after the registry was read).
     func yield(_ event: Event, encoding: () -> EventEncoding) {
-        let (observers, streams) = state.withLock { ($0.observers, Array($0.streams.values)) }
+        let current = version.load(ordering: .acquiring)
+        if snapshot.version != current {
+            snapshot = state.withLock { state in
+                Snapshot(version: state.version, observers: state.observers.map(\.body), streams: Array(state.streams.values))
+            }
+        }
+        let registry = snapshot
         var shared: EventEncoding?
-        for observer in observers {
-            switch observer.body {
+        for observer in registry.observers {
+            switch observer {
             case .plain(let body):
                 body(event)
             case .encoded(let body):
@@ -99,12 +144,12 @@ final class EventBroadcaster<Event: Sendable>: Sendable {
                 body(event, encoded)
             }
         }
-        for continuation in streams { continuation.yield(event) }
+        for continuation in registry.streams { continuation.yield(event) }
     }
 
     /// Ends every stream; later subscriptions end at once. Observers stay.
     func finish() {
-        let streams = state.withLock { state -> [AsyncStream<Event>.Continuation] in
+        let streams = change { state -> [AsyncStream<Event>.Continuation] in
             defer {
                 state.streams.removeAll()
                 state.finished = true

@@ -272,8 +272,13 @@ private func roomkitLWSCallback(_ wsi: OpaquePointer?, _ reason: lws_callback_re
     guard let wsi, let context = lws_get_context(wsi), let holder = lws_context_user(context) else {
         return lws_callback_http_dummy(wsi, reason, user, input, length)
     }
-    let owner = Unmanaged<LWSContext>.fromOpaque(holder).takeUnretainedValue()
-    return owner.dispatch(wsi: wsi, reason: reason, user: user, input: input, length: length)
+    // No retain and release of the context per callback (it has a side
+    // table, so each would take the runtime's slow path): it outlives every
+    // callback of its lws context (see `LWSContext`: freed only after lws's
+    // last callback, in the loop finalizer).
+    return Unmanaged<LWSContext>.fromOpaque(holder)._withUnsafeGuaranteedRef { owner in
+        owner.dispatch(wsi: wsi, reason: reason, user: user, input: input, length: length)
+    }
 }
 
 /// Routes libwebsockets' own log lines to swift-log (process-wide: lws has

@@ -147,8 +147,13 @@ public final class WebSocketClient: LWSCallbackTarget, @unchecked Sendable {
         if let wsi {
             connection.wsi = wsi
             do {
-                connection.connectTimer = try loop.scheduleTimer(after: configuration.connectTimeout) { [weak connection] _ in
-                    guard let connection, connection.state == .connecting else { return }
+                // Strong, not weak: a weak reference gives the connection a
+                // side table, and then every retain and release of it (a few
+                // per received message) takes the runtime's slow path. The
+                // cycle through `connectTimer` ends when the connection opens
+                // or finishes (both cancel the timer and drop it).
+                connection.connectTimer = try loop.scheduleTimer(after: configuration.connectTimeout) { [connection] _ in
+                    guard connection.state == .connecting else { return }
                     connection.abort(WebSocketError(.timedOut, "no connection to \(url) within \(self.configuration.connectTimeout)"))
                 }
             } catch {
