@@ -296,6 +296,13 @@ final class PluginChild: @unchecked Sendable {
             let seq = r.u64()
             guard r.complete else { return false }
             progressed { $0.done = max($0.done, seq) }
+            owner.childProgressed()
+        case ROOMKIT_WIRE_FAILED.rawValue:
+            let seq = r.u64()
+            let reason = r.raw()
+            guard r.complete else { return false }
+            progressed { _ in }
+            owner.childFailed(seq: seq, reason: reason.map { String(decoding: $0, as: UTF8.self) } ?? "")
         case ROOMKIT_WIRE_PONG.rawValue:
             let nonce = r.u64()
             guard r.complete else { return false }

@@ -144,7 +144,6 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             runtime.process?.stopAfterQuarantine()
             self?.scheduleRecovery(of: runtime)
         }
-        runtime.process?.attach(runtime)
         if let problem = runtime.start() {
             let error = PluginLoadError(plugin: spec.name, stage: .loadFailed, message: "plugins[\(spec.index)] (\(spec.name)): \(problem)")
             noteFailure(spec, error.description)
@@ -535,7 +534,7 @@ struct DispatchTarget {
         magix = spec.hooks.contains(.magix)
         everyRoom = spec.rooms.contains("*")
         rooms = spec.rooms
-        abi11 = runtime.descriptor.pointee.abi_minor >= 1
+        abi11 = runtime.endpoint.abiMinor >= 1
         hasRoomEventHook = runtime.hasRoomEventHook
     }
 }

@@ -11,16 +11,14 @@ extension PluginProcess {
     /// entry and ABI (so a library that crashes while loading costs only its
     /// process); a command is started as it is. Checks the HELLO's version,
     /// contract and hooks against the manifest, applies the limits, and
-    /// returns a descriptor whose hooks forward to the process.
+    /// returns the process endpoint.
     static func map(_ spec: PluginSpec, path: String?, logger: Logger,
                     onStatus: @escaping @Sendable (String, PluginStatus, String?) -> Void) throws(PluginLoadError) -> MappedPlugin {
         let process = try prepare(spec, path: path, logger: logger, onStatus: onStatus)
         let child = try process.handshake()
-        _ = child
-        process.installDescriptor()
-        _ = Unmanaged.passRetained(process)  // lives as long as its descriptor: forever
-        PluginLoader.keepForProcessLifetime(UnsafeRawPointer(process.descriptor))
-        return MappedPlugin(spec: spec, descriptor: UnsafePointer(process.descriptor), mappedPath: process.library, process: process)
+        let minor = child.waitForHello(timeout: .zero)?.abiMinor ?? 0
+        process.lock.withLock { process.helloMinor = minor }
+        return MappedPlugin(spec: spec, endpoint: .process(process), mappedPath: process.library)
     }
 
     /// The process for `spec`, not started: what to run, where.

@@ -73,8 +73,7 @@ extension PluginProcess {
         lock.lock()
         guard child === current else { return lock.unlock() }
         current = nil
-        watchdog?.cancel()
-        watchdog = nil
+        runtime?.stopChildWatchdog()
         trimLocked(done: child.doneSeq)
         // Without the progress page, the event being handled is the first one
         // sent and not finished (PLUGIN-WIRE.md section 8.1).
@@ -182,23 +181,16 @@ extension PluginProcess {
 
     // MARK: Hangs
 
-    /// Kills the process when a call has run longer than `timeoutMs × hangFactor`
-    /// (on_load: the load bound).
+    /// Has the runtime's watchdog look at the child (`checkHang`) while it runs.
     func startWatchdog() {
-        let limit = spec.timeout * spec.supervision.hangFactor
-        let period = max(limit / 4, .milliseconds(5))
-        let timer = DispatchSource.makeTimerSource(queue: .global())
-        let periodNs = Int(period.components.seconds * 1_000_000_000 + period.components.attoseconds / 1_000_000_000)
-        timer.schedule(deadline: .now() + .nanoseconds(periodNs), repeating: .nanoseconds(periodNs))
-        timer.setEventHandler { [weak self] in self?.checkHang(limit: limit) }
-        lock.withLock {
-            watchdog?.cancel()
-            watchdog = timer
-        }
-        timer.resume()
+        lock.withLock { runtime }?.startChildWatchdog()
     }
 
-    private func checkHang(limit: Duration) {
+    /// The watchdog's tick: kills the process when a call has run longer
+    /// than `timeoutMs × hangFactor` (on_load: the load bound), and counts
+    /// the calls it finished.
+    func checkHang(limit: Duration) {
+        countFinished()
         guard let (child, outstanding) = lock.withLock({ () -> (PluginChild, Bool)? in
             guard phase == .running, let child = current else { return nil }
             trimLocked(done: child.doneSeq)
@@ -231,8 +223,7 @@ extension PluginProcess {
     /// exit; SIGKILL after `shutdownTimeoutMs`.
     func shutdown() {
         let (result, child) = lock.withLock { () -> (PluginSupervisorMachine.StopResult, PluginChild?) in
-            watchdog?.cancel()
-            watchdog = nil
+            runtime?.stopChildWatchdog()
             return (machine.stop(), current)
         }
         switch result {
@@ -258,8 +249,7 @@ extension PluginProcess {
     /// The runtime was quarantined (e.g. URL failures in a row): end the process.
     func stopAfterQuarantine() {
         let (result, child) = lock.withLock { () -> (PluginSupervisorMachine.QuarantineResult, PluginChild?) in
-            watchdog?.cancel()
-            watchdog = nil
+            runtime?.stopChildWatchdog()
             return (machine.quarantine(), current)
         }
         switch result {
