@@ -296,7 +296,7 @@ final class PluginChild: @unchecked Sendable {
             let seq = r.u64()
             guard r.complete else { return false }
             progressed { $0.done = max($0.done, seq) }
-            owner.childProgressed()
+            owner.childProgressed(done: seq)
         case ROOMKIT_WIRE_FAILED.rawValue:
             let seq = r.u64()
             let reason = r.raw()

@@ -116,22 +116,14 @@ extension PluginProcess {
         child.send(bytes)
     }
 
-    /// Forgets the events the process has finished (`lock` held); each one
-    /// that neither failed nor was skipped is a successful call, counted by
-    /// the next `countFinished`.
+    /// Forgets the events the process has finished (`lock` held): they are
+    /// not resent after a crash. Each one that was not skipped waits in
+    /// `uncounted` for the DONE frame that covers it (the progress page may
+    /// run ahead of the socket, where a FAILED for it comes before that DONE).
     func trimLocked(done: UInt64) {
-        var now: UInt64 = 0
         while journalHead < journal.count, journalHead < written, journal[journalHead].seq <= done {
-            let entry = journal[journalHead]
+            if !journal[journalHead].skip { uncounted.append(journal[journalHead]) }
             journalHead += 1
-            guard !entry.skip, !entry.failed else { continue }
-            if now == 0 { now = DispatchTime.now().uptimeNanoseconds }
-            let elapsed = now &- max(entry.posted, lastFinish)
-            lastFinish = now
-            finished.calls += 1
-            finished.nanoseconds &+= elapsed
-            finishedHooks[entry.hook, default: (0, 0)].calls += 1
-            finishedHooks[entry.hook, default: (0, 0)].nanoseconds &+= elapsed
         }
         if journalHead == journal.count {
             journal.removeAll(keepingCapacity: true)
@@ -144,40 +136,58 @@ extension PluginProcess {
         }
     }
 
-    /// Counts the calls the child finished since the last count, as the
-    /// runtime counts a batch of inline calls (one lock per batch).
-    func countFinished() {
+    /// Counts the finished calls up to `seq` (a DONE frame's, or everything
+    /// when the child is gone): each one that did not fail is a success,
+    /// counted as the runtime counts a batch of inline calls (one lock per
+    /// batch); its latency runs from its post (or the previous finish) to now.
+    func countFinished(through seq: UInt64) {
         let (tally, hooks, target) = lock.withLock { () -> (PluginRuntime.SuccessTally, [PluginHookKind: (calls: Int, nanoseconds: UInt64)], PluginRuntime?) in
-            if let current { trimLocked(done: current.doneSeq) }
-            defer {
-                finished = PluginRuntime.SuccessTally()
-                finishedHooks.removeAll(keepingCapacity: true)
+            if let current { trimLocked(done: min(current.doneSeq, seq)) }
+            var tally = PluginRuntime.SuccessTally()
+            var hooks: [PluginHookKind: (calls: Int, nanoseconds: UInt64)] = [:]
+            let now = DispatchTime.now().uptimeNanoseconds
+            var taken = 0
+            for entry in uncounted {
+                guard entry.seq <= seq else { break }
+                taken += 1
+                guard !entry.failed else { continue }
+                let elapsed = now &- max(entry.posted, lastFinish)
+                lastFinish = now
+                tally.calls += 1
+                tally.nanoseconds &+= elapsed
+                hooks[entry.hook, default: (0, 0)].calls += 1
+                hooks[entry.hook, default: (0, 0)].nanoseconds &+= elapsed
             }
-            return (finished, finishedHooks, runtime)
+            uncounted.removeFirst(taken)
+            return (tally, hooks, runtime)
         }
         guard tally.calls > 0, let target else { return }
         target.countFinished(tally, hooks: hooks)
     }
 
-    /// DONE from the child (its reader thread): the records up to it are finished.
-    func childProgressed() {
-        countFinished()
+    /// DONE from the child (its reader thread): the records up to `seq` are finished.
+    func childProgressed(done seq: UInt64) {
+        countFinished(through: seq)
     }
 
     /// FAILED from the child (its reader thread): record `seq`'s handler
-    /// raised. Every record before it finished first (records run in order);
+    /// failed. Every record before it finished first (records run in order);
     /// then this one is one failed call, as an inline hook's failure is:
     /// logged at warning (rate limited), counted toward quarantine.
     func childFailed(seq: UInt64, reason: String) {
         let label = lock.withLock { () -> String? in
-            guard let current else { return nil }
-            trimLocked(done: max(current.doneSeq, seq &- 1))
+            if let current { trimLocked(done: current.doneSeq) }
+            if let index = uncounted.firstIndex(where: { $0.seq == seq }) {
+                uncounted[index].failed = true
+                return uncounted[index].label
+            }
             guard let index = journal[journalHead...].firstIndex(where: { $0.seq == seq }) else { return nil }
             journal[index].failed = true
             return journal[index].label
         }
-        countFinished()
-        guard let label, let target = lock.withLock({ runtime }) else { return }
+        guard let label else { return }
+        countFinished(through: seq &- 1)
+        guard let target = lock.withLock({ runtime }) else { return }
         let why = reason.isEmpty ? "its handler failed" : oneLine(reason)
         target.record(failure: "\(label) failed in the plugin process: \(why)", nanoseconds: 0, hook: nil)
     }

@@ -96,6 +96,7 @@ extension PluginProcess {
         switch result {
         case .finished:
             lock.unlock()
+            countFinished(through: .max)
             return
         case .restart(_, _, let skip, let note), .quarantine(_, _, let skip, let note):
             stats.crashes += 1
@@ -115,6 +116,8 @@ extension PluginProcess {
         }
         let target = runtime
         lock.unlock()
+        // What the child finished before it died counts (no FAILED can follow).
+        countFinished(through: .max)
 
         let message: String
         switch result {
@@ -190,7 +193,6 @@ extension PluginProcess {
     /// than `timeoutMs × hangFactor` (on_load: the load bound), and counts
     /// the calls it finished.
     func checkHang(limit: Duration) {
-        countFinished()
         guard let (child, outstanding) = lock.withLock({ () -> (PluginChild, Bool)? in
             guard phase == .running, let child = current else { return nil }
             trimLocked(done: child.doneSeq)

@@ -100,10 +100,9 @@ final class PluginProcess: @unchecked Sendable {
     weak var runtime: PluginRuntime?
     /// The contract minor version of the child's HELLO.
     var helloMinor: UInt16 = 0
-    /// Calls the child finished since they were last counted, and the uptime
-    /// (ns) of the last finish (`trimLocked`, `countFinished`).
-    var finished = PluginRuntime.SuccessTally()
-    var finishedHooks: [PluginHookKind: (calls: Int, nanoseconds: UInt64)] = [:]
+    /// Records the child finished and the bot has not counted yet, in order,
+    /// and the uptime (ns) of the last finish counted (PluginProcess+Journal.swift).
+    var uncounted: [Entry] = []
     var lastFinish: UInt64 = 0
     var journal: [Entry] = []
     var journalHead = 0
