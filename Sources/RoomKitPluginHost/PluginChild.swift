@@ -93,6 +93,7 @@ final class PluginChild: @unchecked Sendable {
             body(&$0)
             $0.progressNs = Self.monotonicNow()
         }
+        owner.childMadeProgress()
     }
 
     /// Waits until `ready` gives a value, the process exits, or `timeout` passes.

@@ -141,7 +141,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         let runtime = PluginRuntime(mapped, actions: self, metricsFactory: metricsFactory) { [weak self] runtime, reason in
             self?.logger.warning("plugin quarantined", metadata: ["plugin": "\(runtime.spec.name)", "reason": "\(reason)"])
             self?.listener(runtime.spec.name, .quarantined, reason)
-            runtime.process?.stopAfterQuarantine()
+            runtime.process?.stopAfterQuarantine(because: reason)
             self?.scheduleRecovery(of: runtime)
         }
         if let problem = runtime.start() {

@@ -88,6 +88,7 @@ extension PluginProcess {
             trimLocked(done: child.doneSeq)
             guard written < journal.count else { return nil }
             let wasIdle = written == journalHead
+            if wasIdle { _ = machine.frame(.sentAfterIdle, now: PluginChild.monotonicNow()) }
             var bytes: [UInt8] = []
             var frameStart = -1, count: UInt32 = 0
             func close() {

@@ -193,23 +193,33 @@ final class PluginProcess: @unchecked Sendable {
     /// loaded; else why not, in words (a crash names its signal).
     func load(config: String) -> String? {
         guard let child = lock.withLock({ current }) else { return "on_load failed: the plugin process is gone" }
-        let result = child.load(config: config, callTimeout: spec.timeout, timeout: loadBound)
-        guard result == 0 else {
-            if result == nil { _ = child.waitForExit(timeout: .milliseconds(200)) }
-            let why = result.map { "on_load failed (returned \($0))" }
-                ?? child.exitDescription.map { "on_load crashed: the plugin process \($0)" } ?? "on_load did not return in time"
-            if result == nil { lock.withLock { loadFailure = why } }
-            logger.error("plugin process failed to load", metadata: ["plugin": "\(spec.name)", "reason": "\(why)"])
-            _ = lock.withLock { machine.loaded(ok: false) }
-            child.kill()
-            return why
+        let loaded = child.load(config: config, callTimeout: spec.timeout, timeout: loadBound)
+        let now = PluginChild.monotonicNow()
+        if let loaded {
+            switch lock.withLock({ machine.frame(.loaded(result: loaded), now: now) }) {
+            case .running:
+                startWatchdog()
+                return nil
+            case .stopAndKill(let why):
+                logger.error("plugin process failed to load", metadata: ["plugin": "\(spec.name)", "reason": "\(why)"])
+                child.kill()
+                return why
+            case .kill(let why):
+                child.kill(because: why)
+                return why
+            case .load, .nothing:
+                child.kill(because: "unloaded while loading")
+                return "unloaded while loading"
+            }
         }
-        guard lock.withLock({ machine.loaded(ok: true) }) == .running else {
-            child.kill(because: "unloaded while loading")
-            return "unloaded while loading"
-        }
-        startWatchdog()
-        return nil
+        // No LOADED: it died (the machine heard `exited`) or is silent (`timeout`).
+        _ = child.waitForExit(timeout: .milliseconds(200))
+        _ = lock.withLock { machine.timeout(.load, now: now) }
+        let why = child.exitDescription.map { "on_load crashed: the plugin process \($0)" } ?? "on_load did not return in time"
+        lock.withLock { loadFailure = why }
+        logger.error("plugin process failed to load", metadata: ["plugin": "\(spec.name)", "reason": "\(why)"])
+        child.kill()
+        return why
     }
 
     /// url_interrupter: a round trip bounded by `timeoutMs`; nil on timeout,
