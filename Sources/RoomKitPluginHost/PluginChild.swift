@@ -93,6 +93,7 @@ final class PluginChild: @unchecked Sendable {
             body(&$0)
             $0.progressNs = Self.monotonicNow()
         }
+        owner.childMadeProgress()
     }
 
     /// Waits until `ready` gives a value, the process exits, or `timeout` passes.
@@ -296,6 +297,13 @@ final class PluginChild: @unchecked Sendable {
             let seq = r.u64()
             guard r.complete else { return false }
             progressed { $0.done = max($0.done, seq) }
+            owner.childProgressed(done: seq)
+        case ROOMKIT_WIRE_FAILED.rawValue:
+            let seq = r.u64()
+            let reason = r.raw()
+            guard r.complete else { return false }
+            progressed { _ in }
+            owner.childFailed(seq: seq, reason: reason.map { String(decoding: $0, as: UTF8.self) } ?? "")
         case ROOMKIT_WIRE_PONG.rawValue:
             let nonce = r.u64()
             guard r.complete else { return false }

@@ -15,15 +15,11 @@ public struct PluginLoadError: Error, Sendable, Hashable, CustomStringConvertibl
     public var description: String { "\(plugin): \(message)" }
 }
 
-/// A library mapped and checked, not yet started.
-struct MappedPlugin: @unchecked Sendable {
-    // @unchecked Sendable: the descriptor is immutable plugin memory that
-    // lives as long as the library stays mapped (forever: we never dlclose).
+/// A plugin mapped (inline) or started and greeted (process), not yet loaded.
+struct MappedPlugin: Sendable {
     let spec: PluginSpec
-    let descriptor: UnsafePointer<roomkit_plugin>
+    let endpoint: PluginEndpoint
     let mappedPath: String
-    /// The process behind a process plugin's proxy descriptor (nil: inline).
-    var process: PluginProcess?
 }
 
 /// dlopen + entry + ABI and hook checks. Never dlcloses: a library stays
@@ -78,7 +74,7 @@ enum PluginLoader {
                                       message: "\(where_): declares hook '\(hook.rawValue)' but does not export it")
             }
         }
-        return MappedPlugin(spec: spec, descriptor: descriptor, mappedPath: file)
+        return MappedPlugin(spec: spec, endpoint: .inline(InlinePluginEndpoint(descriptor: descriptor)), mappedPath: file)
     }
 
     /// Plugin memory that lives as long as the process, like the libraries

@@ -144,10 +144,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         let runtime = PluginRuntime(mapped, actions: self, metricsFactory: metricsFactory) { [weak self] runtime, reason in
             self?.logger.warning("plugin quarantined", metadata: ["plugin": "\(runtime.spec.name)", "reason": "\(reason)"])
             self?.listener(runtime.spec.name, .quarantined, reason)
-            runtime.process?.stopAfterQuarantine()
+            runtime.process?.stopAfterQuarantine(because: reason)
             self?.scheduleRecovery(of: runtime)
         }
-        runtime.process?.attach(runtime)
         if let problem = runtime.start() {
             let error = PluginLoadError(plugin: spec.name, stage: .loadFailed, message: "plugins[\(spec.index)] (\(spec.name)): \(problem)")
             noteFailure(spec, error.description)
@@ -540,7 +539,7 @@ struct DispatchTarget {
         magix = spec.hooks.contains(.magix)
         everyRoom = spec.rooms.contains("*")
         rooms = spec.rooms
-        abi11 = runtime.descriptor.pointee.abi_minor >= 1
+        abi11 = runtime.endpoint.abiMinor >= 1
         hasRoomEventHook = runtime.hasRoomEventHook
     }
 }

@@ -11,16 +11,14 @@ extension PluginProcess {
     /// entry and ABI (so a library that crashes while loading costs only its
     /// process); a command is started as it is. Checks the HELLO's version,
     /// contract and hooks against the manifest, applies the limits, and
-    /// returns a descriptor whose hooks forward to the process.
+    /// returns the process endpoint.
     static func map(_ spec: PluginSpec, path: String?, logger: Logger,
                     onStatus: @escaping @Sendable (String, PluginStatus, String?) -> Void) throws(PluginLoadError) -> MappedPlugin {
         let process = try prepare(spec, path: path, logger: logger, onStatus: onStatus)
         let child = try process.handshake()
-        _ = child
-        process.installDescriptor()
-        _ = Unmanaged.passRetained(process)  // lives as long as its descriptor: forever
-        PluginLoader.keepForProcessLifetime(UnsafeRawPointer(process.descriptor))
-        return MappedPlugin(spec: spec, descriptor: UnsafePointer(process.descriptor), mappedPath: process.library, process: process)
+        let minor = child.waitForHello(timeout: .zero)?.abiMinor ?? 0
+        process.lock.withLock { process.helloMinor = minor }
+        return MappedPlugin(spec: spec, endpoint: .process(process), mappedPath: process.library)
     }
 
     /// The process for `spec`, not started: what to run, where.
@@ -52,26 +50,37 @@ extension PluginProcess {
         do {
             child = try spawn()
         } catch {
+            _ = lock.withLock { machine.spawned(.failed(error: "\(error)"), now: PluginChild.monotonicNow()) }
             throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): cannot start \(executable): \(error)")
         }
+        let now = { PluginChild.monotonicNow() }
         guard let hello = child.waitForHello(timeout: loadBound) else {
-            // Exited on its own (a crash while mapping), or silent: killed.
+            // Exited on its own (a crash while mapping: the machine heard
+            // `exited`), or silent: the machine's `timeout(.hello)`, killed.
             let exited = child.waitForExit(timeout: .milliseconds(50))
+            _ = lock.withLock { machine.timeout(.hello, now: now()) }
             child.kill()
             _ = child.waitForExit(timeout: .seconds(1))
             let why = exited ? (child.exitDescription ?? "exited") : "did not answer within \(loadBound)"
             throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): the plugin process \(why) while starting \(library)")
         }
-        if let problem = Self.check(hello, against: spec) {
-            child.kill()
-            throw PluginLoadError(plugin: spec.name, stage: problem.stage, message: "\(where_): \(problem.message)")
+        var problem = Self.check(hello, against: spec)
+        if problem == nil {
+            let limits = spec.supervision
+            let applied = roomkit_wire_limit(child.pid, UInt(limits.memoryLimitMB), UInt(limits.cpuLimitSeconds))
+            if applied != 0 {
+                problem = (.dlopen, "cannot apply memoryLimitMB/cpuLimitSeconds: \(String(cString: strerror(-applied)))")
+            }
         }
-        let limits = spec.supervision
-        let applied = roomkit_wire_limit(child.pid, UInt(limits.memoryLimitMB), UInt(limits.cpuLimitSeconds))
-        if applied != 0 {
+        switch lock.withLock({ machine.frame(.hello(problem: problem?.message), now: now()) }) {
+        case .load:
+            break
+        case .stopAndKill(let reason), .kill(let reason):
             child.kill()
-            throw PluginLoadError(plugin: spec.name, stage: .dlopen, message:
-                "\(where_): cannot apply memoryLimitMB/cpuLimitSeconds: \(String(cString: strerror(-applied)))")
+            throw PluginLoadError(plugin: spec.name, stage: problem?.stage ?? .dlopen, message: "\(where_): \(reason)")
+        case .running, .nothing:
+            child.kill()
+            throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): the plugin process was unloaded while starting")
         }
         return child
     }

@@ -44,12 +44,17 @@ extension PluginProcess {
             throw PluginProcessError("posix_spawn \(executable): \(String(cString: strerror(-pid)))")
         }
         let child = PluginChild(pid: pid, socket: pair[0], progress: page, owner: self)
-        lock.withLock {
+        let result = lock.withLock { () -> PluginSupervisorMachine.SpawnedResult in
             current = child
             generation += 1
             stats.pid = pid
+            return machine.spawned(.started(pid: pid), now: PluginChild.monotonicNow())
         }
         child.start(stdout: out[0], stderr: err[0])
+        switch result {
+        case .kill(let reason): child.kill(because: reason)
+        case .awaitHello, .giveUp, .quarantine, .nothing: break
+        }
         return child
     }
 
@@ -73,8 +78,7 @@ extension PluginProcess {
         lock.lock()
         guard child === current else { return lock.unlock() }
         current = nil
-        watchdog?.cancel()
-        watchdog = nil
+        runtime?.stopChildWatchdog()
         trimLocked(done: child.doneSeq)
         // Without the progress page, the event being handled is the first one
         // sent and not finished (PLUGIN-WIRE.md section 8.1).
@@ -98,6 +102,7 @@ extension PluginProcess {
         switch result {
         case .finished:
             lock.unlock()
+            countFinished(through: .max)
             return
         case .restart(_, _, let skip, let note), .quarantine(_, _, let skip, let note):
             stats.crashes += 1
@@ -117,6 +122,8 @@ extension PluginProcess {
         }
         let target = runtime
         lock.unlock()
+        // What the child finished before it died counts (no FAILED can follow).
+        countFinished(through: .max)
 
         let message: String
         switch result {
@@ -138,8 +145,9 @@ extension PluginProcess {
         }
     }
 
-    /// Starts a new process, runs on_load with the same config, then resends
-    /// the unfinished events. A failure here is another crash (childExited).
+    /// Starts a new process, checks its HELLO, runs on_load with the same
+    /// config, then resends the unfinished events; each step is an input of
+    /// the machine. A failure here is another crash (childExited).
     func restart() {
         guard lock.withLock({ phase == .restarting }) else { return }
         let child: PluginChild
@@ -147,59 +155,68 @@ extension PluginProcess {
             child = try spawn()
         } catch {
             logger.error("plugin process could not restart", metadata: ["plugin": "\(spec.name)", "error": "\(error)"])
-            let result = lock.withLock { machine.spawnFailed("\(error)") }
+            let result = lock.withLock { machine.spawned(.failed(error: "\(error)"), now: PluginChild.monotonicNow()) }
             switch result {
             case .quarantine(let why): lock.withLock { runtime }?.quarantine(because: why)
-            case .nothing: break
+            case .awaitHello, .kill, .giveUp, .nothing: break
             }
             return
         }
-        let ok: Bool
-        if let hello = child.waitForHello(timeout: loadBound), Self.check(hello, against: spec) == nil,
-           roomkit_wire_limit(child.pid, UInt(spec.supervision.memoryLimitMB), UInt(spec.supervision.cpuLimitSeconds)) == 0,
-           child.load(config: spec.config.jsonString, callTimeout: spec.timeout, timeout: loadBound) == 0 {
-            ok = true
-        } else {
-            ok = false
-        }
-        let result = lock.withLock { () -> PluginSupervisorMachine.RestartedResult in
-            guard current === child else { return .kill(reason: "unloaded while restarting") }
-            let result = machine.restarted(ok: ok)
-            if result == .running {
+        let result = greetAndLoad(child)
+        switch result {
+        case .kill(let reason), .stopAndKill(let reason):
+            child.kill(because: child.killReason ?? reason)
+        case .running:
+            lock.withLock {
                 stats.restarts += 1
                 scheduleFlushLocked()
             }
-            return result
-        }
-        switch result {
-        case .kill(let reason):
-            child.kill(because: child.killReason ?? reason)
-        case .running:
             startWatchdog()
             logger.info("plugin process restarted", metadata: ["plugin": "\(spec.name)", "pid": .stringConvertible(child.pid)])
             onStatus(spec.name, .restarted, "pid \(child.pid)")
+        case .load, .nothing:
+            break
+        }
+    }
+
+    /// A restarted child's HELLO (checked against the manifest, limits
+    /// applied) and LOAD, each fed to the machine; its last result.
+    private func greetAndLoad(_ child: PluginChild) -> PluginSupervisorMachine.FrameResult {
+        guard let hello = child.waitForHello(timeout: loadBound) else {
+            return timedOut(.hello)
+        }
+        var problem = Self.check(hello, against: spec)?.message
+        if problem == nil, roomkit_wire_limit(child.pid, UInt(spec.supervision.memoryLimitMB), UInt(spec.supervision.cpuLimitSeconds)) != 0 {
+            problem = "cannot apply memoryLimitMB/cpuLimitSeconds"
+        }
+        let greeted = lock.withLock { machine.frame(.hello(problem: problem), now: PluginChild.monotonicNow()) }
+        guard greeted == .load else { return greeted }
+        guard let result = child.load(config: spec.config.jsonString, callTimeout: spec.timeout, timeout: loadBound) else {
+            return timedOut(.load)
+        }
+        return lock.withLock { machine.frame(.loaded(result: result), now: PluginChild.monotonicNow()) }
+    }
+
+    /// A wait that ran out, as the machine's `timeout` input, in `FrameResult` terms.
+    private func timedOut(_ what: PluginSupervisorMachine.Timeout) -> PluginSupervisorMachine.FrameResult {
+        switch lock.withLock({ machine.timeout(what, now: PluginChild.monotonicNow()) }) {
+        case .kill(let reason): return .kill(reason: reason)
+        case .stopAndKill(let reason): return .stopAndKill(reason: reason)
+        case .nothing: return .nothing
         }
     }
 
     // MARK: Hangs
 
-    /// Kills the process when a call has run longer than `timeoutMs × hangFactor`
-    /// (on_load: the load bound).
+    /// Has the runtime's watchdog look at the child (`checkHang`) while it runs.
     func startWatchdog() {
-        let limit = spec.timeout * spec.supervision.hangFactor
-        let period = max(limit / 4, .milliseconds(5))
-        let timer = DispatchSource.makeTimerSource(queue: .global())
-        let periodNs = Int(period.components.seconds * 1_000_000_000 + period.components.attoseconds / 1_000_000_000)
-        timer.schedule(deadline: .now() + .nanoseconds(periodNs), repeating: .nanoseconds(periodNs))
-        timer.setEventHandler { [weak self] in self?.checkHang(limit: limit) }
-        lock.withLock {
-            watchdog?.cancel()
-            watchdog = timer
-        }
-        timer.resume()
+        lock.withLock { runtime }?.startChildWatchdog()
     }
 
-    private func checkHang(limit: Duration) {
+    /// The watchdog's tick: kills the process when a call has run longer
+    /// than `timeoutMs × hangFactor` (on_load: the load bound), and counts
+    /// the calls it finished.
+    func checkHang(limit: Duration) {
         guard let (child, outstanding) = lock.withLock({ () -> (PluginChild, Bool)? in
             guard phase == .running, let child = current else { return nil }
             trimLocked(done: child.doneSeq)
@@ -211,7 +228,7 @@ extension PluginProcess {
             let since = roomkit_wire_load64(&child.progress.pointee.busy_since_ns)
             busy = what == 0 ? .idle : .call(since: since, loading: what == Int32(ROOMKIT_WIRE_BUSY_LOAD.rawValue))
         } else if outstanding {
-            busy = .outstanding(lastProgress: child.progressNs)
+            busy = .outstanding
         } else {
             // Idle as far as events go: a PING now and then shows whether it
             // is stuck elsewhere (a timer). PLUGIN-WIRE.md section 8.2.
@@ -232,8 +249,7 @@ extension PluginProcess {
     /// exit; SIGKILL after `shutdownTimeoutMs`.
     func shutdown() {
         let (result, child) = lock.withLock { () -> (PluginSupervisorMachine.StopResult, PluginChild?) in
-            watchdog?.cancel()
-            watchdog = nil
+            runtime?.stopChildWatchdog()
             return (machine.stop(), current)
         }
         switch result {
@@ -257,11 +273,10 @@ extension PluginProcess {
     }
 
     /// The runtime was quarantined (e.g. URL failures in a row): end the process.
-    func stopAfterQuarantine() {
+    func stopAfterQuarantine(because reason: String) {
         let (result, child) = lock.withLock { () -> (PluginSupervisorMachine.QuarantineResult, PluginChild?) in
-            watchdog?.cancel()
-            watchdog = nil
-            return (machine.quarantine(), current)
+            runtime?.stopChildWatchdog()
+            return (machine.quarantine(because: reason), current)
         }
         switch result {
         case .killCurrent: child?.kill(because: "quarantined")
@@ -269,7 +284,13 @@ extension PluginProcess {
         }
     }
 
-    // MARK: Host functions from the process (its reader thread)
+    // MARK: Frames from the process (its reader thread)
+
+    /// A DONE, ANSWER, PONG, FAILED or LOADED: the machine's `frame(.progress)`.
+    func childMadeProgress() {
+        lock.withLock { _ = machine.frame(.progress, now: PluginChild.monotonicNow()) }
+    }
+
 
     /// A LOG frame: the plugin's log rate limit, then the bot's log (no C table on the way).
     func log(level: Int32, _ message: String) {

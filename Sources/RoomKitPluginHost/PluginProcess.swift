@@ -6,25 +6,28 @@ import Logging
 import RoomKitLoop
 import RoomKitProtocol
 
-/// A plugin running in its own `roomkit-plugin-host` process
-/// (`"isolation": "process"`).
+/// The process kind of plugin endpoint (PluginEndpoint.swift): a child
+/// speaking the wire of docs/PLUGIN-WIRE.md, `roomkit-plugin-host` for a
+/// library (`"isolation": "process"`) or the manifest's `command`.
 ///
-/// It plugs into the inline machinery unchanged: `map` returns a
-/// `MappedPlugin` whose descriptor is a proxy whose hooks forward to the
-/// process, so `PluginRuntime` (serial queue, URL timeouts, counters) and
-/// `PluginManager` (dispatch, chain, reload) treat it like any other plugin.
-/// Host-function calls from the process arrive on its reader thread and go
-/// through the runtime's own host table (same logging, same room actions).
+/// The runtime hands it calls on the plugin's one queue (`queue`, which is
+/// also where its EVENTS frames are written); nothing here pretends to be a
+/// C plugin. Events are encoded once into the journal and batched into
+/// EVENTS frames; each counts as a call of the plugin when the child reports
+/// it finished (DONE) or failed (FAILED). Host calls from the child arrive on
+/// its reader thread and go straight to the host actions
+/// (PluginProcess+HostCalls.swift).
 ///
-/// Supervision (PluginProcess+Supervisor.swift): crashes restart the process
-/// with backoff and resend the events it had not finished; an event that
-/// crashed it twice is skipped; hangs are killed; too many crashes quarantine.
+/// Supervision (PluginProcess+Supervisor.swift, the decisions in
+/// PluginSupervisorMachine): crashes restart the process with backoff and
+/// resend the events it had not finished; an event that crashed it twice is
+/// skipped; hangs are killed (the runtime's watchdog ticks the machine);
+/// too many crashes quarantine.
 ///
-/// Thread safety: mutable state is guarded by `lock`; the descriptor and the
-/// spec are immutable.
+/// Thread safety: mutable state is guarded by `lock`; the spec is immutable.
 final class PluginProcess: @unchecked Sendable {
     // @unchecked Sendable: every mutable field below `lock` is only touched
-    // with `lock` held; `descriptor` is written once in init.
+    // with `lock` held.
 
     typealias Phase = PluginSupervisorMachine.Phase
 
@@ -34,7 +37,21 @@ final class PluginProcess: @unchecked Sendable {
         let seq: UInt64
         /// The encoded EVENTS record (PLUGIN-WIRE.md section 4).
         let record: [UInt8]
+        /// When it was queued (uptime ns): the start of its call's latency.
+        let posted: UInt64
         var skip = false
+        /// The child reported its handler failed (FAILED): counted already.
+        var failed = false
+
+        /// The hook it calls, for the per-hook metrics.
+        var hook: PluginHookKind {
+            switch UInt32(record[0]) {
+            case ROOMKIT_WIRE_RECORD_ROOM.rawValue: return .roomEvent
+            case ROOMKIT_WIRE_RECORD_PLAYER.rawValue: return .playerEvent
+            case ROOMKIT_WIRE_RECORD_CONFIG_CHANGED.rawValue: return .configChanged
+            default: return .throwError
+            }
+        }
 
         /// What the record is, for messages: "magix in room lobby", "throwError".
         var label: String {
@@ -54,6 +71,13 @@ final class PluginProcess: @unchecked Sendable {
         }
     }
 
+    /// A call that is not a room event, for `send`.
+    enum Record {
+        case player(kind: Int32, room: String, payload: String)
+        case throwError(domain: String, code: Int64, message: String)
+        case configChanged(room: String?, config: String)
+    }
+
     let spec: PluginSpec
     let library: String
     /// argv[0] (absolute) and the arguments: roomkit-plugin-host and the library, or the manifest's command.
@@ -63,8 +87,8 @@ final class PluginProcess: @unchecked Sendable {
     let workingDirectory: String?
     let logger: Logger
     let onStatus: @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void
-    let descriptor: UnsafeMutablePointer<roomkit_plugin>
-    let writer: DispatchQueue
+    /// The plugin's one queue (the runtime's): calls run and frames are written here.
+    let queue: DispatchQueue
 
     let lock = NSLock()
     // Guarded by `lock`:
@@ -73,15 +97,19 @@ final class PluginProcess: @unchecked Sendable {
     var phase: Phase { machine.phase }
     var current: PluginChild?
     var generation = 0
-    var host: UnsafePointer<roomkit_host_api>?
     weak var runtime: PluginRuntime?
+    /// The contract minor version of the child's HELLO.
+    var helloMinor: UInt16 = 0
+    /// Records the child finished and the bot has not counted yet, in order,
+    /// and the uptime (ns) of the last finish counted (PluginProcess+Journal.swift).
+    var uncounted: [Entry] = []
+    var lastFinish: UInt64 = 0
     var journal: [Entry] = []
     var journalHead = 0
     var written = 0
     var nextSeq: UInt64 = 0
     var flushScheduled = false
     var stats = Stats()
-    var watchdog: (any DispatchSourceTimer)?
     /// Rate of the warnings for failed fire-and-forget calls.
     let failedCallLog = TokenBucket(rate: 1, burst: 5)
     /// Why on_load failed, in words (a crash names its signal).
@@ -107,18 +135,11 @@ final class PluginProcess: @unchecked Sendable {
                                           loadBound: max(spec.timeout * 20, .seconds(2)))
         self.logger = logger
         self.onStatus = onStatus
-        writer = DispatchQueue(label: "roomkit.plugin-process.\(spec.name)")
-        descriptor = .allocate(capacity: 1)
-        descriptor.initialize(to: roomkit_plugin())
+        queue = DispatchQueue(label: "roomkit.plugin.\(spec.name)")
     }
 
-    /// Only a process that failed to map is ever freed (a mapped one is
-    /// retained for good with its descriptor, see `map`): its descriptor was
-    /// never handed out, so it goes with it.
-    deinit {
-        descriptor.deinitialize(count: 1)
-        descriptor.deallocate()
-    }
+    /// The contract minor version the child's HELLO declared.
+    var abiMinor: UInt16 { lock.withLock { helloMinor } }
 
     static var ownExecutable: String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments.first ?? "roombot"
@@ -166,125 +187,70 @@ final class PluginProcess: @unchecked Sendable {
         }
     }
 
-    // MARK: Hooks (called by PluginRuntime on the plugin's queue)
+    // MARK: Calls (from PluginRuntime, on the plugin's queue)
 
-    /// on_load: sends the config, waits for the process's on_load.
-    func load(host table: UnsafePointer<roomkit_host_api>?, config: String) -> Int32 {
-        let child = lock.withLock { () -> PluginChild? in
-            host = table
-            return current
-        }
-        guard let child else { return -1 }
-        let result = child.load(config: config, callTimeout: spec.timeout, timeout: loadBound)
-        guard result == 0 else {
-            if result == nil { _ = child.waitForExit(timeout: .milliseconds(200)) }
-            let why = result.map { "on_load returned \($0)" }
-                ?? child.exitDescription.map { "on_load crashed: the plugin process \($0)" } ?? "on_load did not return in time"
-            if result == nil { lock.withLock { loadFailure = why } }
-            logger.error("plugin process failed to load", metadata: ["plugin": "\(spec.name)", "reason": "\(why)"])
-            _ = lock.withLock { machine.loaded(ok: false) }
-            child.kill()
-            return result ?? -1
-        }
-        guard lock.withLock({ machine.loaded(ok: true) }) == .running else {
-            child.kill(because: "unloaded while loading")
-            return -1
-        }
-        startWatchdog()
-        return 0
-    }
-
-    /// A room, player, error or config event: encoded once, queued in order,
-    /// written in EVENTS frames (many records a frame when they queue up).
-    /// Returns the record's seq (nil: not queued).
-    @discardableResult
-    func enqueue(_ type: roomkit_wire_record, number: Int64, a: UnsafePointer<CChar>?, b: UnsafePointer<CChar>) -> UInt64? {
-        lock.lock()
-        defer { lock.unlock() }
-        switch phase {
-        case .quarantined, .stopping, .stopped: return nil
-        case .starting, .running, .restarting: break
-        }
-        guard journal.count - journalHead < spec.supervision.queueLimit else {
-            stats.dropped += 1
-            return nil
-        }
-        nextSeq += 1
-        journal.append(Entry(seq: nextSeq, record: WireRecord.encode(type, seq: nextSeq, number: number, a: a, b: b)))
-        scheduleFlushLocked()
-        return nextSeq
-    }
-
-    /// Schedules one write of everything unsent (`lock` held).
-    func scheduleFlushLocked() {
-        guard phase == .running, !flushScheduled else { return }
-        flushScheduled = true
-        writer.async { [self] in flush() }
-    }
-
-    /// Writes the unsent events as EVENTS frames in one send (writer queue).
-    func flush() {
-        let batch = lock.withLock { () -> (PluginChild, [UInt8], Bool)? in
-            flushScheduled = false
-            guard phase == .running || phase == .stopping, let child = current else { return nil }
-            trimLocked(done: child.doneSeq)
-            guard written < journal.count else { return nil }
-            let wasIdle = written == journalHead
-            var bytes: [UInt8] = []
-            var frameStart = -1, count: UInt32 = 0
-            func close() {
-                guard frameStart >= 0 else { return }
-                let length = UInt32(bytes.count - frameStart - 4)
-                withUnsafeBytes(of: length.littleEndian) { for i in 0..<4 { bytes[frameStart + i] = $0[i] } }
-                withUnsafeBytes(of: count.littleEndian) { for i in 0..<4 { bytes[frameStart + 5 + i] = $0[i] } }
-                frameStart = -1
-                count = 0
+    /// LOAD: sends the config, waits for the child's on_load. nil when it
+    /// loaded; else why not, in words (a crash names its signal).
+    func load(config: String) -> String? {
+        guard let child = lock.withLock({ current }) else { return "on_load failed: the plugin process is gone" }
+        let loaded = child.load(config: config, callTimeout: spec.timeout, timeout: loadBound)
+        let now = PluginChild.monotonicNow()
+        if let loaded {
+            switch lock.withLock({ machine.frame(.loaded(result: loaded), now: now) }) {
+            case .running:
+                startWatchdog()
+                return nil
+            case .stopAndKill(let why):
+                logger.error("plugin process failed to load", metadata: ["plugin": "\(spec.name)", "reason": "\(why)"])
+                child.kill()
+                return why
+            case .kill(let why):
+                child.kill(because: why)
+                return why
+            case .load, .nothing:
+                child.kill(because: "unloaded while loading")
+                return "unloaded while loading"
             }
-            for index in written..<journal.count where !journal[index].skip {
-                if frameStart >= 0, count >= ROOMKIT_WIRE_BATCH_RECORDS || bytes.count - frameStart >= Int(ROOMKIT_WIRE_BATCH_BYTES) { close() }
-                if frameStart < 0 {
-                    frameStart = bytes.count
-                    bytes.append(contentsOf: [0, 0, 0, 0, UInt8(ROOMKIT_WIRE_EVENTS.rawValue), 0, 0, 0, 0])
-                }
-                bytes.append(contentsOf: journal[index].record)
-                count += 1
-            }
-            close()
-            written = journal.count
-            return (child, bytes, wasIdle)
         }
-        guard let (child, bytes, wasIdle) = batch, !bytes.isEmpty else { return }
-        if wasIdle { child.noteWaitingFrom(PluginChild.monotonicNow()) }
-        child.send(bytes)
-    }
-
-    /// Forgets the events the process has finished (`lock` held).
-    func trimLocked(done: UInt64) {
-        while journalHead < journal.count, journalHead < written, journal[journalHead].seq <= done {
-            journalHead += 1
-        }
-        if journalHead == journal.count {
-            journal.removeAll(keepingCapacity: true)
-            journalHead = 0
-            written = 0
-        } else if journalHead > 1024, journalHead * 2 > journal.count {
-            journal.removeFirst(journalHead)
-            written -= journalHead
-            journalHead = 0
-        }
+        // No LOADED: it died (the machine heard `exited`) or is silent (`timeout`).
+        _ = child.waitForExit(timeout: .milliseconds(200))
+        _ = lock.withLock { machine.timeout(.load, now: now) }
+        let why = child.exitDescription.map { "on_load crashed: the plugin process \($0)" } ?? "on_load did not return in time"
+        lock.withLock { loadFailure = why }
+        logger.error("plugin process failed to load", metadata: ["plugin": "\(spec.name)", "reason": "\(why)"])
+        child.kill()
+        return why
     }
 
     /// url_interrupter: a round trip bounded by `timeoutMs`; nil on timeout,
-    /// NULL, or when the process is restarting (the chain passes the URL on).
-    func interrupt(_ url: String) -> UnsafeMutablePointer<CChar>? {
+    /// NULL, invalid UTF-8, or when the process is restarting (the chain passes the URL on).
+    func interrupt(_ url: String) -> String? {
         guard let child = lock.withLock({ phase == .running ? current : nil }) else { return nil }
         guard let bytes = child.interrupt(url, timeout: spec.timeout) else { return nil }
-        return bytes.withUnsafeBufferPointer { buffer -> UnsafeMutablePointer<CChar>? in
-            guard let memory = malloc(buffer.count + 1)?.assumingMemoryBound(to: CChar.self) else { return nil }
-            buffer.withMemoryRebound(to: CChar.self) { memory.update(from: $0.baseAddress!, count: buffer.count) }
-            memory[buffer.count] = 0
-            return memory
-        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// EXPORT_STATE: the state, or nothing (the child answered null); nil when
+    /// it is not running or does not answer within `timeout`.
+    func exportState(timeout: Duration) -> PluginRuntime.Export? {
+        guard let answer = stateRoundTrip(ROOMKIT_WIRE_EXPORT_STATE, state: nil, timeout: timeout) else { return nil }
+        guard let text = answer.text else { return .nothing }
+        guard let state = String(validating: text, as: UTF8.self) else { return .failed("export_state returned invalid UTF-8") }
+        return .state(state)
+    }
+
+    /// IMPORT_STATE: import_state's result (-1 when the child has none); nil without an answer in time.
+    func importState(_ state: String, timeout: Duration) -> Int32? {
+        guard let answer = stateRoundTrip(ROOMKIT_WIRE_IMPORT_STATE, state: state, timeout: timeout) else { return nil }
+        return answer.result == ROOMKIT_WIRE_NO_IMPORT ? -1 : answer.result
+    }
+
+    /// One export/import round trip with the running child, after every event
+    /// queued before it (the export must follow the old version's last event).
+    private func stateRoundTrip(_ type: roomkit_wire_down, state: String?, timeout: Duration) -> (result: Int32, text: [UInt8]?)? {
+        guard let child = lock.withLock({ phase == .running ? current : nil }) else { return nil }
+        flush()
+        return child.stateRequest(type, state: state, timeout: timeout)
     }
 
     static func roomKindName(_ kind: Int32) -> String {

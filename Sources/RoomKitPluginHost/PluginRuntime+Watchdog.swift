@@ -137,7 +137,18 @@ extension PluginRuntime {
     /// and counted on its own, exactly as if posted alone.
     func post(hook: PluginHookKind, batch bodies: [@Sendable () -> Void]) {
         guard isActive, !bodies.isEmpty else { return }
-        enqueue(.calls(hook, bodies), watched: bodies.count)
+        enqueue(.calls(hook, bodies), watched: watchesCalls ? bodies.count : 0)
+    }
+
+    /// Whether the watchdog times each posted call as it runs on the queue
+    /// (inline). A process plugin's calls only hand records to its child
+    /// there; the child is timed by its progress (`startChildWatchdog`) and
+    /// each call counts when the child reports it finished or failed.
+    var watchesCalls: Bool {
+        switch endpoint {
+        case .inline: return true
+        case .process: return false
+        }
     }
 
     /// A loop turn's room events for this plugin, run in order like
@@ -145,7 +156,7 @@ extension PluginRuntime {
     /// loop turn that raised them began (0: now), for the dispatch latency.
     func post(roomEvents events: [PluginRoomEvent], since: UInt64 = 0) {
         guard isActive, !events.isEmpty else { return }
-        enqueue(.roomEvents(events), watched: events.count, since: since)
+        enqueue(.roomEvents(events), watched: watchesCalls ? events.count : 0, since: since)
     }
 
     /// Appends `work` to the plugin's list and wakes its queue only when no
@@ -193,12 +204,35 @@ extension PluginRuntime {
         switch work {
         case .unwatched(let body):
             body()
+        case .calls(_, let bodies) where first == 0:
+            for body in bodies { body() }
         case .calls(let hook, let bodies):
             for (offset, body) in bodies.enumerated() {
                 body()
                 last = finished(first &+ UInt64(offset), started: last, hook: hook)
             }
         case .roomEvents(let events):
+            switch endpoint {
+            case .inline(let inline): run(events, on: inline, first: first, since: since, last: last)
+            case .process(let process):
+                process.deliver(events, since: since)
+                // As `TurnDone` says: a process plugin's call ends when its
+                // events are handed to the process; failures reported later
+                // by the child (FAILED, a crash) are counted where they arrive.
+                let now = DispatchTime.now().uptimeNanoseconds
+                var done: [(key: Int, at: UInt64)] = []
+                for event in events {
+                    roomCalls.count(event.room, .roomEvent, failure: nil)
+                    if event.turn != nil { done.append((event.payload.startIndex, now)) }
+                }
+                events.first?.turn?.finished(done)
+            }
+        }
+    }
+
+    /// Runs a batch of on_room_event calls in this thread, each timed.
+    private func run(_ events: [PluginRoomEvent], on inline: InlinePluginEndpoint, first: UInt64, since: UInt64, last start: UInt64) {
+            var last = start
             // Each call is finished (watchdog) and timed on its own; the
             // batch's successes are counted together at its end.
             var tally = SuccessTally()
@@ -206,9 +240,7 @@ extension PluginRuntime {
             for (offset, event) in events.enumerated() {
                 event.room.withCString { room in
                     event.payload.withUnsafeBufferPointer { payload in
-                        payload.withMemoryRebound(to: CChar.self) {
-                            descriptor.pointee.on_room_event?(descriptor.pointee.`self`, event.kind, room, $0.baseAddress)
-                        }
+                        payload.withMemoryRebound(to: CChar.self) { inline.roomEvent(kind: event.kind, room: room, payload: $0.baseAddress) }
                     }
                 }
                 let now = DispatchTime.now().uptimeNanoseconds
@@ -221,7 +253,6 @@ extension PluginRuntime {
             }
             flush(&tally)
             events.first?.turn?.finished(done)
-        }
     }
 
     /// Marks watched call `sequence` finished now: a success unless the
@@ -247,8 +278,8 @@ extension PluginRuntime {
         }
     }
 
-    /// Counts every call that has now overrun its deadline as a failure, then
-    /// re-arms for the oldest call still outstanding.
+    /// Counts every inline call that has now overrun its deadline as a
+    /// failure, then re-arms for the oldest call still outstanding.
     private func checkWatchdog() {
         let timeout = timeoutNanoseconds
         let now = DispatchTime.now().uptimeNanoseconds
@@ -262,5 +293,29 @@ extension PluginRuntime {
                 checkWatchdog()
             }
         }
+    }
+}
+
+extension PluginRuntime {
+    /// Starts the watchdog's look at a running child, every quarter of
+    /// `timeoutMs × hangFactor` (at least 5 ms): the child's progress goes to
+    /// its supervisor (`PluginProcess.checkHang`), which kills a hung child.
+    /// A new start (a restarted child) replaces the previous look.
+    func startChildWatchdog() {
+        guard let process else { return }
+        let limit = spec.timeout * spec.supervision.hangFactor
+        let period = PluginSupervisorMachine.nanoseconds(max(limit / 4, .milliseconds(5)))
+        let generation = watchdogGeneration.add(1, ordering: .relaxed).newValue
+        @Sendable func check() {
+            guard watchdogGeneration.load(ordering: .relaxed) == generation else { return }
+            process.checkHang(limit: limit)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(period))) { check() }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(period))) { check() }
+    }
+
+    /// Stops the look at the child (it exited, or the plugin stopped).
+    func stopChildWatchdog() {
+        watchdogGeneration.add(1, ordering: .relaxed)
     }
 }

@@ -14,24 +14,20 @@ public enum PluginStatus: String, Sendable, Hashable {
     case loaded, failed, quarantined, unloaded, crashed, restarted, skipped
 }
 
-/// What the host does for a plugin's function-table calls.
-protocol PluginHostActions: AnyObject, Sendable {
-    func pluginLog(_ plugin: String, level: Int32, _ message: String)
-    func pluginDispatchMagix(_ plugin: String, room: String, event: String, payload: JSON, to: [String]?) -> Bool
-    func pluginSetGlobalState(_ plugin: String, room: String, patch: [String: JSON]) -> Bool
-    func pluginInsertImage(_ plugin: String, room: String, image: Image) -> Bool
-    func pluginPutScenes(_ plugin: String, room: String, dir: String, scenes: [Scene], index: Int?) -> Bool
-    func pluginRoomState(_ room: String) -> JSON?
-}
-
-/// One started plugin: its serial queue, its function table, its counters.
+/// One started plugin: its endpoint (PluginEndpoint.swift), its one serial
+/// queue, its one watchdog, its counters.
 ///
-/// Isolation: every hook runs on `queue`, never on the loop. Each call has a
-/// watchdog; a call that overruns `timeoutMs`, or returns NULL or invalid
-/// UTF-8, is a failure, and `quarantineAfter` failures in a row quarantine
-/// the plugin: it gets no more calls and the rooms go on without it.
+/// Isolation: every call runs on `queue`, never on the loop. An inline
+/// plugin's hook runs there; a process plugin's events are encoded and
+/// written there (the child runs them). The watchdog
+/// (PluginRuntime+Watchdog.swift) times the plugin itself: an inline call
+/// that overruns `timeoutMs` is a failure; a child that shows no progress
+/// for `timeoutMs × hangFactor` is killed (its supervisor restarts it). A
+/// call that fails (an overrun, NULL or invalid UTF-8, a handler that raised
+/// in a child) counts; `quarantineAfter` failures in a row quarantine the
+/// plugin: it gets no more calls and the rooms go on without it.
 final class PluginRuntime: @unchecked Sendable {
-    // @unchecked Sendable: `descriptor` and `table` are immutable after init;
+    // @unchecked Sendable: `endpoint` and `spec` are immutable after init;
     // mutable state is in `state` (a LockedValue) or touched only on `queue`.
 
     struct Counters {
@@ -44,18 +40,19 @@ final class PluginRuntime: @unchecked Sendable {
     }
 
     let spec: PluginSpec
-    let descriptor: UnsafePointer<roomkit_plugin>
+    let endpoint: PluginEndpoint
+    /// The plugin's one queue (its endpoint's: a process writes its frames here).
     let queue: DispatchQueue
     /// The plugin's log and action rate limits (PluginRateLimit.swift).
     let logBucket: TokenBucket
     let actionBucket: TokenBucket
-    /// The process of a process plugin (nil: inline), held directly: no registry.
-    let process: PluginProcess?
     /// Its room actions in flight (PluginActionGate.swift).
     let actionGate = PluginActionGate()
     let state = LockedValue(Counters())
-    /// Posted calls not yet finished, oldest first (the watchdog's list).
+    /// Posted inline calls not yet finished, oldest first (the watchdog's list).
     let outstanding = LockedValue(OutstandingCalls())
+    /// Bumped to start or stop the watchdog's periodic check of a child.
+    let watchdogGeneration = Atomic<UInt64>(0)
     /// Work posted and not yet run (PluginRuntime+Watchdog.swift).
     let pending = LockedValue(PendingWork())
     /// `state.status == .loaded`, mirrored on every status change so the
@@ -68,7 +65,6 @@ final class PluginRuntime: @unchecked Sendable {
     let failing = Atomic<Bool>(false)
     /// `state.failures`, mirrored under its lock (see `recordSuccess`).
     let failureCount = Atomic<Int>(0)
-    private let table: UnsafeMutablePointer<roomkit_host_api>
     weak var actions: (any PluginHostActions)?
     let onQuarantine: @Sendable (PluginRuntime, String) -> Void
     static let quarantineAfter = 3
@@ -86,42 +82,52 @@ final class PluginRuntime: @unchecked Sendable {
          onQuarantine: @escaping @Sendable (PluginRuntime, String) -> Void) {
         spec = mapped.spec
         metrics = PluginCallMetrics(plugin: mapped.spec.name, factory: metricsFactory)
-        descriptor = mapped.descriptor
-        queue = DispatchQueue(label: "roomkit.plugin.\(mapped.spec.name)")
-        process = mapped.process
+        endpoint = mapped.endpoint
+        switch mapped.endpoint {
+        case .inline: queue = DispatchQueue(label: "roomkit.plugin.\(mapped.spec.name)")
+        case .process(let process): queue = process.queue
+        }
         logBucket = TokenBucket(rate: mapped.spec.rateLimits.logPerSecond, burst: mapped.spec.rateLimits.logBurst)
         actionBucket = TokenBucket(rate: mapped.spec.rateLimits.actionsPerSecond, burst: mapped.spec.rateLimits.actionBurst)
         self.actions = actions
         self.onQuarantine = onQuarantine
-        table = .allocate(capacity: 1)
-        table.initialize(to: Self.makeTable())
-        table.pointee.context = Unmanaged.passUnretained(self).toOpaque()
-        // The plugin may keep the table for as long as its library is mapped.
-        PluginLoader.keepForProcessLifetime(UnsafeRawPointer(table))
+        switch mapped.endpoint {
+        case .inline(let inline): inline.table.pointee.context = Unmanaged.passUnretained(self).toOpaque()
+        case .process(let process): process.attach(self)
+        }
     }
 
     var isActive: Bool { loaded.load(ordering: .acquiring) }
 
-    /// Calls on_load with the manifest's config and waits for it (bounded by a
-    /// generous multiple of the timeout: loading may read files).
+    /// The process of a process plugin (nil: inline).
+    var process: PluginProcess? { endpoint.process }
+
+    /// Calls on_load (or sends LOAD) with the manifest's config and waits for
+    /// it (bounded by a generous multiple of the timeout: loading may read files).
     func start() -> String? {
-        guard descriptor.pointee.on_load != nil else { return nil }
         let config = spec.config.jsonString
-        // Not a hook call: it is neither counted nor able to quarantine.
-        let result = callAndWait(timeout: max(spec.timeout * 20, .seconds(2)), counted: false) { [self] () -> Int32? in
-            config.withCString { descriptor.pointee.on_load?(descriptor.pointee.`self`, UnsafePointer(table), $0) }
-        }
-        switch result {
-        case .some(0): return nil
-        case .some(let code?):
-            // A process plugin says why in words (e.g. the signal it died of).
-            if let why = process?.loadFailureReason { return why }
-            return "on_load failed (returned \(code))"
-        default: return "on_load did not return within its time limit"
+        let bound = max(spec.timeout * 20, .seconds(2))
+        switch endpoint {
+        case .inline(let inline):
+            guard inline.hasOnLoad else { return nil }
+            // Not a hook call: it is neither counted nor able to quarantine.
+            switch callAndWait(timeout: bound, counted: false, { inline.load(config: config) }) {
+            case .some(0): return nil
+            case .some(let code?): return "on_load failed (returned \(code))"
+            default: return "on_load did not return within its time limit"
+            }
+        case .process(let process):
+            // The process bounds its own wait; it says why in words (e.g. the signal it died of).
+            switch callAndWait(timeout: bound + .seconds(1), counted: false, { process.load(config: config) }) {
+            case .some(.none): return nil
+            case .some(.some(let why)): return why
+            default: return "on_load did not return within its time limit"
+            }
         }
     }
 
-    /// Stops calls; on_unload runs after the calls already queued. The library stays mapped.
+    /// Stops calls; on_unload (or UNLOAD) runs after the calls already queued.
+    /// An inline library stays mapped.
     func stop() {
         let wasActive = state.withLock { counters -> Bool in
             defer { if counters.status == .loaded { counters.status = .unloaded } }
@@ -133,41 +139,54 @@ final class PluginRuntime: @unchecked Sendable {
             return Array(timerTable.values)
         }
         for timer in all { timer.cancel() }
-        guard wasActive, descriptor.pointee.on_unload != nil else { return }
-        queue.async { [self] in descriptor.pointee.on_unload?(descriptor.pointee.`self`) }
+        guard wasActive else { return }
+        switch endpoint {
+        case .inline(let inline): queue.async { inline.unload() }
+        case .process(let process): queue.async { process.shutdown() }
+        }
     }
 
-    // MARK: Hooks (each reads the immutable descriptor on the plugin's queue)
+    // MARK: Hooks
 
-    /// Whether the plugin has an on_room_event hook; the manager posts a
-    /// loop turn's room events to it as one batch (`post(roomEvents:)`).
-    var hasRoomEventHook: Bool { descriptor.pointee.on_room_event != nil }
+    /// Whether the plugin takes room events; the manager posts a loop turn's
+    /// room events to it as one batch (`post(roomEvents:)`).
+    var hasRoomEventHook: Bool { endpoint.hasRoomEventHook(spec) }
 
     func playerEvent(kind: Int32, room: String, payload: String) {
-        guard descriptor.pointee.on_player_event != nil else { return }
-        post(hook: .playerEvent) { [self] in
-            room.withCString { r in payload.withCString { descriptor.pointee.on_player_event?(descriptor.pointee.`self`, kind, r, $0) } }
+        switch endpoint {
+        case .inline(let inline):
+            guard inline.hasPlayerEvent else { return }
+            post(hook: .playerEvent) { inline.playerEvent(kind: kind, room: room, payload: payload) }
+        case .process(let process):
+            guard spec.hooks.contains(.player) else { return }
+            post(hook: .playerEvent) { process.send(.player(kind: kind, room: room, payload: payload)) }
         }
     }
 
+    /// The host's error, or a failed action of the plugin's own (a process
+    /// plugin gets the latter whether or not it declares the hook).
     func throwError(domain: String, code: Int64, message: String) {
-        guard descriptor.pointee.throw_error != nil else { return }
-        post(hook: .throwError) { [self] in
-            domain.withCString { d in message.withCString { descriptor.pointee.throw_error?(descriptor.pointee.`self`, d, code, $0) } }
+        switch endpoint {
+        case .inline(let inline):
+            guard inline.hasThrowError else { return }
+            post(hook: .throwError) { inline.throwError(domain: domain, code: code, message: message) }
+        case .process(let process):
+            post(hook: .throwError) { process.send(.throwError(domain: domain, code: code, message: message)) }
         }
     }
 
-    /// One step of the URL chain; nil when the step failed (timeout, NULL, invalid UTF-8).
+    /// One step of the URL chain; nil when the step failed (timeout, NULL,
+    /// invalid UTF-8, a process restarting). A process plugin's step is a
+    /// round trip bounded by `timeoutMs`.
     func interrupt(_ url: String) -> String? {
-        guard descriptor.pointee.url_interrupter != nil else { return nil }
-        let result = callAndWait { [self] () -> String? in
-            guard let raw = url.withCString({ descriptor.pointee.url_interrupter?(descriptor.pointee.`self`, $0) }) else { return nil }
-            // Through the host's own free_string, the counterpart of the
-            // alloc_string the plugin had to use (roomkit_plugin.h, "Strings").
-            defer { freeHostString(raw) }
-            return String(validatingCString: raw)
+        switch endpoint {
+        case .inline(let inline):
+            guard inline.hasURLInterrupter else { return nil }
+            return callAndWait { inline.interrupt(url) } ?? nil
+        case .process(let process):
+            guard spec.hooks.contains(.urlInterrupter) else { return nil }
+            return callAndWait { process.interrupt(url) } ?? nil
         }
-        return result ?? nil
     }
 
     // MARK: Calls
@@ -275,6 +294,22 @@ final class PluginRuntime: @unchecked Sendable {
         tally = SuccessTally()
     }
 
+    /// Counts calls a child finished (DONE), all successes, each hook's
+    /// latency as its mean over the batch (DONE comes once per batch).
+    func countFinished(_ tally: SuccessTally, hooks: [PluginHookKind: (calls: Int, nanoseconds: UInt64)]) {
+        for (hook, sum) in hooks where sum.calls > 0 {
+            let mean = sum.nanoseconds / UInt64(sum.calls)
+            for _ in 0..<sum.calls { metrics.recordLatency(nanoseconds: mean, hook: hook) }
+        }
+        metrics.countCalls(tally.calls)
+        state.withLock { counters in
+            counters.calls += tally.calls
+            counters.totalNanoseconds &+= tally.nanoseconds
+            counters.consecutiveFailures = 0
+            failing.store(false, ordering: .relaxed)
+        }
+    }
+
     // MARK: Timers (on the plugin's queue)
 
     /// The longest timer delay or period a plugin gets: 10^12 ms (about 31
@@ -304,12 +339,7 @@ final class PluginRuntime: @unchecked Sendable {
         timerLock.withLock { timerTable.removeValue(forKey: id) }?.cancel()
     }
 
-    // MARK: The host function table
-
-    /// Frees a string a hook returned (allocated with the table's alloc_string).
-    func freeHostString(_ string: UnsafeMutablePointer<CChar>) {
-        table.pointee.free_string?(table.pointee.context, string)
-    }
+    // MARK: Rate limits of the host actions
 
     /// Whether one more log line fits the plugin's log rate; reports the
     /// lines suppressed before it, at most once a second.
@@ -343,83 +373,4 @@ final class PluginRuntime: @unchecked Sendable {
             return false
         }
     }
-
-    /// The function table handed to on_load (for hooks that take it again).
-    var hostTable: UnsafePointer<roomkit_host_api> { UnsafePointer(table) }
-
-    private static func makeTable() -> roomkit_host_api {
-        makeHostTable()
-    }
-}
-
-// The C trampolines of the host table: file-scope so they capture nothing.
-
-private func runtime(_ context: UnsafeMutableRawPointer?) -> PluginRuntime? {
-    context.map { Unmanaged<PluginRuntime>.fromOpaque($0).takeUnretainedValue() }
-}
-
-private func string(_ pointer: UnsafePointer<CChar>?) -> String? {
-    pointer.flatMap { String(validatingCString: $0) }
-}
-
-private func json(_ pointer: UnsafePointer<CChar>?) -> JSON? {
-    string(pointer).flatMap { try? JSON.parse($0) }
-}
-
-private func makeHostTable() -> roomkit_host_api {
-    var api = roomkit_host_api()
-    api.struct_size = UInt32(MemoryLayout<roomkit_host_api>.size)
-    api.abi_major = UInt16(ROOMKIT_PLUGIN_ABI_MAJOR)
-    api.abi_minor = UInt16(ROOMKIT_PLUGIN_ABI_MINOR)
-    api.log = { context, level, message in
-        guard let runtime = runtime(context), runtime.mayLog(), let message = string(message) else { return }
-        runtime.actions?.pluginLog(runtime.spec.name, level: level, message)
-    }
-    api.dispatch_magix = { context, room, event, payload, to in
-        guard let runtime = runtime(context) else { return -1 }
-        guard runtime.mayAct() else { return actionBudgetExhausted }
-        guard let room = string(room), let event = string(event),
-              let payload = json(payload) else { return -1 }
-        let recipients = to.flatMap { json($0)?.arrayValue?.compactMap(\.stringValue) }
-        return runtime.actions?.pluginDispatchMagix(runtime.spec.name, room: room, event: event, payload: payload, to: recipients) == true ? 0 : -1
-    }
-    api.set_global_state = { context, room, patch in
-        guard let runtime = runtime(context) else { return -1 }
-        guard runtime.mayAct() else { return actionBudgetExhausted }
-        guard let room = string(room), let patch = json(patch)?.objectValue else { return -1 }
-        return runtime.actions?.pluginSetGlobalState(runtime.spec.name, room: room, patch: patch) == true ? 0 : -1
-    }
-    api.insert_image = { context, room, image in
-        guard let runtime = runtime(context) else { return -1 }
-        guard runtime.mayAct() else { return actionBudgetExhausted }
-        guard let room = string(room), let json = json(image),
-              let image = try? Image(json: json) else { return -1 }
-        return runtime.actions?.pluginInsertImage(runtime.spec.name, room: room, image: image) == true ? 0 : -1
-    }
-    api.put_scenes = { context, room, dir, scenes, index in
-        guard let runtime = runtime(context) else { return -1 }
-        guard runtime.mayAct() else { return actionBudgetExhausted }
-        guard let room = string(room), let dir = string(dir),
-              let list = json(scenes)?.arrayValue else { return -1 }
-        let parsed = list.compactMap { try? Scene(json: $0) }
-        guard parsed.count == list.count else { return -1 }
-        return runtime.actions?.pluginPutScenes(runtime.spec.name, room: room, dir: dir, scenes: parsed,
-                                                index: index >= 0 ? Int(index) : nil) == true ? 0 : -1
-    }
-    api.room_state_json = { context, room in
-        guard let runtime = runtime(context), let room = string(room),
-              let state = runtime.actions?.pluginRoomState(room) else { return nil }
-        return strdup(state.jsonString)
-    }
-    api.set_timer = { context, delay, repeatEvery, fire, user in
-        guard let runtime = runtime(context), let fire else { return 0 }
-        return runtime.setTimer(delay: delay, repeatEvery: repeatEvery, fire: fire, user: user)
-    }
-    api.cancel_timer = { context, id in
-        runtime(context)?.cancelTimer(id)
-    }
-    api.alloc_string = { _, text in text.map { strdup($0) } ?? nil }
-    api.free_string = { _, text in free(text) }
-    addPlatformFunctions(to: &api)
-    return api
 }

@@ -2,13 +2,36 @@ import Foundation
 
 /// The decisions of a process plugin's supervision, as a pure state machine
 /// (the shape of Hummingbird's and `RoomSessionMachine`'s): one method per
-/// input, a result per input carrying its data, no I/O, no clock, no
-/// randomness of its own. `PluginProcess` is the driver: it spawns, kills,
-/// writes and schedules what the results say, and feeds back what happened.
-/// Tested without a process (`PluginSupervisorMachineTests`).
+/// input (`spawned`, `frame`, `timeout`, `exited`, `tick`, and the runtime's
+/// `stop` and `quarantine`), a result per input carrying its data, the
+/// state's data inside its enum case, no I/O, no clock, no randomness of its
+/// own. `PluginProcess` is the driver: it spawns, kills, writes and
+/// schedules what the results say, and feeds back what happened. Tested
+/// without a process (`PluginSupervisorMachineTests`).
 struct PluginSupervisorMachine: Sendable {
     /// Where the plugin's process stands (`GET /v1/plugins` shows its name).
     enum Phase: String, Sendable { case starting, running, restarting, quarantined, stopping, stopped }
+
+    /// One incarnation of the child, as the machine knows it.
+    struct Child: Equatable, Sendable {
+        let pid: Int32
+        /// When the bot last saw it make progress, or began waiting for it (ns).
+        var lastProgress: UInt64
+        /// Whether its HELLO was accepted (then LOAD was sent).
+        var greeted = false
+    }
+
+    /// The state, with each state's data in its case.
+    enum State: Equatable, Sendable {
+        /// The first child: not spawned yet (nil), or spawned and loading.
+        case starting(Child?)
+        case running(Child)
+        /// After a crash: waiting out the backoff (nil), or a new child loading.
+        case restarting(Child?)
+        case quarantined(reason: String)
+        case stopping
+        case stopped
+    }
 
     /// What the process was doing when it died (from its progress page or its DONE frames).
     enum Suspect: Equatable, Sendable {
@@ -25,8 +48,8 @@ struct PluginSupervisorMachine: Sendable {
         case idle
         /// A call that began at `since` (ns, the progress page's clock); `loading` uses the load bound.
         case call(since: UInt64, loading: Bool)
-        /// No page: events are outstanding and the last progress (a DONE or answer) was at `lastProgress`.
-        case outstanding(lastProgress: UInt64)
+        /// No page: events are outstanding; the machine knows the last progress (`frame`).
+        case outstanding
         /// No page, nothing outstanding: a PING sent at `sentAt` is unanswered.
         case pinged(sentAt: UInt64)
     }
@@ -35,7 +58,8 @@ struct PluginSupervisorMachine: Sendable {
     /// `timeoutMs × hangFactor`, and the bound of a load (ns).
     let hangBound: UInt64
     let loadBound: UInt64
-    private(set) var phase = Phase.starting
+    private(set) var state = State.starting(nil)
+    /// Crash times in the window, and crashes per event: the history, across states.
     private var crashTimes: [UInt64] = []
     private var poison: [UInt64: Int] = [:]
 
@@ -49,41 +73,142 @@ struct PluginSupervisorMachine: Sendable {
         UInt64(max(duration.components.seconds, 0)) * 1_000_000_000 + UInt64(max(duration.components.attoseconds, 0) / 1_000_000_000)
     }
 
+    var phase: Phase {
+        switch state {
+        case .starting: return .starting
+        case .running: return .running
+        case .restarting: return .restarting
+        case .quarantined: return .quarantined
+        case .stopping: return .stopping
+        case .stopped: return .stopped
+        }
+    }
+
     // MARK: Inputs
 
-    /// on_load answered `ok` (the first child).
-    enum LoadedResult: Equatable { case running, stopAndKill }
-    mutating func loaded(ok: Bool) -> LoadedResult {
-        switch phase {
-        case .starting:
-            phase = ok ? .running : .stopped
-            return ok ? .running : .stopAndKill
-        case .running, .restarting, .quarantined, .stopping, .stopped:
-            return .stopAndKill
-        }
+    /// A child was spawned (`pid`), or could not be (`error`), at `now`.
+    enum SpawnOutcome: Equatable, Sendable { case started(pid: Int32), failed(error: String) }
+    enum SpawnedResult: Equatable {
+        /// Wait for its HELLO, at most until `deadline` (ns), then `timeout(.hello)`.
+        case awaitHello(deadline: UInt64)
+        /// The plugin was stopped or quarantined meanwhile: kill it.
+        case kill(reason: String)
+        /// The first child could not start: the plugin fails to load.
+        case giveUp(reason: String)
+        /// A restart could not start a child: quarantine.
+        case quarantine(reason: String)
+        case nothing
     }
-
-    /// A restarted child loaded (`ok`) or failed to (then its exit is the next crash).
-    enum RestartedResult: Equatable { case running, kill(reason: String) }
-    mutating func restarted(ok: Bool) -> RestartedResult {
-        switch phase {
-        case .restarting:
-            guard ok else { return .kill(reason: "restart failed (on_load did not succeed)") }
-            phase = .running
-            return .running
-        case .starting, .running, .quarantined, .stopping, .stopped:
-            return .kill(reason: "unloaded while restarting")
-        }
-    }
-
-    /// A new child could not even be spawned during a restart.
-    enum SpawnFailedResult: Equatable { case quarantine(reason: String), nothing }
-    mutating func spawnFailed(_ error: String) -> SpawnFailedResult {
-        switch phase {
-        case .restarting:
-            phase = .quarantined
+    mutating func spawned(_ outcome: SpawnOutcome, now: UInt64) -> SpawnedResult {
+        switch (state, outcome) {
+        case (.starting(nil), .started(let pid)):
+            state = .starting(Child(pid: pid, lastProgress: now))
+            return .awaitHello(deadline: now &+ loadBound)
+        case (.restarting(nil), .started(let pid)):
+            state = .restarting(Child(pid: pid, lastProgress: now))
+            return .awaitHello(deadline: now &+ loadBound)
+        case (.starting(nil), .failed(let error)):
+            state = .stopped
+            return .giveUp(reason: "cannot start its process: \(error)")
+        case (.restarting(nil), .failed(let error)):
+            state = .quarantined(reason: "cannot restart its process: \(error)")
             return .quarantine(reason: "cannot restart its process: \(error)")
-        case .starting, .running, .quarantined, .stopping, .stopped:
+        case (.starting(.some), .started), (.restarting(.some), .started), (.running, .started):
+            return .kill(reason: "a second child while one runs")
+        case (.quarantined, .started), (.stopping, .started), (.stopped, .started):
+            return .kill(reason: "unloaded while restarting")
+        case (.starting(.some), .failed), (.restarting(.some), .failed), (.running, .failed),
+             (.quarantined, .failed), (.stopping, .failed), (.stopped, .failed):
+            return .nothing
+        }
+    }
+
+    /// A frame from the child (or, `sentAfterIdle`, the bot's first write to an idle child: the wait starts).
+    enum Frame: Equatable, Sendable {
+        /// Its HELLO: nil when it fits the manifest, else why not.
+        case hello(problem: String?)
+        /// LOADED with on_load's result.
+        case loaded(result: Int32)
+        /// DONE, ANSWER, PONG or FAILED: the child is making progress.
+        case progress
+        case sentAfterIdle
+    }
+    enum FrameResult: Equatable {
+        /// Send LOAD (its HELLO fits).
+        case load
+        /// It loaded: the plugin runs; start the watchdog, flush what waits.
+        case running(restarted: Bool)
+        /// The first load failed: stop, kill the child; the plugin fails to load.
+        case stopAndKill(reason: String)
+        /// Kill this child (its exit is then the next crash, or nothing when stopped).
+        case kill(reason: String)
+        case nothing
+    }
+    mutating func frame(_ frame: Frame, now: UInt64) -> FrameResult {
+        switch (state, frame) {
+        case (.starting(var child?), .hello(nil)):
+            child.greeted = true
+            child.lastProgress = now
+            state = .starting(child)
+            return .load
+        case (.restarting(var child?), .hello(nil)):
+            child.greeted = true
+            child.lastProgress = now
+            state = .restarting(child)
+            return .load
+        case (.starting(.some), .hello(let problem?)):
+            state = .stopped
+            return .stopAndKill(reason: problem)
+        case (.restarting(.some), .hello(let problem?)):
+            return .kill(reason: "restart failed: \(problem)")
+        case (.starting(var child?), .loaded(0)) where child.greeted:
+            child.lastProgress = now
+            state = .running(child)
+            return .running(restarted: false)
+        case (.restarting(var child?), .loaded(0)) where child.greeted:
+            child.lastProgress = now
+            state = .running(child)
+            return .running(restarted: true)
+        case (.starting(.some), .loaded(let result)):
+            state = .stopped
+            return .stopAndKill(reason: "on_load failed (returned \(result))")
+        case (.restarting(.some), .loaded):
+            return .kill(reason: "restart failed (on_load did not succeed)")
+        case (.running(var child), .progress), (.running(var child), .sentAfterIdle):
+            child.lastProgress = max(child.lastProgress, now)
+            state = .running(child)
+            return .nothing
+        case (.starting(nil), .hello), (.restarting(nil), .hello), (.starting(nil), .loaded), (.restarting(nil), .loaded),
+             (.running, .hello), (.running, .loaded):
+            return .kill(reason: "an unexpected handshake frame")
+        case (.quarantined, .hello), (.quarantined, .loaded), (.stopping, .hello), (.stopping, .loaded),
+             (.stopped, .hello), (.stopped, .loaded):
+            return .kill(reason: "unloaded while loading")
+        case (.starting, .progress), (.starting, .sentAfterIdle), (.restarting, .progress), (.restarting, .sentAfterIdle),
+             (.quarantined, .progress), (.quarantined, .sentAfterIdle), (.stopping, .progress), (.stopping, .sentAfterIdle),
+             (.stopped, .progress), (.stopped, .sentAfterIdle):
+            return .nothing
+        }
+    }
+
+    /// The driver's wait for a HELLO or a LOADED ran out.
+    enum Timeout: Equatable, Sendable { case hello, load }
+    enum TimeoutResult: Equatable {
+        /// The first child: stop and kill it; the plugin fails to load with `reason`.
+        case stopAndKill(reason: String)
+        /// A restarted child: kill it (its exit is the next crash).
+        case kill(reason: String)
+        case nothing
+    }
+    mutating func timeout(_ what: Timeout, now: UInt64) -> TimeoutResult {
+        let reason = what == .hello ? "did not answer within \(Self.seconds(loadBound))" : "on_load did not return in time"
+        switch state {
+        case .starting(.some):
+            state = .stopped
+            return .stopAndKill(reason: reason)
+        case .restarting(.some):
+            return .kill(reason: "restart failed: \(reason)")
+        case .starting(nil), .restarting(nil), .running, .quarantined, .stopping, .stopped:
             return .nothing
         }
     }
@@ -99,9 +224,9 @@ struct PluginSupervisorMachine: Sendable {
         case quarantine(reason: String, message: String, skip: UInt64?, skipNote: String?)
     }
     mutating func exited(reason: String, suspect: Suspect, now: UInt64, jitter: Double) -> ExitedResult {
-        switch phase {
+        switch state {
         case .starting, .stopping, .stopped:
-            phase = .stopped
+            state = .stopped
             return .finished
         case .quarantined:
             return .finished
@@ -128,11 +253,11 @@ struct PluginSupervisorMachine: Sendable {
         let window = UInt64(limits.crashWindowSeconds) * 1_000_000_000
         crashTimes = crashTimes.filter { now &- $0 < window } + [now]
         if crashTimes.count > limits.maxCrashes {
-            phase = .quarantined
+            state = .quarantined(reason: "\(crashTimes.count) crashes within \(limits.crashWindowSeconds) s; last: \(message)")
             return .quarantine(reason: "\(crashTimes.count) crashes within \(limits.crashWindowSeconds) s; last: \(message)",
                                message: message, skip: skip, skipNote: skipNote)
         }
-        phase = .restarting
+        state = .restarting(nil)
         let base = Double(limits.restartBackoffMs) * pow(2, Double(crashTimes.count - 1))
         let delay = min(base, 30_000) * min(max(jitter, 0.5), 1.5)
         return .restart(delay: .milliseconds(Int64(delay)), message: message, skip: skip, skipNote: skipNote)
@@ -141,8 +266,9 @@ struct PluginSupervisorMachine: Sendable {
     /// The watchdog's tick at `now`: whether the child is hung.
     enum TickResult: Equatable { case nothing, kill(reason: String) }
     func tick(now: UInt64, busy: Busy) -> TickResult {
-        switch phase {
-        case .running: break
+        let child: Child
+        switch state {
+        case .running(let running): child = running
         case .starting, .restarting, .quarantined, .stopping, .stopped: return .nothing
         }
         switch busy {
@@ -153,7 +279,8 @@ struct PluginSupervisorMachine: Sendable {
             let elapsed = now &- since
             guard since != 0, elapsed > bound, elapsed < UInt64.max / 2 else { return .nothing }
             return .kill(reason: "hung: a call ran longer than \(Self.seconds(bound)) (timeoutMs × hangFactor), killed")
-        case .outstanding(let last):
+        case .outstanding:
+            let last = child.lastProgress
             guard last != 0, now > last, now - last > hangBound else { return .nothing }
             return .kill(reason: "hung: no progress on its events for \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")
         case .pinged(let sentAt):
@@ -165,31 +292,31 @@ struct PluginSupervisorMachine: Sendable {
     /// The plugin is unloaded.
     enum StopResult: Equatable { case unload, killCurrent, nothing }
     mutating func stop() -> StopResult {
-        switch phase {
+        switch state {
         case .running:
-            phase = .stopping
+            state = .stopping
             return .unload
         case .starting, .restarting:
-            phase = .stopped
+            state = .stopped
             return .killCurrent
         case .quarantined, .stopping, .stopped:
-            phase = .stopped
+            state = .stopped
             return .nothing
         }
     }
 
     /// The unload finished (the child exited or was killed).
     mutating func stopped() {
-        phase = .stopped
+        state = .stopped
     }
 
     /// The runtime quarantined the plugin (e.g. URL failures in a row).
     enum QuarantineResult: Equatable { case killCurrent, nothing }
-    mutating func quarantine() -> QuarantineResult {
-        switch phase {
+    mutating func quarantine(because reason: String) -> QuarantineResult {
+        switch state {
         case .stopped: return .nothing
         case .starting, .running, .restarting, .quarantined, .stopping:
-            phase = .quarantined
+            state = .quarantined(reason: reason)
             return .killCurrent
         }
     }

@@ -104,30 +104,27 @@ struct WireReader {
 }
 
 /// One EVENTS record (PLUGIN-WIRE.md section 4): `u8 type, u64 seq, i64
-/// number, str a, str b`, encoded once straight from the hook's C strings
-/// (one copy) and kept so that resending it after a crash costs no work.
+/// number, str a, str b`, encoded once straight from the event's room and
+/// payload bytes (one copy) and kept so that resending it after a crash
+/// costs no work.
 enum WireRecord {
     static let headerSize = 1 + 8 + 8 + 4 + 4
 
-    static func encode(_ type: roomkit_wire_record, seq: UInt64, number: Int64,
-                       a: UnsafePointer<CChar>?, b: UnsafePointer<CChar>) -> [UInt8] {
-        let aCount = a.map { strlen($0) } ?? 0
-        let bCount = strlen(b)
+    static func encode<Payload: Collection<UInt8>>(_ type: roomkit_wire_record, seq: UInt64, number: Int64,
+                                                   a: String?, b: Payload) -> [UInt8] {
         var bytes = [UInt8]()
-        bytes.reserveCapacity(headerSize + aCount + bCount)
+        bytes.reserveCapacity(headerSize + (a?.utf8.count ?? 0) + b.count)
         bytes.append(UInt8(type.rawValue))
         withUnsafeBytes(of: seq.littleEndian) { bytes.append(contentsOf: $0) }
         withUnsafeBytes(of: UInt64(bitPattern: number).littleEndian) { bytes.append(contentsOf: $0) }
-        func string(_ pointer: UnsafePointer<CChar>?, _ count: Int) {
-            guard let pointer else {
-                withUnsafeBytes(of: ROOMKIT_WIRE_NULL.littleEndian) { bytes.append(contentsOf: $0) }
-                return
-            }
-            withUnsafeBytes(of: UInt32(count).littleEndian) { bytes.append(contentsOf: $0) }
-            pointer.withMemoryRebound(to: UInt8.self, capacity: count) { bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: count)) }
+        if let a {
+            withUnsafeBytes(of: UInt32(a.utf8.count).littleEndian) { bytes.append(contentsOf: $0) }
+            bytes.append(contentsOf: a.utf8)
+        } else {
+            withUnsafeBytes(of: ROOMKIT_WIRE_NULL.littleEndian) { bytes.append(contentsOf: $0) }
         }
-        string(a, aCount)
-        string(b, bCount)
+        withUnsafeBytes(of: UInt32(b.count).littleEndian) { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: b)
         return bytes
     }
 }

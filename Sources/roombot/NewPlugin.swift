@@ -41,7 +41,7 @@ struct NewPlugin: ParsableCommand {
             (files, next) = (scaffold.swift(roomkitPath: package), "cd \(target) && swift build && swift test")
         case "python":
             let sdk = roomkitPath.map { (($0 as NSString).standardizingPath as NSString).appendingPathComponent("sdk/python") }
-            (files, next) = (scaffold.python(sdk: sdk), "cd \(target) && python3 -m unittest -v")
+            (files, next) = (try scaffold.python(sdk: sdk), "cd \(target) && python3 -m unittest -v")
         default: throw UsageProblems(lines: ["--lang: must be c, swift, rust or python, got '\(lang)'"])
         }
         let fm = FileManager.default

@@ -14,7 +14,7 @@ struct Simulate: AsyncParsableCommand {
         abstract: "Run a manifest's plugins against a scripted scenario in virtual time (no server, no sockets).",
         discussion: "Exit 0 when every expect holds, 1 when one does not (each printed with its step and time), 2 for a bad manifest or scenario.")
 
-    @Option(help: "The plugin manifest (plugins.json). Every plugin runs inline here.")
+    @Option(help: "The plugin manifest (plugins.json). Library plugins run inline here; command plugins in their own process.")
     var manifest: String
     @Option(help: "The scenario (a JSON list of timed steps; see docs/PLUGINS.md).")
     var script: String

@@ -187,9 +187,17 @@ final class PythonPluginIsolationTests: XCTestCase {
         XCTAssertTrue(scenario.log.contains("Traceback (most recent call last)"), scenario.log)
         XCTAssertEqual(scenario.statusLines("crashed").count, 0, "an exception is not a crash")
         XCTAssertEqual(scenario.statusLines("restarted").count, 0)
+        // The child's FAILED frame: one failed call, counted and logged at
+        // warning like an inline hook's failure; the other 20 are calls.
+        await eventually(10, "21 calls counted") { (try? scenario.plugin("bad"))??["calls"] == 21 }
         let report = try XCTUnwrap(try scenario.plugin("bad"))
         XCTAssertEqual(report["status"], "loaded")
+        XCTAssertEqual(report["failures"], 1, "the raising handler is one failure")
+        XCTAssertEqual(report["calls"], 21)
         XCTAssertEqual(report["process"]?["crashes"], 0)
+        XCTAssertTrue(scenario.log.contains("plugin call failed"), scenario.log)
+        XCTAssertTrue(scenario.log.contains("magix in room lobby failed in the plugin process: on_magix handler on_magix raised RuntimeError"),
+                      scenario.log)
         try await scenario.finish()
     }
 

@@ -12,7 +12,11 @@ import XCTest
 /// - load(config): LOG(1, "loaded " + the config as compact JSON); returns 3
 ///   when the config has a key "failLoad", else 0.
 /// - urlInterrupter(url): a failure when url contains "fail"; else url + "?via=conformance".
-/// - room event, kind 8 (magix): CALL dispatch_magix(room, "echo", payload, null).
+/// - room event, kind 8 (magix): CALL dispatch_magix(room, "echo", payload, null);
+///   when the magix payload is "fail", the handler fails instead: no CALL, and
+///   a child that can report it sends FAILED(seq) before the DONE covering it
+///   (the Python SDK: an exception); a C-ABI hook returns nothing and cannot
+///   fail, so roomkit-plugin-host sends only the DONE.
 /// - room event, other kinds: LOG(1, "room <kind> <room>").
 /// - player event: CALL kv_get(room) and wait for its REPLY, then LOG(1, "kv=" + text, or "kv=null").
 /// - throwError: LOG(2, "error <domain> <code> <message>").
@@ -26,12 +30,12 @@ final class WireConformanceTests: XCTestCase {
     static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
     /// Every child implementation: a name and how to start it (argv) in `directory`.
-    static let children: [(name: String, command: @Sendable (String) throws -> [String])] = [
-        ("roomkit-plugin-host (C ABI)", { directory in
+    static let children: [(name: String, reportsFailures: Bool, command: @Sendable (String) throws -> [String])] = [
+        ("roomkit-plugin-host (C ABI)", false, { directory in
             let library = try compilePlugin("conformance", source: conformancePluginC, in: directory)
             return [try builtProduct("roomkit-plugin-host"), library, "roomkit_plugin_entry", "\(getpid())"]
         }),
-        ("Python SDK", { _ in
+        ("Python SDK", true, { _ in
             let script = repo + "/sdk/python/tests/conformance_plugin.py"
             guard FileManager.default.fileExists(atPath: script) else { throw XCTSkip("no Python SDK conformance plugin at \(script)") }
             return ["/usr/bin/env", "PYTHONPATH=\(repo)/sdk/python", "python3", script]
@@ -105,6 +109,57 @@ final class WireConformanceTests: XCTestCase {
             var done: UInt64 = 0
             while done < 12, let frame = child.expect(ROOMKIT_WIRE_DONE, logs: &logs) { done = frame.parse { $0.u64() } }
             XCTAssertEqual(done, 12, "\(name): DONE names the last record of the batch")
+        }
+    }
+
+    func testFailedHandler_isReportedAsFailedBeforeItsDone_andTheChildKeepsServing() throws {
+        for child in Self.children {
+            let directory = NSTemporaryDirectory() + "wire-conformance-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let command: [String]
+            do { command = try child.command(directory) } catch is XCTSkip { continue }
+            let name = child.name, test = try WireTestChild(command)
+            handshake(test, name)
+            let magix = { (seq: Int, payload: String) in #"{"room":"lobby","from":"u1","event":"chat","payload":"\#(payload)","seq":\#(seq)}"# }
+            test.send(BotFrames.events([(ROOMKIT_WIRE_RECORD_ROOM, 20, 8, "lobby", magix(20, "fail")),
+                                        (ROOMKIT_WIRE_RECORD_ROOM, 21, 8, "lobby", magix(21, "ok"))]))
+            // Every frame up to the DONE covering both records, in order.
+            var seen: [String] = []
+            var failed: (seq: UInt64, reason: String)?
+            var done: UInt64 = 0
+            while done < 21, let frame = test.next(timeout: 10) {
+                switch UInt32(frame.type) {
+                case ROOMKIT_WIRE_DONE.rawValue:
+                    done = frame.parse { $0.u64() }
+                    seen.append("DONE \(done)")
+                case ROOMKIT_WIRE_FAILED.rawValue:
+                    failed = frame.parse { ($0.u64(), $0.string() ?? "") }
+                    seen.append("FAILED \(failed?.seq ?? 0)")
+                case ROOMKIT_WIRE_CALL.rawValue:
+                    let (request, function) = frame.parse { r -> (UInt64, Int32) in
+                        let request = r.u64(), function = r.i32()
+                        _ = r.i32()
+                        _ = (0..<r.u32()).map { _ in r.string() }
+                        return (request, function)
+                    }
+                    XCTAssertEqual(function, Int32(ROOMKIT_WIRE_DISPATCH_MAGIX.rawValue), name)
+                    if request != 0 { test.send(BotFrames.reply(request, result: 0, text: nil)) }
+                    seen.append("CALL")
+                case ROOMKIT_WIRE_LOG.rawValue:
+                    continue
+                default:
+                    XCTFail("\(name): unexpected frame \(frame.type)")
+                }
+            }
+            XCTAssertEqual(done, 21, "\(name): \(seen)")
+            if child.reportsFailures {
+                XCTAssertEqual(seen.first, "FAILED 20", "\(name): FAILED names the record, before any DONE: \(seen)")
+                XCTAssertTrue(failed?.reason.contains("RuntimeError: conformance failure") == true, "\(name): \(failed?.reason ?? "none")")
+            } else {
+                XCTAssertNil(failed, "\(name): a C hook cannot fail: \(seen)")
+            }
+            XCTAssertEqual(seen.filter { $0 == "CALL" }.count, 1, "\(name): the next record still runs: \(seen)")
         }
     }
 

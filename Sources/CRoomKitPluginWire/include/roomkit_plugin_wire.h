@@ -64,6 +64,7 @@ enum roomkit_wire_up {
     ROOMKIT_WIRE_UNLOADED = 69,    /* (empty) */
     ROOMKIT_WIRE_DONE = 70,        /* u64 seq: every record up to it is finished */
     ROOMKIT_WIRE_PONG = 71,        /* u64 nonce */
+    ROOMKIT_WIRE_FAILED = 72,      /* u64 seq, str reason: that record's handler failed (one failed call) */
 };
 /* HELLO flags. */
 #define ROOMKIT_WIRE_FLAG_PROGRESS_PAGE 1u

@@ -26,6 +26,9 @@ static char *url(void *self, const char *u) {
 }
 static void room(void *self, int32_t kind, const char *r, const char *payload) {
     (void)self;
+    /* A magix payload "fail": the handler fails. A C hook returns nothing, so
+       it cannot say so: it makes no call, and the child reports only DONE. */
+    if (kind == ROOMKIT_ROOM_MAGIX && strstr(payload, "\"payload\":\"fail\"")) return;
     if (kind == ROOMKIT_ROOM_MAGIX) { host->dispatch_magix(host->context, r, "echo", payload, NULL); return; }
     char head[64];
     snprintf(head, sizeof head, "room %d ", kind);

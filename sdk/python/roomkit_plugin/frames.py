@@ -14,10 +14,10 @@ NULL = 0xFFFFFFFF
 # Frame types (PLUGIN-WIRE.md §12).
 LOAD, EVENTS, URL, REPLY, UNLOAD, EXPORT_STATE, IMPORT_STATE, PING = 1, 2, 5, 6, 7, 9, 10, 11
 HELLO, LOADED, ANSWER, LOG, CALL, UNLOADED, DONE, PONG, FAILED = 64, 65, 66, 67, 68, 69, 70, 71, 72
-# FAILED (72, u64 seq, str reason: a record whose handler raised) is the
-# coordinator's addition to v1; sent once the bot parses it (before that an
-# unknown type would count as a crash).
-SEND_FAILED = False
+# FAILED (72, u64 seq, str reason): a record whose handler raised; the bot
+# counts it as one failed call (PLUGIN-WIRE.md §8.4). False only for tests
+# that want the bare DONE-only behaviour.
+SEND_FAILED = True
 
 # HELLO hook bits.
 HOOK_URL, HOOK_THROW_ERROR, HOOK_ROOM, HOOK_PLAYER = 1, 2, 4, 8

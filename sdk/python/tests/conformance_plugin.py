@@ -3,7 +3,8 @@ runs it next to the C one; its doc comment fixes the behaviour):
 
 - load(config): log "loaded <config as compact JSON>"; result 3 when the config has "failLoad";
 - urlInterrupter(url): a failure when url contains "fail", else url + "?via=conformance";
-- magix: dispatch_magix(room, "echo", <the payload as the bot sent it>, None);
+- magix: dispatch_magix(room, "echo", <the payload as the bot sent it>, None); when the magix
+  payload is "fail", the handler raises instead (the SDK sends FAILED for that record);
 - other room events: log "room <kind> <room>";
 - player events: kv_get(room) (waits for the reply), then log "kv=<value or null>";
 - throwError: log (warning) "error <domain> <code> <message>";
@@ -37,6 +38,8 @@ def rewrite(url):
 
 @plugin.on_room_event
 def room_event(room, event):
+    if event["event"] == "magix" and event.get("payload") == "fail":
+        raise RuntimeError("conformance failure")
     if event["event"] == "magix":
         payload = {k: v for k, v in event.items() if k not in ("event", "magixEvent")}
         payload["event"] = event["magixEvent"]  # the bot's payload: the log dict without the log's renaming

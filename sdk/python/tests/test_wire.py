@@ -7,7 +7,7 @@ import sys
 import time
 import unittest
 
-from tests.fakebot import (ANSWER, CALL, DONE, EVENTS, HELLO, LOADED, LOG, PONG, SDK, UNLOADED, FakeBot,
+from tests.fakebot import (ANSWER, CALL, DONE, EVENTS, FAILED, HELLO, LOADED, LOG, PONG, SDK, UNLOADED, FakeBot,
                            events, frame, record)
 
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins", "probe.py")
@@ -85,7 +85,7 @@ class WireTests(unittest.TestCase):
         self.start()
         self.bot.send(events([chat(1, "!raise"), chat(2, "!echo")]))
         got = self.until_done(2)
-        self.assertEqual([f.kind for f in got], [CALL])
+        self.assertEqual([f.kind for f in got], [FAILED, CALL])
         log = "\n".join(self.bot.logs)
         self.assertIn("on_magix handler on_magix raised", log)
         self.assertIn("Traceback (most recent call last)", log)
@@ -94,7 +94,7 @@ class WireTests(unittest.TestCase):
         self.assertEqual(code, 0)
 
     def test_failed_names_the_record_whose_handler_raised(self):
-        self.start(args=["--send-failed"])
+        self.start()
         self.bot.send(events([chat(1, "x"), chat(2, "!raise"), chat(3, "!echo")]))
         got = self.until_done(3)
         self.assertEqual([f.name for f in got], ["FAILED", "CALL"])
@@ -174,7 +174,9 @@ class WireTests(unittest.TestCase):
         self.bot.send(events([chat(1, "!kv k toolong")]))
         kv_set = self.bot.expect(CALL)
         self.bot.reply(kv_set.request, -2)
-        self.assertEqual(self.until_done(1), [])
+        failed = self.until_done(1)
+        self.assertEqual([f.name for f in failed], ["FAILED"])
+        self.assertIn("KVFullError", failed[0].reason)
         self.assertIn("KVFullError", "\n".join(self.bot.logs))
 
     def test_timers_run_between_records(self):

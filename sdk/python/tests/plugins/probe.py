@@ -14,9 +14,6 @@ from roomkit_plugin import Plugin
 
 plugin = Plugin()
 state = {"count": 0, "imported": None}
-if "--send-failed" in sys.argv:  # the FAILED frame, before the bot takes it by default
-    import roomkit_plugin.frames
-    roomkit_plugin.frames.SEND_FAILED = True
 
 
 @plugin.on_load

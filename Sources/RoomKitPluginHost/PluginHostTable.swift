@@ -2,39 +2,79 @@ import CRoomKitPluginABI
 import Foundation
 import RoomKitProtocol
 
-/// What the host does for the function-table members added in ABI 1.1
-/// (roomkit_plugin.h, "1.1 and later"). The manager implements it; every
-/// method may be called from any thread (a plugin's hook, its timer, or a
-/// thread of its own).
-protocol PluginPlatformActions: AnyObject, Sendable {
-    func pluginSetMemberState(_ plugin: String, room: String, patch: [String: JSON]) -> Bool
-    func pluginSetExtraInfo(_ plugin: String, room: String, key: String, value: String) -> Bool
-    func pluginPublishStream(_ plugin: String, room: String, stream: String, extraInfo: String?) -> Bool
-    func pluginUnpublishStream(_ plugin: String, room: String, stream: String) -> Bool
-    func pluginLoginRoom(_ plugin: String, room: String) -> Bool
-    func pluginLogoutRoom(_ plugin: String, room: String) -> Bool
-    func pluginSwitchRoom(_ plugin: String, from: String, to: String) -> Bool
-    func pluginRoomMembers(_ room: String) -> JSON?
-    func pluginConfig(_ plugin: String, room: String?) -> JSON
-    func pluginKVGet(_ plugin: String, key: String) -> String?
-    /// 0, -1 (bad arguments, storage error) or `ROOMKIT_KV_FULL`.
-    func pluginKVSet(_ plugin: String, key: String, value: String) -> Int32
-    /// 1 removed, 0 absent, -1 error.
-    func pluginKVDelete(_ plugin: String, key: String) -> Int32
-    func pluginKVScan(_ plugin: String, prefix: String) -> JSON?
+// The host's C function table handed to an inline plugin's on_load
+// (roomkit_plugin.h): file-scope trampolines that capture nothing; each
+// finds the runtime through the table's `context` and goes straight to the
+// host actions (PluginHostActions.swift), as a process plugin's CALL does.
+
+private func runtime(_ context: UnsafeMutableRawPointer?) -> PluginRuntime? {
+    context.map { Unmanaged<PluginRuntime>.fromOpaque($0).takeUnretainedValue() }
 }
 
-extension PluginRuntime {
-    /// Whether the plugin's descriptor is long enough to have `member` (it
-    /// was built with a header that has it); a 1.0 descriptor ends before
-    /// every 1.1 hook, and reading past its end would read foreign memory.
-    func descriptorHas<T>(_ member: KeyPath<roomkit_plugin, T>) -> Bool {
-        guard let offset = MemoryLayout<roomkit_plugin>.offset(of: member) else { return false }
-        return Int(descriptor.pointee.struct_size) >= offset + MemoryLayout<T>.size
-    }
+private func string(_ pointer: UnsafePointer<CChar>?) -> String? {
+    pointer.flatMap { String(validatingCString: $0) }
+}
 
-    /// The descriptor's `abi_minor` (0 for a plugin built against 1.0).
-    var abiMinor: UInt16 { descriptor.pointee.abi_minor }
+private func json(_ pointer: UnsafePointer<CChar>?) -> JSON? {
+    string(pointer).flatMap { try? JSON.parse($0) }
+}
+
+func makeHostTable() -> roomkit_host_api {
+    var api = roomkit_host_api()
+    api.struct_size = UInt32(MemoryLayout<roomkit_host_api>.size)
+    api.abi_major = UInt16(ROOMKIT_PLUGIN_ABI_MAJOR)
+    api.abi_minor = UInt16(ROOMKIT_PLUGIN_ABI_MINOR)
+    api.log = { context, level, message in
+        guard let runtime = runtime(context), runtime.mayLog(), let message = string(message) else { return }
+        runtime.actions?.pluginLog(runtime.spec.name, level: level, message)
+    }
+    api.dispatch_magix = { context, room, event, payload, to in
+        guard let runtime = runtime(context) else { return -1 }
+        guard runtime.mayAct() else { return actionBudgetExhausted }
+        guard let room = string(room), let event = string(event),
+              let payload = json(payload) else { return -1 }
+        let recipients = to.flatMap { json($0)?.arrayValue?.compactMap(\.stringValue) }
+        return runtime.actions?.pluginDispatchMagix(runtime.spec.name, room: room, event: event, payload: payload, to: recipients) == true ? 0 : -1
+    }
+    api.set_global_state = { context, room, patch in
+        guard let runtime = runtime(context) else { return -1 }
+        guard runtime.mayAct() else { return actionBudgetExhausted }
+        guard let room = string(room), let patch = json(patch)?.objectValue else { return -1 }
+        return runtime.actions?.pluginSetGlobalState(runtime.spec.name, room: room, patch: patch) == true ? 0 : -1
+    }
+    api.insert_image = { context, room, image in
+        guard let runtime = runtime(context) else { return -1 }
+        guard runtime.mayAct() else { return actionBudgetExhausted }
+        guard let room = string(room), let json = json(image),
+              let image = try? Image(json: json) else { return -1 }
+        return runtime.actions?.pluginInsertImage(runtime.spec.name, room: room, image: image) == true ? 0 : -1
+    }
+    api.put_scenes = { context, room, dir, scenes, index in
+        guard let runtime = runtime(context) else { return -1 }
+        guard runtime.mayAct() else { return actionBudgetExhausted }
+        guard let room = string(room), let dir = string(dir),
+              let list = json(scenes)?.arrayValue else { return -1 }
+        let parsed = list.compactMap { try? Scene(json: $0) }
+        guard parsed.count == list.count else { return -1 }
+        return runtime.actions?.pluginPutScenes(runtime.spec.name, room: room, dir: dir, scenes: parsed,
+                                                index: index >= 0 ? Int(index) : nil) == true ? 0 : -1
+    }
+    api.room_state_json = { context, room in
+        guard let runtime = runtime(context), let room = string(room),
+              let state = runtime.actions?.pluginRoomState(room) else { return nil }
+        return strdup(state.jsonString)
+    }
+    api.set_timer = { context, delay, repeatEvery, fire, user in
+        guard let runtime = runtime(context), let fire else { return 0 }
+        return runtime.setTimer(delay: delay, repeatEvery: repeatEvery, fire: fire, user: user)
+    }
+    api.cancel_timer = { context, id in
+        runtime(context)?.cancelTimer(id)
+    }
+    api.alloc_string = { _, text in text.map { strdup($0) } ?? nil }
+    api.free_string = { _, text in free(text) }
+    addPlatformFunctions(to: &api)
+    return api
 }
 
 /// Like `platform`, for a room action: nil also when the action budget is spent (`budget` set).
@@ -63,7 +103,7 @@ private func object(_ pointer: UnsafePointer<CChar>?) -> [String: JSON]? {
     text(pointer).flatMap { try? JSON.parse($0) }?.objectValue
 }
 
-/// Fills in the ABI 1.1 members of the host's function table.
+/// Fills in the storage, room-login, members and config members of the table.
 func addPlatformFunctions(to api: inout roomkit_host_api) {
     api.set_member_state = { context, room, patch in
         var budget = false

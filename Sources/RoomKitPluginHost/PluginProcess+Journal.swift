@@ -1,0 +1,195 @@
+import CRoomKitPluginWire
+import Dispatch
+import Foundation
+
+/// The journal of a process plugin: every event encoded once as an EVENTS
+/// record (PLUGIN-WIRE.md section 4), batched into frames on the plugin's
+/// queue, kept until the child reports it finished (DONE) or failed
+/// (FAILED), and resent to a restarted child. Each finished record is one
+/// call of the plugin, counted as the runtime counts an inline call.
+extension PluginProcess {
+    /// A loop turn's room events: each encoded once into the journal, then
+    /// written in EVENTS frames at once (this is the plugin's queue).
+    func deliver(_ events: [PluginRoomEvent], since: UInt64) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let posted = since == 0 ? now : since
+        lock.withLock {
+            for event in events {
+                _ = appendLocked(posted: posted) { seq in
+                    WireRecord.encode(ROOMKIT_WIRE_RECORD_ROOM, seq: seq, number: Int64(event.kind),
+                                      a: event.room, b: event.payload.dropLast())
+                }
+            }
+            flushScheduled = true  // this flush, now: no second one from the queue
+        }
+        flush()
+    }
+
+    /// A player event, an error or a config change, queued in order with
+    /// the room events and written with the next flush. Returns its seq (nil: not queued).
+    @discardableResult
+    func send(_ record: Record) -> UInt64? {
+        let now = DispatchTime.now().uptimeNanoseconds
+        return lock.withLock { () -> UInt64? in
+            let seq = appendLocked(posted: now) { seq in
+                switch record {
+                case .player(let kind, let room, let payload):
+                    return WireRecord.encode(ROOMKIT_WIRE_RECORD_PLAYER, seq: seq, number: Int64(kind), a: room, b: payload.utf8)
+                case .throwError(let domain, let code, let message):
+                    return WireRecord.encode(ROOMKIT_WIRE_RECORD_THROW_ERROR, seq: seq, number: code, a: domain, b: message.utf8)
+                case .configChanged(let room, let config):
+                    return WireRecord.encode(ROOMKIT_WIRE_RECORD_CONFIG_CHANGED, seq: seq, number: 0, a: room, b: config.utf8)
+                }
+            }
+            if seq != nil { scheduleFlushLocked() }
+            return seq
+        }
+    }
+
+    /// Appends one record (`lock` held), unless the plugin is gone for good or
+    /// its queue is full (then it is dropped and counted).
+    private func appendLocked(posted: UInt64, _ encode: (UInt64) -> [UInt8]) -> UInt64? {
+        switch phase {
+        case .quarantined, .stopping, .stopped: return nil
+        case .starting, .running, .restarting: break
+        }
+        guard journal.count - journalHead < spec.supervision.queueLimit else {
+            stats.dropped += 1
+            return nil
+        }
+        nextSeq += 1
+        journal.append(Entry(seq: nextSeq, record: encode(nextSeq), posted: posted))
+        return nextSeq
+    }
+
+    /// on_config_changed: sent now, and finished before this returns: a URL
+    /// request (which jumps the child's queue of records) after this call
+    /// must find the new config (PLUGIN-WIRE.md section 5).
+    func configChanged(room: String?, config: String) {
+        let seq = send(.configChanged(room: room, config: config))
+        flush()
+        if let seq, let child = lock.withLock({ phase == .running ? current : nil }) {
+            _ = child.waitDone(seq, timeout: loadBound)
+        }
+    }
+
+    /// Schedules one write of everything unsent on the plugin's queue (`lock` held).
+    func scheduleFlushLocked() {
+        guard phase == .running, !flushScheduled else { return }
+        flushScheduled = true
+        queue.async { [self] in flush() }
+    }
+
+    /// Writes the unsent events as EVENTS frames in one send (the plugin's queue).
+    func flush() {
+        let batch = lock.withLock { () -> (PluginChild, [UInt8], Bool)? in
+            flushScheduled = false
+            guard phase == .running || phase == .stopping, let child = current else { return nil }
+            trimLocked(done: child.doneSeq)
+            guard written < journal.count else { return nil }
+            let wasIdle = written == journalHead
+            if wasIdle { _ = machine.frame(.sentAfterIdle, now: PluginChild.monotonicNow()) }
+            var bytes: [UInt8] = []
+            var frameStart = -1, count: UInt32 = 0
+            func close() {
+                guard frameStart >= 0 else { return }
+                let length = UInt32(bytes.count - frameStart - 4)
+                withUnsafeBytes(of: length.littleEndian) { for i in 0..<4 { bytes[frameStart + i] = $0[i] } }
+                withUnsafeBytes(of: count.littleEndian) { for i in 0..<4 { bytes[frameStart + 5 + i] = $0[i] } }
+                frameStart = -1
+                count = 0
+            }
+            for index in written..<journal.count where !journal[index].skip {
+                if frameStart >= 0, count >= ROOMKIT_WIRE_BATCH_RECORDS || bytes.count - frameStart >= Int(ROOMKIT_WIRE_BATCH_BYTES) { close() }
+                if frameStart < 0 {
+                    frameStart = bytes.count
+                    bytes.append(contentsOf: [0, 0, 0, 0, UInt8(ROOMKIT_WIRE_EVENTS.rawValue), 0, 0, 0, 0])
+                }
+                bytes.append(contentsOf: journal[index].record)
+                count += 1
+            }
+            close()
+            written = journal.count
+            return (child, bytes, wasIdle)
+        }
+        guard let (child, bytes, wasIdle) = batch, !bytes.isEmpty else { return }
+        if wasIdle { child.noteWaitingFrom(PluginChild.monotonicNow()) }
+        child.send(bytes)
+    }
+
+    /// Forgets the events the process has finished (`lock` held): they are
+    /// not resent after a crash. Each one that was not skipped waits in
+    /// `uncounted` for the DONE frame that covers it (the progress page may
+    /// run ahead of the socket, where a FAILED for it comes before that DONE).
+    func trimLocked(done: UInt64) {
+        while journalHead < journal.count, journalHead < written, journal[journalHead].seq <= done {
+            if !journal[journalHead].skip { uncounted.append(journal[journalHead]) }
+            journalHead += 1
+        }
+        if journalHead == journal.count {
+            journal.removeAll(keepingCapacity: true)
+            journalHead = 0
+            written = 0
+        } else if journalHead > 1024, journalHead * 2 > journal.count {
+            journal.removeFirst(journalHead)
+            written -= journalHead
+            journalHead = 0
+        }
+    }
+
+    /// Counts the finished calls up to `seq` (a DONE frame's, or everything
+    /// when the child is gone): each one that did not fail is a success,
+    /// counted as the runtime counts a batch of inline calls (one lock per
+    /// batch); its latency runs from its post (or the previous finish) to now.
+    func countFinished(through seq: UInt64) {
+        let (tally, hooks, target) = lock.withLock { () -> (PluginRuntime.SuccessTally, [PluginHookKind: (calls: Int, nanoseconds: UInt64)], PluginRuntime?) in
+            if let current { trimLocked(done: min(current.doneSeq, seq)) }
+            var tally = PluginRuntime.SuccessTally()
+            var hooks: [PluginHookKind: (calls: Int, nanoseconds: UInt64)] = [:]
+            let now = DispatchTime.now().uptimeNanoseconds
+            var taken = 0
+            for entry in uncounted {
+                guard entry.seq <= seq else { break }
+                taken += 1
+                guard !entry.failed else { continue }
+                let elapsed = now &- max(entry.posted, lastFinish)
+                lastFinish = now
+                tally.calls += 1
+                tally.nanoseconds &+= elapsed
+                hooks[entry.hook, default: (0, 0)].calls += 1
+                hooks[entry.hook, default: (0, 0)].nanoseconds &+= elapsed
+            }
+            uncounted.removeFirst(taken)
+            return (tally, hooks, runtime)
+        }
+        guard tally.calls > 0, let target else { return }
+        target.countFinished(tally, hooks: hooks)
+    }
+
+    /// DONE from the child (its reader thread): the records up to `seq` are finished.
+    func childProgressed(done seq: UInt64) {
+        countFinished(through: seq)
+    }
+
+    /// FAILED from the child (its reader thread): record `seq`'s handler
+    /// failed. Every record before it finished first (records run in order);
+    /// then this one is one failed call, as an inline hook's failure is:
+    /// logged at warning (rate limited), counted toward quarantine.
+    func childFailed(seq: UInt64, reason: String) {
+        let label = lock.withLock { () -> String? in
+            if let current { trimLocked(done: current.doneSeq) }
+            if let index = uncounted.firstIndex(where: { $0.seq == seq }) {
+                uncounted[index].failed = true
+                return uncounted[index].label
+            }
+            guard let index = journal[journalHead...].firstIndex(where: { $0.seq == seq }) else { return nil }
+            journal[index].failed = true
+            return journal[index].label
+        }
+        guard let label else { return }
+        countFinished(through: seq &- 1)
+        guard let target = lock.withLock({ runtime }) else { return }
+        let why = reason.isEmpty ? "its handler failed" : oneLine(reason)
+        target.record(failure: "\(label) failed in the plugin process: \(why)", nanoseconds: 0, hook: nil)
+    }
+}
