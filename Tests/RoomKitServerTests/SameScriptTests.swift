@@ -36,6 +36,7 @@ final class SameScriptTests: ServerTestCase {
         // The script's own expectations, so the two cannot agree on nothing.
         XCTAssertEqual(fromRoomd["a"], ["reply ok fresh", "kicked 1002050"])
         XCTAssertEqual(fromRoomd["b"], ["reply ok fresh"])
+        XCTAssertEqual(fromRoomd["k"], ["reply error 1002050"])
         // The resume replays what b missed: its member's leave, then its rejoin.
         XCTAssertEqual(fromRoomd["c"], ["reply ok recovered", "userUpdate delete u#3", "userUpdate add u#3"])
         XCTAssertEqual(fromRoomd["e"], ["reply ok fresh", "reply ok"])
@@ -59,10 +60,12 @@ final class SameScriptTests: ServerTestCase {
         try server.connect("observer")
         try server.login("observer", user: "o")
         try server.connect("a")
-        try server.login("a", user: "u")
+        let kicked = try server.login("a", user: "u")
         try server.connect("b")
         let session = try server.login("b", user: "u")  // a is kicked 1002050
         try server.close("a")
+        try server.connect("k")
+        try server.login("k", user: "u", resume: kicked)  // refused with the kick's code
         try server.silence("b")  // past the heartbeat timeout: b's member leaves
         try server.connect("c")
         let resumed = try server.login("c", user: "u", resume: session)
