@@ -97,8 +97,11 @@ public final class FleetCoordinator: Sendable {
         // A command must fail well inside a lease so the local rule decides, not a hung socket.
         redisConfiguration.commandTimeout = min(.seconds(2), config.leaseTTL / 4)
         redisConfiguration.connectTimeout = min(.seconds(2), config.leaseTTL / 4)
-        // Reconnects back off, but a returning Redis is seen well inside a lease.
-        redisConfiguration.reconnectDelayCap = min(.seconds(2), config.leaseTTL / 4)
+        // Reconnects back off, but a restarted Redis is seen again within a
+        // fraction of a lease: the holders' renews must re-assert their shards
+        // before the leases run out on their own clocks (TTL/8: at the tests'
+        // 2 s TTL the wait stays 250 ms, as without a backoff).
+        redisConfiguration.reconnectDelayCap = min(.seconds(2), config.leaseTTL / 8)
         redis = RedisClient(loop: loop, endpoint: config.redis, configuration: redisConfiguration, logger: logger)
         let settings = FleetLeaseMachine.Settings(
             shards: config.shards, ttl: UInt64(config.leaseTTL.milliseconds),
