@@ -419,9 +419,13 @@ per event in five interleaved A/B pairs of the two binaries on the loaded
 machine (load average 9-12 on the 2 cores): 4.26/6.99/4.72/6.61/4.92 us
 before, 4.19/6.59/5.86/6.45/4.39 us after, lower in four pairs of five;
 with this much other load the figures move with the machine as much as
-with the binaries. Still open: lws >= 4.5 (16.5%), the plugin threads and
-dispatch (issue 26's hook-cost row), the encoding's copy and allocation
-per event, and the host's weak reference per message.
+with the binaries. Tried and dropped: reusing the event's `EventEncoding`
+and its bytes for the next event when no sink kept them (the allocator's
+share did not move, the copies of the now optional event cost as much, and
+CPU per event came out higher in both A/B pairs). Still open: lws >= 4.5
+(16.5%), the plugin threads and dispatch (issue 26's hook-cost row), the
+encoding's copy and allocation per event, and the host's weak reference
+per message.
 
 **Plugin dispatch under load (issue 17: <= 100 ns amortised per inline
 hook call).** The firehose rows above include the same engine with no
