@@ -412,12 +412,17 @@ and `EventBroadcaster.yield` reads a snapshot of its observers kept by the
 yielding thread, refreshed only when an atomic version moves, instead of a
 lock and two array copies per event. The slow retain/release share went
 from 10.0% (9.0% in a second pair of runs) to 2.7% (3.3%); what is left of
-it is the weak host of `HostConnectionDelegate` (read once per message)
-and the plugin manager's observer. CPU per event in five interleaved A/B
-pairs of the two binaries on the loaded machine (load average 9-12 on the
-2 cores): 4.26/6.99/4.72/6.61/4.92 us before, 4.19/6.59/5.86/6.45/4.39 us
-after, lower in four pairs of five; with this much other load the figures
-move with the machine as much as with the binaries. Still open: lws >= 4.5
+it is the weak host of `HostConnectionDelegate` (loaded once per message)
+and the objects freed per event (a release to zero takes the same runtime
+path: the event's `EventEncoding` and its payload's `LazyJSONText`). CPU
+per event in five interleaved A/B pairs of the two binaries on the loaded
+machine (load average 9-12 on the 2 cores): 4.26/6.99/4.72/6.61/4.92 us
+before, 4.19/6.59/5.86/6.45/4.39 us after, lower in four pairs of five;
+with this much other load the figures move with the machine as much as
+with the binaries. Tried and dropped: reusing the event's `EventEncoding`
+and its bytes for the next event when no sink kept them (the allocator's
+share did not move, the copies of the now optional event cost as much, and
+CPU per event came out higher in both A/B pairs). Still open: lws >= 4.5
 (16.5%), the plugin threads and dispatch (issue 26's hook-cost row), the
 encoding's copy and allocation per event, and the host's weak reference
 per message.
