@@ -48,7 +48,7 @@ struct EventReads {
     func events(room: String, afterSeq: Int64, throughSeq: Int64, limit: Int64 = Int64.max,
                 maxBytes: Int = .max) throws(StorageError) -> [StoredEvent] {
         let statement = try db.statement(
-            "SELECT seq, ts, push, mutation, recipients FROM events WHERE room = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
+            "SELECT seq, ts, push, mutation, recipients, t_at FROM events WHERE room = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
             .bind(1, room).bind(2, afterSeq).bind(3, throughSeq).bind(4, limit)
         defer { statement.reset() }
         var result: [StoredEvent] = []
@@ -83,6 +83,7 @@ struct EventReads {
             throw StorageError(code: -1, path: db.path, context: "event \(room)#\(statement.int64(0))", message: "\(error)")
         }
         return StoredEvent(room: room, seq: statement.int64(0), ts: statement.int64(1),
-                           push: statement.bytes(2) ?? [], mutation: mutation, recipients: recipients)
+                           push: statement.bytes(2) ?? [], timeAt: statement.isNull(5) ? nil : Int(statement.int64(5)),
+                           mutation: mutation, recipients: recipients)
     }
 }

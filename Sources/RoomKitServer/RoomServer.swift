@@ -291,6 +291,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         // A link given up for silence (`sweep`) no longer speaks for its sessions,
         // whatever arrives before its close handshake ends.
         guard !link.timedOut else { return }
+        // Nothing of a room or session is held here: a safe point to commit.
+        commitIfDue()
         metrics.messagesIn += 1
         metrics.bytesIn += message.bytes.count
         let now = wallMilliseconds()
@@ -305,6 +307,15 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             metrics.sent(ProtocolError(code: .malformed, message: ""))
             return link.send(ServerMessage.error(ProtocolError(code: .malformed,
                                                                message: "binary frames are not accepted; send text")))
+        }
+        // The hot path: a magix request read straight from its bytes
+        // (RoomServer+Append.swift); anything else, or anything unusual, below.
+        if link.greeted, let magix = ClientEnvelope.scanMagix(message.bytes) {
+            guard admitRequest(link, id: magix.id, now: now) else { return }
+            let started = monotonicNanoseconds()
+            tracked(id: magix.id, link: link) { handleMagix(magix, link: link, now: now) }
+            exporter.requestTimer(.magix).recordSince(started)
+            return
         }
         let json: JSON
         do {
@@ -334,7 +345,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         if let id = envelope.id {
             guard admitRequest(link, id: id, now: now) else { return }
             let started = monotonicNanoseconds()
-            handleTracked(envelope.request, id: id, room: envelope.room, link: link, now: now)
+            tracked(id: id, link: link) { handle(envelope.request, id: id, room: envelope.room, link: link, now: now) }
             exporter.requestTimer(envelope.request.op).recordSince(started)
         } else if admitUnsolicited(link, now: now), case .ping(let t) = envelope.request {
             link.send(ServerMessage.pong(t: t, serverTime: now))
@@ -389,48 +400,17 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
 
     /// Appends an event to `room`: durable first, then applied, remembered for
     /// resume, and fanned out (encoded once) to every attached session except
-    /// `origin`, and only to `recipients` (user IDs) when given.
+    /// `origin`, and only to `recipients` (user IDs) when given
+    /// (`appendEncoded`, RoomServer+Append.swift).
     @discardableResult
     func append(to room: ServerRoom, origin: ServerSession?, mutation: JSON? = nil, recipients: [String]? = nil,
                 now: Int64, _ build: (Int64) -> JSON) throws(ProtocolError) -> Int64 {
         let seq = room.seq + 1
         let push = build(seq)
-        let bytes = push.serialized()
         var next = room.model
-        do {
-            try next.apply(push: push, mutation: mutation)
-        } catch {
-            throw error
-        }
-        room.eventsSinceSnapshot += 1
-        let snapshotDue = room.eventsSinceSnapshot >= configuration.snapshotEvery
-        let commitStarted = monotonicNanoseconds()
-        do {
-            try store.append(StoredEvent(room: room.id, seq: seq, ts: now, push: bytes, mutation: mutation,
-                                         recipients: recipients),
-                             // Spelled out: JSON is ExpressibleByNilLiteral, so a bare
-                             // `cond ? json : nil` would store JSON.null, not "no snapshot".
-                             snapshotAfter: snapshotDue ? Optional(next.json) : Optional<JSON>.none)
-        } catch {
-            logger.error("event not stored", metadata: ["room": "\(room.id)", "error": "\(error)"])
-            throw ProtocolError(code: .internalError, message: "storage failed")
-        }
-        exporter.commitLatency.recordSince(commitStarted)
-        if snapshotDue { room.eventsSinceSnapshot = 0 }
-        room.model = next
-        room.seq = seq
-        metrics.eventsTotal += 1
-        let frame = WebSocketFrame(bytes: bytes)
-        remember(RecoveryEntry(seq: seq, ts: now, frame: frame, recipients: recipients), in: room, now: now)
-        let fanoutStarted = monotonicNanoseconds()
-        let allowed = recipients.map(Set.init)
-        for session in room.sessions.values {
-            guard let link = session.link, session !== origin else { continue }
-            if let allowed, !allowed.contains(session.userId) { continue }
-            link.send(frame, kind: .event)
-        }
-        exporter.fanoutLatency.recordSince(fanoutStarted)
-        return seq
+        try next.apply(push: push, mutation: mutation)
+        return try appendEncoded(EncodedPush(push), seq: seq, changed: next, to: room, origin: origin,
+                                 mutation: mutation, recipients: recipients, now: now)
     }
 
     func persist(_ session: ServerSession) {

@@ -1,4 +1,5 @@
-/// Group commit: one SQLite transaction per loop turn.
+/// Group commit: one SQLite transaction per loop turn, or per
+/// `commitDeadline` of a long turn (RoomServer+Commit.swift).
 ///
 /// The first write after a commit opens the transaction (`BEGIN IMMEDIATE`);
 /// each multi-statement write runs inside it under a savepoint, so a write
@@ -12,6 +13,7 @@ extension RoomStore {
         guard !inTransaction else { return }
         try db.statement("BEGIN IMMEDIATE").run()
         inTransaction = true
+        openedAt = monotonicNanoseconds()
     }
 
     /// Runs `body` (several statements) as one unit inside the turn's

@@ -66,6 +66,11 @@ public struct ServerConfiguration: Sendable {
     public var snapshotEvery = 200
     /// SQLite `synchronous`: normal survives process crashes, full also power loss.
     public var synchronousFull = false
+    /// Group commit's deadline: a transaction open this long is committed
+    /// (and what it held released) before the next message is read, even in
+    /// the middle of a loop turn, so a reply waits for at most this much
+    /// work of others (`roomd serve --commit-deadline`).
+    public var commitDeadline: Duration = .milliseconds(1)
     /// Most recording downloads streaming at once; one more is answered 503
     /// (code 1009004). Each holds a reader thread and a SQLite connection.
     public var maxRecordingDownloads = 8
