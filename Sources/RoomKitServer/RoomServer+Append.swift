@@ -34,11 +34,14 @@ extension RoomServer {
     func appendEncoded(_ push: EncodedPush, seq: Int64, changed: RoomModel?, to room: ServerRoom,
                        origin: ServerSession?, mutation: JSON? = nil, recipients: [String]?,
                        now: Int64) throws(ProtocolError) -> Int64 {
+        // Times never decrease along a room's seq (a clock stepped back
+        // stamps the previous time), which EventReads.countEvents relies on.
+        let ts = max(now, room.recovery.newestTimestamp ?? now)
         room.eventsSinceSnapshot += 1
         let snapshotDue = room.eventsSinceSnapshot >= configuration.snapshotEvery
         let commitStarted = monotonicNanoseconds()
         do {
-            try store.append(StoredEvent(room: room.id, seq: seq, ts: now, push: push.bytes, timeAt: push.timeAt,
+            try store.append(StoredEvent(room: room.id, seq: seq, ts: ts, push: push.bytes, timeAt: push.timeAt,
                                          mutation: mutation, recipients: recipients),
                              // Spelled out: JSON is ExpressibleByNilLiteral, so a bare
                              // `cond ? json : nil` would store JSON.null, not "no snapshot".
@@ -53,7 +56,7 @@ extension RoomServer {
         room.seq = seq
         metrics.eventsTotal += 1
         let frame = WebSocketFrame(bytes: push.bytes)
-        remember(RecoveryEntry(seq: seq, ts: now, frame: frame, recipients: recipients), in: room, now: now)
+        remember(RecoveryEntry(seq: seq, ts: ts, frame: frame, recipients: recipients), in: room, now: now)
         let fanoutStarted = monotonicNanoseconds()
         if let recipients {
             let allowed = Set(recipients)

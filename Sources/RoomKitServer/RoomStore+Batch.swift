@@ -38,12 +38,7 @@ extension RoomStore {
     func commit() throws(StorageError) {
         guard inTransaction else { return }
         inTransaction = false
-        let roomSeqs = pendingRoomSeqs
-        pendingRoomSeqs.removeAll(keepingCapacity: true)
         do throws(StorageError) {
-            for (room, seq) in roomSeqs {
-                try db.statement("UPDATE rooms SET seq = ? WHERE room = ?").bind(1, seq).bind(2, room).run()
-            }
             if let injected = failNextCommit {
                 failNextCommit = nil
                 throw injected

@@ -7,7 +7,10 @@ import RoomKitSQLite
 ///   (room, ts).
 /// - 1: events carry `t_at`, where a recording frame's `t` goes in the
 ///   stored push (`EncodedPush`; NULL in rows written before: their frames
-///   are re-encoded).
+///   are re-encoded), and the (room, ts) index is gone: a room's times grow
+///   with its seq, so `EventReads.countEvents` searches by seq instead.
+///   `rooms.seq` is no longer written at each commit (a room's seq is its
+///   newest event's).
 extension RoomStore {
     /// The schema this roomd writes.
     static let schemaVersion: Int64 = 1
@@ -15,7 +18,7 @@ extension RoomStore {
     /// Creates the tables of a new database, or brings an older one up to
     /// `schemaVersion` in one transaction. A database from a newer roomd is
     /// refused (its rows may mean what this one does not know).
-    func migrate() throws(StorageError) {
+    static func migrate(_ db: SQLiteDatabase) throws(StorageError) {
         let version = Int64(try db.scalarText("PRAGMA user_version") ?? "0") ?? 0
         guard version <= Self.schemaVersion else {
             throw StorageError(code: -1, path: db.path, context: "PRAGMA user_version",
@@ -29,7 +32,6 @@ extension RoomStore {
                     room TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL,
                     push TEXT NOT NULL, mutation TEXT, recipients TEXT,
                     PRIMARY KEY(room, seq)) WITHOUT ROWID;
-                CREATE INDEX IF NOT EXISTS events_by_time ON events(room, ts);
                 CREATE TABLE IF NOT EXISTS snapshots(
                     room TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL, body TEXT NOT NULL,
                     PRIMARY KEY(room, seq)) WITHOUT ROWID;
@@ -44,6 +46,7 @@ extension RoomStore {
                 """)
             if version < 1 {
                 try db.execute("ALTER TABLE events ADD COLUMN t_at INTEGER")
+                try db.execute("DROP INDEX IF EXISTS events_by_time")
             }
             try db.execute("PRAGMA user_version = \(Self.schemaVersion)")
         }

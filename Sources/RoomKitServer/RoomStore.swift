@@ -77,12 +77,11 @@ final class RoomStore {
     var inTransaction = false
     /// When the open transaction began (`monotonicNanoseconds`).
     var openedAt: UInt64 = 0
+    /// The event insert, prepared once (`insert`).
+    private var insertStatement: SQLiteStatement?
     /// Writes so far (each `atomically` body, session save or delete): the
     /// server compares it around a request to know whether the request wrote.
     var writes = 0
-    /// Each room's newest seq appended in the turn: `rooms.seq` is written
-    /// once per room at commit, not once per event.
-    var pendingRoomSeqs: [String: Int64] = [:]
     /// Test seam: when set, the next `commit()` fails with it (and rolls
     /// back) instead of committing, as a full disk or an I/O error would.
     var failNextCommit: StorageError?
@@ -113,7 +112,7 @@ final class RoomStore {
         // with SQLite's default 2 MiB cache it would spill dirty pages into
         // the WAL mid-transaction and write them again at commit.
         try db.execute("PRAGMA cache_size=-65536")
-        try migrate()
+        try Self.migrate(db)
         checkpointer = try WALCheckpointer(path: db.path, interval: checkpointInterval, threadName: "roomd-checkpoint")
         checkpointer.start()
     }
@@ -127,6 +126,7 @@ final class RoomStore {
     func close() {
         if inTransaction { try? commit() }
         checkpointer.stop()
+        insertStatement = nil  // finalised by db.close()
         db.close()
     }
 
@@ -163,11 +163,18 @@ final class RoomStore {
             writes += 1
             try insert(event)
         }
-        pendingRoomSeqs[event.room] = event.seq
     }
 
     private func insert(_ event: StoredEvent) throws(StorageError) {
-        try db.statement("INSERT INTO events(room, seq, ts, push, t_at, mutation, recipients) VALUES(?, ?, ?, ?, ?, ?, ?)")
+        // Kept here rather than looked up by its text (a hash of the SQL) per event.
+        let statement: SQLiteStatement
+        if let cached = insertStatement {
+            statement = cached
+        } else {
+            statement = try db.statement("INSERT INTO events(room, seq, ts, push, t_at, mutation, recipients) VALUES(?, ?, ?, ?, ?, ?, ?)")
+            insertStatement = statement
+        }
+        try statement
             .bind(1, event.room).bind(2, event.seq).bind(3, event.ts)
             .bind(4, bytes: event.push)
             .bind(5, event.timeAt.map(Int64.init))
@@ -178,7 +185,10 @@ final class RoomStore {
 
     func loadRooms() throws(StorageError) -> [StoredRoom] {
         var rooms: [StoredRoom] = []
-        let list = try db.statement("SELECT room, created, seq FROM rooms")
+        // A room's seq is its newest event's (`rooms.seq`, kept up to date
+        // at each commit before schema 1, is not read).
+        let list = try db.statement(
+            "SELECT room, created, (SELECT MAX(seq) FROM events WHERE events.room = rooms.room) FROM rooms")
         while try list.step() {
             rooms.append(StoredRoom(room: list.text(0) ?? "", created: list.int64(1), seq: list.int64(2),
                                     snapshot: nil, eventsAfterSnapshot: []))

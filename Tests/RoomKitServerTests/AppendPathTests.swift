@@ -121,9 +121,11 @@ final class AppendPathTests: ServerTestCase {
         XCTAssertEqual(login.array("members").compactMap { $0.string("userId") }, ["u1", "u2"])
         XCTAssertEqual(try writer.ok("magix", room: "r1", ["event": "new", "payload": ["z": 1, "y": 2]]).int("seq"), 4)
 
-        let db = try database(server)
+        let db = try SQLiteDatabase(path: (directory as NSString).appendingPathComponent("rooms.sqlite"))
         defer { db.close() }
         XCTAssertEqual(try db.scalarText("PRAGMA user_version"), "1")
+        XCTAssertEqual(try db.scalarText("SELECT COUNT(*) FROM sqlite_master WHERE name = 'events_by_time'"), "0",
+                       "the time index is dropped")
         var offsets: [Bool] = []
         try db.run("SELECT t_at IS NOT NULL FROM events WHERE room = 'r1' ORDER BY seq") { row throws(SQLiteError) in
             offsets.append(row.int64(0) != 0)
@@ -133,6 +135,28 @@ final class AppendPathTests: ServerTestCase {
         XCTAssertEqual(begin, created)
         XCTAssertEqual(frames, try reencodedFrames(db, begin: begin))
         XCTAssertEqual(frames[1], #"{"event":"old","from":1,"op":"magix","payload":{"a":2,"b":1},"room":"r1","seq":2,"t":20,"to":["u1"]}"#)
+    }
+
+    /// Without a time index, a slice's count comes from two binary searches
+    /// over seq: the same as counting the rows, for every window.
+    func testCountEvents_bySeqSearch_equalsCountingTheRows() throws {
+        let store = try RoomStore(directory: try temporaryDirectory())
+        defer { store.close() }
+        let times: [Int64] = [100, 100, 105, 110, 110, 110, 111, 140, 200, 200]
+        for (index, ts) in times.enumerated() {
+            try store.append(StoredEvent(room: "r1", seq: Int64(index + 1), ts: ts, push: Array(#"{"op":"magix"}"#.utf8)))
+        }
+        try store.append(StoredEvent(room: "r2", seq: 1, ts: 150, push: Array(#"{"op":"magix"}"#.utf8)))
+        try store.commit()
+        let bounds: [Int64] = [.min, 0, 99, 100, 101, 105, 109, 110, 111, 112, 139, 140, 141, 199, 200, 201, .max]
+        for from in bounds {
+            for through in bounds {
+                let expected = Int64(times.filter { $0 >= from && $0 <= through }.count)
+                XCTAssertEqual(try store.countEvents(room: "r1", fromTime: from, throughTime: through), expected,
+                               "\(from)...\(through)")
+            }
+        }
+        XCTAssertEqual(try store.countEvents(room: "none", fromTime: .min, throughTime: .max), 0)
     }
 
     func testDatabaseOfANewerRoomd_isRefused_namingTheFile() throws {
