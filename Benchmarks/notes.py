@@ -300,39 +300,43 @@ rows above also carry the two senders' own cost: they share the 2 cores
 with roomd.
 
 **roomd's append path (issue 26).** Not yet in a full run of this page;
-measured with `perf` on one roomd under workload 0's load (2 x 5,000 magix
-in flight), the old and the new binary alternately within one minute, on a
-machine shared with 6 other engineers' builds (load average 12 to 18 on 2
-cores): the senders were starved, so appends/s (3,000 to 6,000) say nothing
-and only roomd's CPU per append (all threads) is compared: 32.7 to 35.0 us
-before, 25.2 to 29.8 us after. `perf record -g` before: of roomd's samples
-~40% Swift (the request in `received` 38%: `JSON.parse` of the request 6.5%,
-`ClientEnvelope.decode` 2.4%, the push as a `JSON` tree and its
-serialisation ~8%, a copy of the room model per event, dictionary hashing
-~5%, retain/release ~8%), 23% SQLite in user space, 19% kernel (`pwrite` of
-WAL frames 9%, the checkpointer's `fdatasync` 3%), 15% libc (malloc, memcpy,
-memcmp). Changes: a magix request is read from its bytes
-(`ClientEnvelope.scanMagix`; anything unusual goes to the full decoder) and
-its push and reply are written from templates with sorted keys; magix no
-longer copies or applies the room model; a lone event insert runs without a
-savepoint and with its statement held, not looked up by its SQL; one key
-per event (the (room, ts) index is dropped: a room's times never decrease
-along its seq, and recording slices count by binary search on seq); the
-commit no longer rewrites `rooms.seq` for every room of the turn; and the
-push is stored as the bytes members receive, which a recording writes with
-`t` spliced in (no parse and re-serialisation per frame; schema 1, older
-databases migrated in place). After: Swift ~23% of roomd's samples (the
-request in `received` 14%), SQLite 24%, kernel 38% (`pwrite` 22%,
-`fdatasync` 7%): at these small batches the WAL writes of each commit
-dominate. Group commit now also closes on a deadline (`--commit-deadline`,
-1 ms): a long turn commits before the next message once its transaction
-has been open that long. The replies of such a commit are queued at once
-but still written by libwebsockets when the connection is next writable,
-after the turn ends; making the turn itself end at the deadline (pausing
-reads with `lws_rx_flow_control`) is the next step for p99. Still to
-measure: appends/s and CPU per append at saturation in a full run on a
-quiet machine; what would go next: coalesced reply frames per connection
-(one `send` per reply today) and bigger commits when the deadline allows.
+measured on one roomd under workload 0's load (2 x 5,000 magix in flight),
+the old and the new release binary alternately within a few minutes, on a
+machine shared with other engineers' builds (load average 7 to 18 on 2
+cores). The senders were starved, so appends/s (10,000 to 16,000 at load
+7, under 7,000 at load 18) say little; roomd's CPU per append (utime +
+stime, all threads) is the figure compared. At load 7 to 8: 26.4 to 29.7 us
+before; 14.7 to 15.7 us after with the group commit closing only at the end
+of a turn (`--commit-deadline 1`), 21.9 to 24.2 us with the new 1 ms
+deadline (default): each deadline commit writes the dirty B-tree leaves of
+its rooms again, so small commits cost WAL writes per event. `perf record
+-g` before: of roomd's samples ~40% Swift (the request in `received` 38%:
+`JSON.parse` of the request 6.5%, `ClientEnvelope.decode` 2.4%, the push
+as a `JSON` tree and its serialisation ~8%, a copy of the room model per
+event, dictionary hashing ~5%, retain/release ~8%), 23% SQLite in user
+space, 19% kernel (`pwrite` of WAL frames 9%, the checkpointer's
+`fdatasync` 3%), 15% libc (malloc, memcpy, memcmp). Changes: a magix
+request is read from its bytes (`ClientEnvelope.scanMagix`; anything
+unusual goes to the full decoder) and its push and reply are written from
+templates with sorted keys; magix no longer copies or applies the room
+model; a lone event insert runs without a savepoint and with its statement
+held, not looked up by its SQL; one key per event (the (room, ts) index is
+dropped: a room's times never decrease along its seq, and recording slices
+count by binary search on seq); the commit no longer rewrites `rooms.seq`
+for every room of the turn; and the push is stored as the bytes members
+receive, which a recording writes with `t` spliced in (no parse and
+re-serialisation per frame; schema 1, older databases migrated in place).
+After (deadline off): Swift ~28% of roomd's samples (the request in
+`received` 26%, of it `scanMagix` 2%, the store insert 2%, three latency
+histograms per append ~5% with their lock and clock reads), SQLite 25%,
+kernel 29% (`pwrite` 14%, `send` of the replies 3%, `fdatasync` 4%). The
+deadline commit releases a slice's replies and pushes at once, but
+libwebsockets writes them when the connection is next writable, after the
+turn; making the turn itself end at the deadline (pausing reads with
+`lws_rx_flow_control`) is the step that would bound p99 by it, and is not
+done. What would go next for 100,000/s: that, the per-append histograms
+sampled or batched per turn, and coalesced reply frames per connection
+(one `send` per reply today).
 
 **Logins.** A login is a room row, a member event and a session row, all
 in the turn's transaction; the reply carries the snapshot. Two changes made
