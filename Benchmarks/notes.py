@@ -303,13 +303,15 @@ with roomd.
 measured on one roomd under workload 0's load (2 x 5,000 magix in flight),
 the old and the new release binary alternately within a few minutes, on a
 machine shared with other engineers' builds (load average 7 to 18 on 2
-cores). The senders were starved, so appends/s (10,000 to 16,000 at load
-7, under 7,000 at load 18) say little; roomd's CPU per append (utime +
-stime, all threads) is the figure compared. At load 7 to 8: 26.4 to 29.7 us
-before; 14.7 to 15.7 us after with the group commit closing only at the end
-of a turn (`--commit-deadline 1`), 21.9 to 24.2 us with the new 1 ms
-deadline (default): each deadline commit writes the dirty B-tree leaves of
-its rooms again, so small commits cost WAL writes per event. `perf record
+cores). The senders share the cores, so appends/s vary a lot; roomd's CPU
+per append (utime + stime, all threads) is the figure compared. Two rounds
+at load 3: before, 28.4 and 36.7 us (32,057 and 23,516 appends/s); after,
+with the group commit closing only at the end of a turn (`--commit-deadline
+1`), 14.2 and 13.3 us (56,184 and 33,900/s); with the new 1 ms deadline
+(the default), 23.4 and 23.9 us (34,646 and 32,093/s); 10 ms: 16.8 and
+17.2 us, 5 ms: 18.8 and 19.9 us. Each deadline commit writes the dirty
+B-tree leaves of its rooms to the WAL again, so small commits cost page
+writes per event. `perf record
 -g` before: of roomd's samples ~40% Swift (the request in `received` 38%:
 `JSON.parse` of the request 6.5%, `ClientEnvelope.decode` 2.4%, the push
 as a `JSON` tree and its serialisation ~8%, a copy of the room model per
