@@ -299,6 +299,47 @@ and WAL frames), and coalesced frames per connection (below). The appends
 rows above also carry the two senders' own cost: they share the 2 cores
 with roomd.
 
+**roomd's append path (issue 26).** Not yet in a full run of this page;
+measured on one roomd under workload 0's load (2 x 5,000 magix in flight),
+the old and the new release binary alternately within a few minutes, on a
+machine shared with other engineers' builds (load average 7 to 18 on 2
+cores). The senders share the cores, so appends/s vary a lot; roomd's CPU
+per append (utime + stime, all threads) is the figure compared. Two rounds
+at load 3: before, 28.4 and 36.7 us (32,057 and 23,516 appends/s); after,
+with the group commit closing only at the end of a turn (`--commit-deadline
+1`), 14.2 and 13.3 us (56,184 and 33,900/s); with a 1 ms deadline
+(the issue's hint), 23.4 and 23.9 us (34,646 and 32,093/s); 10 ms (hence
+the default): 16.8 and 17.2 us, 5 ms: 18.8 and 19.9 us. Each deadline commit writes the dirty
+B-tree leaves of its rooms to the WAL again, so small commits cost page
+writes per event. `perf record
+-g` before: of roomd's samples ~40% Swift (the request in `received` 38%:
+`JSON.parse` of the request 6.5%, `ClientEnvelope.decode` 2.4%, the push
+as a `JSON` tree and its serialisation ~8%, a copy of the room model per
+event, dictionary hashing ~5%, retain/release ~8%), 23% SQLite in user
+space, 19% kernel (`pwrite` of WAL frames 9%, the checkpointer's
+`fdatasync` 3%), 15% libc (malloc, memcpy, memcmp). Changes: a magix
+request is read from its bytes (`ClientEnvelope.scanMagix`; anything
+unusual goes to the full decoder) and its push and reply are written from
+templates with sorted keys; magix no longer copies or applies the room
+model; a lone event insert runs without a savepoint and with its statement
+held, not looked up by its SQL; one key per event (the (room, ts) index is
+dropped: a room's times never decrease along its seq, and recording slices
+count by binary search on seq); the commit no longer rewrites `rooms.seq`
+for every room of the turn; and the push is stored as the bytes members
+receive, which a recording writes with `t` spliced in (no parse and
+re-serialisation per frame; schema 1, older databases migrated in place).
+After (deadline off): Swift ~28% of roomd's samples (the request in
+`received` 26%, of it `scanMagix` 2%, the store insert 2%, three latency
+histograms per append ~5% with their lock and clock reads), SQLite 25%,
+kernel 29% (`pwrite` 14%, `send` of the replies 3%, `fdatasync` 4%). The
+deadline commit releases a slice's replies and pushes at once, but
+libwebsockets writes them when the connection is next writable, after the
+turn; making the turn itself end at the deadline (pausing reads with
+`lws_rx_flow_control`) is the step that would bound p99 by it, and is not
+done. What would go next for 100,000/s: that, the per-append histograms
+sampled or batched per turn, and coalesced reply frames per connection
+(one `send` per reply today).
+
 **Logins.** A login is a room row, a member event and a session row, all
 in the turn's transaction; the reply carries the snapshot. Two changes made
 here: a new room no longer stores its seq-0 snapshot (the empty model,

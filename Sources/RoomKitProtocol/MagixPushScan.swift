@@ -77,6 +77,10 @@ struct MagixScanner {
     var keyCount = 0
     /// Whether the value being skipped is canonical (see `JSONText`).
     var canonical = true
+    /// Whether every object of the (canonical) value being skipped has its
+    /// keys in ascending byte order, as `serialize(sortedKeys: true)` writes
+    /// them (the server stores such text as is; MagixRequestScan.swift).
+    var sorted = true
 
     init(bytes: UnsafeBufferPointer<UInt8>, keys: UnsafeMutableBufferPointer<Int>) {
         self.bytes = bytes
@@ -231,6 +235,7 @@ struct MagixScanner {
     mutating func scanMember() -> (canonical: Bool, value: JSON?)? {
         let start = pos
         canonical = true
+        sorted = true
         keyCount = 0
         guard skipValue(depth: 0) else { return nil }
         if canonical { return (true, nil) }

@@ -34,6 +34,9 @@ extension MagixScanner {
                         if equals(keys[2 * index]..<keys[2 * index + 1], key.start, key.end) { return false }
                         index += 1
                     }
+                    if keyCount > firstKey, !precedes(keys[2 * keyCount - 2]..<keys[2 * keyCount - 1], key.start, key.end) {
+                        sorted = false
+                    }
                     if keyCount < Self.keyCapacity {
                         keys[2 * keyCount] = key.start
                         keys[2 * keyCount + 1] = key.end
@@ -219,6 +222,20 @@ extension MagixScanner {
         }
         pos += count
         return true
+    }
+
+    /// Whether the key at `range` comes strictly before the one at
+    /// `start..<stop` in byte order (`serialize(sortedKeys: true)`'s order).
+    @inline(__always)
+    func precedes(_ range: Range<Int>, _ start: Int, _ stop: Int) -> Bool {
+        var left = range.lowerBound
+        var right = start
+        while left < range.upperBound && right < stop {
+            if bytes[left] != bytes[right] { return bytes[left] < bytes[right] }
+            left += 1
+            right += 1
+        }
+        return left == range.upperBound && right < stop
     }
 
     @inline(__always)

@@ -147,8 +147,13 @@ struct RecordingWriter {
         return body
     }
 
-    /// One frame: the push as members saw it, plus `t` and (magix) `to`.
+    /// One frame: the push as members saw it, plus `t` and (magix) `to`:
+    /// the stored bytes with `t` spliced in (`EncodedPush`), or, for a row
+    /// an older roomd wrote, the push re-encoded with sorted keys.
     private func frameLine(_ event: StoredEvent, into bytes: inout [UInt8]) {
+        if let timeAt = event.timeAt {
+            return EncodedPush.appendRecordingLine(push: event.push, timeAt: timeAt, t: event.ts - request.begin, to: &bytes)
+        }
         var line = (try? JSON.parse(event.push).objectValue) ?? [:]
         line["t"] = .int(event.ts - request.begin)
         if let recipients = event.recipients { line["to"] = .array(recipients.map(JSON.string)) }

@@ -37,6 +37,9 @@ struct RecoveryBuffer {
         head < entries.count ? entries[head].seq - 1 : seq
     }
 
+    /// The time of the newest event buffered (nil: none since start).
+    var newestTimestamp: Int64? { entries.last?.ts }
+
     /// The last seq whose frame is not in memory (nil: every recoverable event is).
     var lastEvictedSeq: Int64? {
         framesHead > head ? entries[framesHead - 1].seq : nil

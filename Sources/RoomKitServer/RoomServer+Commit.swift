@@ -34,17 +34,34 @@ struct HeldSend {
 /// sessions re-attached, each request of the turn that wrote is answered
 /// 1009500, and the turn's pushes are dropped.
 extension RoomServer {
-    /// `handle`, noting whether the request wrote: then the messages it
-    /// sent to its own connection are its answer, replaced by the storage
-    /// error should the turn's commit fail.
-    func handleTracked(_ request: ClientRequest, id: Int64, room: String?, link: ClientLink, now: Int64) {
+    /// Runs request `id` (`body`: `handle` or `handleMagix`), noting
+    /// whether it wrote: then the messages it sent to its own connection are
+    /// its answer, replaced by the storage error should the turn's commit fail.
+    func tracked(id: Int64, link: ClientLink, _ body: () -> Void) {
         let writesBefore = store.writes
         let heldBefore = held.count
-        handle(request, id: id, room: room, link: link, now: now)
+        body()
         guard store.writes != writesBefore else { return }
         for index in heldBefore..<held.count where held[index].link === link && held[index].kind == .plain {
             held[index].kind = .request(id)
         }
+    }
+
+    /// Commits the open transaction once it has been open for
+    /// `commitDeadline`: called before each received message is read, so a
+    /// long loop turn (a socket's whole 256 KiB read of pipelined requests)
+    /// commits in slices of about that much work instead of once at its end,
+    /// and the replies and pushes of each slice are queued at once. Nothing
+    /// is released before its commit either way.
+    func commitIfDue() {
+        guard store.inTransaction,
+              monotonicNanoseconds() &- store.openedAt >= commitDeadlineNanoseconds else { return }
+        commitPending()
+    }
+
+    var commitDeadlineNanoseconds: UInt64 {
+        let (seconds, attoseconds) = configuration.commitDeadline.components
+        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds / 1_000_000_000))
     }
 
     /// Commits the turn's transaction and sends what it held. Call only

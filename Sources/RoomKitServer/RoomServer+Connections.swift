@@ -47,6 +47,8 @@ extension RoomServer {
         // A link given up for silence (`sweep`) no longer speaks for its sessions,
         // whatever arrives before its close handshake ends.
         guard !link.timedOut else { return }
+        // Nothing of a room or session is held here: a safe point to commit.
+        commitIfDue()
         metrics.messagesIn += 1
         metrics.bytesIn += message.bytes.count
         let now = wallMilliseconds()
@@ -61,6 +63,15 @@ extension RoomServer {
             metrics.sent(ProtocolError(code: .malformed, message: ""))
             return link.send(ServerMessage.error(ProtocolError(code: .malformed,
                                                                message: "binary frames are not accepted; send text")))
+        }
+        // The hot path: a magix request read straight from its bytes
+        // (RoomServer+Append.swift); anything else, or anything unusual, below.
+        if link.greeted, let magix = ClientEnvelope.scanMagix(message.bytes) {
+            guard admitRequest(link, id: magix.id, now: now) else { return }
+            let started = monotonicNanoseconds()
+            tracked(id: magix.id, link: link) { handleMagix(magix, link: link, now: now) }
+            exporter.requestTimer(.magix).recordSince(started)
+            return
         }
         let json: JSON
         do {
@@ -90,7 +101,7 @@ extension RoomServer {
         if let id = envelope.id {
             guard admitRequest(link, id: id, now: now) else { return }
             let started = monotonicNanoseconds()
-            handleTracked(envelope.request, id: id, room: envelope.room, link: link, now: now)
+            tracked(id: id, link: link) { handle(envelope.request, id: id, room: envelope.room, link: link, now: now) }
             exporter.requestTimer(envelope.request.op).recordSince(started)
         } else if admitUnsolicited(link, now: now), case .ping(let t) = envelope.request {
             link.send(ServerMessage.pong(t: t, serverTime: now))

@@ -238,48 +238,17 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
 
     /// Appends an event to `room`: durable first, then applied, remembered for
     /// resume, and fanned out (encoded once) to every attached session except
-    /// `origin`, and only to `recipients` (user IDs) when given.
+    /// `origin`, and only to `recipients` (user IDs) when given
+    /// (`appendEncoded`, RoomServer+Append.swift).
     @discardableResult
     func append(to room: ServerRoom, origin: ServerSession?, mutation: JSON? = nil, recipients: [String]? = nil,
                 now: Int64, _ build: (Int64) -> JSON) throws(ProtocolError) -> Int64 {
         let seq = room.seq + 1
         let push = build(seq)
-        let bytes = push.serialized()
         var next = room.model
-        do {
-            try next.apply(push: push, mutation: mutation)
-        } catch {
-            throw error
-        }
-        room.eventsSinceSnapshot += 1
-        let snapshotDue = room.eventsSinceSnapshot >= configuration.snapshotEvery
-        let commitStarted = monotonicNanoseconds()
-        do {
-            try store.append(StoredEvent(room: room.id, seq: seq, ts: now, push: bytes, mutation: mutation,
-                                         recipients: recipients),
-                             // Spelled out: JSON is ExpressibleByNilLiteral, so a bare
-                             // `cond ? json : nil` would store JSON.null, not "no snapshot".
-                             snapshotAfter: snapshotDue ? Optional(next.json) : Optional<JSON>.none)
-        } catch {
-            logger.error("event not stored", metadata: ["room": "\(room.id)", "error": "\(error)"])
-            throw ProtocolError(code: .internalError, message: "storage failed")
-        }
-        exporter.commitLatency.recordSince(commitStarted)
-        if snapshotDue { room.eventsSinceSnapshot = 0 }
-        room.model = next
-        room.seq = seq
-        metrics.eventsTotal += 1
-        let frame = WebSocketFrame(bytes: bytes)
-        remember(RecoveryEntry(seq: seq, ts: now, frame: frame, recipients: recipients), in: room, now: now)
-        let fanoutStarted = monotonicNanoseconds()
-        let allowed = recipients.map(Set.init)
-        for session in room.sessions.values {
-            guard let link = session.link, session !== origin else { continue }
-            if let allowed, !allowed.contains(session.userId) { continue }
-            link.send(frame, kind: .event)
-        }
-        exporter.fanoutLatency.recordSince(fanoutStarted)
-        return seq
+        try next.apply(push: push, mutation: mutation)
+        return try appendEncoded(EncodedPush(push), seq: seq, changed: next, to: room, origin: origin,
+                                 mutation: mutation, recipients: recipients, now: now)
     }
 
     func persist(_ session: ServerSession) {

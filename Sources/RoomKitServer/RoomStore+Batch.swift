@@ -1,4 +1,5 @@
-/// Group commit: one SQLite transaction per loop turn.
+/// Group commit: one SQLite transaction per loop turn, or per
+/// `commitDeadline` of a long turn (RoomServer+Commit.swift).
 ///
 /// The first write after a commit opens the transaction (`BEGIN IMMEDIATE`);
 /// each multi-statement write runs inside it under a savepoint, so a write
@@ -12,6 +13,7 @@ extension RoomStore {
         guard !inTransaction else { return }
         try db.statement("BEGIN IMMEDIATE").run()
         inTransaction = true
+        openedAt = monotonicNanoseconds()
     }
 
     /// Runs `body` (several statements) as one unit inside the turn's
@@ -36,12 +38,7 @@ extension RoomStore {
     func commit() throws(StorageError) {
         guard inTransaction else { return }
         inTransaction = false
-        let roomSeqs = pendingRoomSeqs
-        pendingRoomSeqs.removeAll(keepingCapacity: true)
         do throws(StorageError) {
-            for (room, seq) in roomSeqs {
-                try db.statement("UPDATE rooms SET seq = ? WHERE room = ?").bind(1, seq).bind(2, room).run()
-            }
             if let injected = failNextCommit {
                 failNextCommit = nil
                 throw injected

@@ -10,8 +10,11 @@ struct StoredEvent: Sendable {
     var seq: Int64
     /// Server time in ms since the epoch when the event was appended.
     var ts: Int64
-    /// The push's JSON text (op, room, seq and the op's fields).
+    /// The push's JSON text (op, room, seq and the op's fields), as sent.
     var push: [UInt8]
+    /// Where a recording frame's `t` goes in `push` (`EncodedPush.timeAt`);
+    /// nil for rows written before roomd kept it (schema 0).
+    var timeAt: Int?
     /// What replay must apply beyond the push (scene tree changes), if anything.
     var mutation: JSON?
     /// `to` of an addressed magix event.
@@ -72,12 +75,13 @@ final class RoomStore {
     /// Whether the turn's transaction is open (a write happened since the
     /// last `commit()`/`rollback()`). See RoomStore+Batch.swift.
     var inTransaction = false
+    /// When the open transaction began (`monotonicNanoseconds`).
+    var openedAt: UInt64 = 0
+    /// The event insert, prepared once (`insert`).
+    private var insertStatement: SQLiteStatement?
     /// Writes so far (each `atomically` body, session save or delete): the
     /// server compares it around a request to know whether the request wrote.
     var writes = 0
-    /// Each room's newest seq appended in the turn: `rooms.seq` is written
-    /// once per room at commit, not once per event.
-    var pendingRoomSeqs: [String: Int64] = [:]
     /// Test seam: when set, the next `commit()` fails with it (and rolls
     /// back) instead of committing, as a full disk or an I/O error would.
     var failNextCommit: StorageError?
@@ -108,26 +112,7 @@ final class RoomStore {
         // with SQLite's default 2 MiB cache it would spill dirty pages into
         // the WAL mid-transaction and write them again at commit.
         try db.execute("PRAGMA cache_size=-65536")
-        try db.execute("""
-            CREATE TABLE IF NOT EXISTS rooms(
-                room TEXT PRIMARY KEY, created INTEGER NOT NULL, seq INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS events(
-                room TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL,
-                push TEXT NOT NULL, mutation TEXT, recipients TEXT,
-                PRIMARY KEY(room, seq)) WITHOUT ROWID;
-            CREATE INDEX IF NOT EXISTS events_by_time ON events(room, ts);
-            CREATE TABLE IF NOT EXISTS snapshots(
-                room TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL, body TEXT NOT NULL,
-                PRIMARY KEY(room, seq)) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS sessions(
-                session TEXT PRIMARY KEY, room TEXT NOT NULL, user TEXT NOT NULL,
-                member INTEGER NOT NULL, role TEXT NOT NULL, wants_writable INTEGER NOT NULL,
-                token_exp INTEGER NOT NULL, detached_at INTEGER, visible INTEGER NOT NULL,
-                ended_code INTEGER);
-            CREATE TABLE IF NOT EXISTS fences(
-                room TEXT NOT NULL, user TEXT NOT NULL, fence INTEGER NOT NULL,
-                PRIMARY KEY(room, user)) WITHOUT ROWID;
-            """)
+        try Self.migrate(db)
         checkpointer = try WALCheckpointer(path: db.path, interval: checkpointInterval, threadName: "roomd-checkpoint")
         checkpointer.start()
     }
@@ -141,6 +126,7 @@ final class RoomStore {
     func close() {
         if inTransaction { try? commit() }
         checkpointer.stop()
+        insertStatement = nil  // finalised by db.close()
         db.close()
     }
 
@@ -162,26 +148,47 @@ final class RoomStore {
     }
 
     /// Appends one event (and optionally a snapshot taken after it) atomically.
+    /// The event alone is one statement, atomic by itself (SQLite takes back
+    /// a failed statement and keeps the transaction): no savepoint for it.
     func append(_ event: StoredEvent, snapshotAfter: JSON? = nil) throws(StorageError) {
-        try atomically { () throws(StorageError) in
-            try db.statement("INSERT INTO events(room, seq, ts, push, mutation, recipients) VALUES(?, ?, ?, ?, ?, ?)")
-                .bind(1, event.room).bind(2, event.seq).bind(3, event.ts)
-                .bind(4, bytes: event.push)
-                .bind(5, bytes: event.mutation?.serialized())
-                .bind(6, bytes: event.recipients.map { JSON.array($0.map(JSON.string)).serialized() })
-                .run()
-            if let snapshotAfter {
+        if let snapshotAfter {
+            try atomically { () throws(StorageError) in
+                try insert(event)
                 try db.statement("INSERT OR REPLACE INTO snapshots(room, seq, ts, body) VALUES(?, ?, ?, ?)")
                     .bind(1, event.room).bind(2, event.seq).bind(3, event.ts)
                     .bind(4, bytes: snapshotAfter.serialized()).run()
             }
+        } else {
+            try beginIfNeeded()
+            writes += 1
+            try insert(event)
         }
-        pendingRoomSeqs[event.room] = event.seq
+    }
+
+    private func insert(_ event: StoredEvent) throws(StorageError) {
+        // Kept here rather than looked up by its text (a hash of the SQL) per event.
+        let statement: SQLiteStatement
+        if let cached = insertStatement {
+            statement = cached
+        } else {
+            statement = try db.statement("INSERT INTO events(room, seq, ts, push, t_at, mutation, recipients) VALUES(?, ?, ?, ?, ?, ?, ?)")
+            insertStatement = statement
+        }
+        try statement
+            .bind(1, event.room).bind(2, event.seq).bind(3, event.ts)
+            .bind(4, bytes: event.push)
+            .bind(5, event.timeAt.map(Int64.init))
+            .bind(6, bytes: event.mutation?.serialized())
+            .bind(7, bytes: event.recipients.map { JSON.array($0.map(JSON.string)).serialized() })
+            .run()
     }
 
     func loadRooms() throws(StorageError) -> [StoredRoom] {
         var rooms: [StoredRoom] = []
-        let list = try db.statement("SELECT room, created, seq FROM rooms")
+        // A room's seq is its newest event's (`rooms.seq`, kept up to date
+        // at each commit before schema 1, is not read).
+        let list = try db.statement(
+            "SELECT room, created, (SELECT MAX(seq) FROM events WHERE events.room = rooms.room) FROM rooms")
         while try list.step() {
             rooms.append(StoredRoom(room: list.text(0) ?? "", created: list.int64(1), seq: list.int64(2),
                                     snapshot: nil, eventsAfterSnapshot: []))

@@ -66,6 +66,14 @@ public struct ServerConfiguration: Sendable {
     public var snapshotEvery = 200
     /// SQLite `synchronous`: normal survives process crashes, full also power loss.
     public var synchronousFull = false
+    /// Group commit's deadline: a transaction open this long is committed
+    /// (and what it held released) before the next message is read, even in
+    /// the middle of a loop turn, so a reply waits for at most this much
+    /// work of others (`roomd serve --commit-deadline`). 10 ms, not 1 ms:
+    /// each mid-turn commit writes its rooms' B-tree pages to the WAL again,
+    /// which cost ~10 us of CPU per append at 1 ms and ~3 us at 10 ms
+    /// (docs/BENCHMARKS.md, "roomd's append path").
+    public var commitDeadline: Duration = .milliseconds(10)
     /// Most recording downloads streaming at once; one more is answered 503
     /// (code 1009004). Each holds a reader thread and a SQLite connection.
     public var maxRecordingDownloads = 8

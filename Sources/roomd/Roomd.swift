@@ -84,6 +84,9 @@ struct Serve: AsyncParsableCommand {
     var tlsKey: String?
     @Option(help: "SQLite synchronous mode: normal (survives process crashes) or full (also power loss).")
     var synchronous = "normal"
+    @Option(name: .customLong("commit-deadline"), parsing: .unconditional,
+            help: "Seconds a group commit may stay open before it commits mid-turn (0 to 1; 0: every request that writes commits at once).")
+    var commitDeadline = 0.01
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
     @Option(name: .customLong("log-format"), help: "Logs on stderr: text, or json (one object per line).")
@@ -178,6 +181,10 @@ struct Serve: AsyncParsableCommand {
         default:
             throw FlagError(flag: tlsCert == nil ? "--tls-cert" : "--tls-key", problem: "--tls-cert and --tls-key go together")
         }
+        guard commitDeadline >= 0, commitDeadline <= 1 else {
+            throw FlagError(flag: "--commit-deadline", problem: "must be a number of seconds from 0 to 1, got \(commitDeadline)")
+        }
+        configuration.commitDeadline = .nanoseconds(Int64((commitDeadline * 1e9).rounded()))
         switch synchronous {
         case "normal": configuration.synchronousFull = false
         case "full": configuration.synchronousFull = true

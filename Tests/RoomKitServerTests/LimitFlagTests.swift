@@ -20,4 +20,13 @@ final class LimitFlagTests: ServerTestCase {
         try assertFlagError(base + ["--recovery-bytes-per-room=-1"], names: "--recovery-bytes-per-room")
         try assertFlagError(base + ["--recovery-bytes-total=-1"], names: "--recovery-bytes-total")
     }
+
+    /// `--commit-deadline` (issue 26): seconds from 0 to 1.
+    func testServe_commitDeadlineOutOfRange_exit2NamingTheFlag() throws {
+        let base = ["serve", "--secret", "s", "--data", try temporaryDirectory()]
+        try assertFlagError(base + ["--commit-deadline", "2"], names: "--commit-deadline")
+        try assertFlagError(base + ["--commit-deadline=-0.001"], names: "--commit-deadline")
+        try assertFlagError(base + ["--commit-deadline", "nan"], names: "--commit-deadline")
+        try assertFlagError(base + ["--commit-deadline", "soon"], names: "--commit-deadline")
+    }
 }
