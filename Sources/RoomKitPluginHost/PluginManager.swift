@@ -34,8 +34,8 @@ public struct PluginReport: Sendable, Hashable {
 ///
 /// Safe from any thread.
 public final class PluginManager: PluginHostActions, @unchecked Sendable {
-    // @unchecked Sendable: mutable state lives in LockedValues,
-    // except `turnBatch`, which only the loop thread touches (dispatch, flush).
+    // @unchecked Sendable: mutable state lives in LockedValues, atomics,
+    // and `dispatchState`, a LoopBound (loop thread only, checked).
 
     public let host: RoomHost
     let metricsFactory: any MetricsFactory
@@ -60,26 +60,12 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// Each running URL-interrupter plugin's place in the host's URL chain.
     private let interrupters = LockedValue<[ObjectIdentifier: RegistrationToken]>([:])
     private let listener: @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void
-    /// Loop thread only: the room events raised during the current loop turn,
-    /// per plugin in order, posted as one batch per plugin when the turn ends.
-    // Loop-thread-only dispatch state, without the run-time exclusivity
-    // check (paid per event): no access to it spans a call that could reach
-    // back into dispatch (flushTurn runs from a later loop task).
-    @exclusivity(unchecked) private var turnBatch: [(runtime: PluginRuntime, calls: [TurnCall])] = []
-    /// Loop thread only: the payload texts of the turn's events, back to
-    /// back, each NUL-terminated; the turn's calls point into it, and every
-    /// plugin's batch shares it (one buffer per turn, not one per event).
-    @exclusivity(unchecked) private var turnPayloads: [UInt8] = []
-    /// Loop thread only: when the turn's first batched event was raised
-    /// (uptime ns), the start of its plugins' dispatch latency.
-    @exclusivity(unchecked) private var turnStarted: UInt64 = 0
+    /// The dispatch state (PluginManager+DispatchState.swift): only the loop
+    /// thread touches it, and `LoopOwned` checks that on every access (it traps elsewhere).
+    let dispatchState: LoopOwned<DispatchState>
     /// Bumped whenever `runtimes` changes (under its lock), so that dispatch
     /// knows when its `targets` are stale without taking the lock per event.
     let runtimesVersion = Atomic<Int>(0)
-    /// Loop thread only: `runtimes` with what dispatch checks per event read
-    /// out once (hooks, room globs, ABI), as of `targetsVersion`.
-    @exclusivity(unchecked) private var targets: [DispatchTarget] = []
-    @exclusivity(unchecked) private var targetsVersion = -1
 
     /// `onStatus` is called for every plugin status change (event log `plugin` lines).
     ///
@@ -96,6 +82,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         self.logger = logger
         failureLog = PluginFailureLog(logger: logger)
         listener = onStatus
+        dispatchState = LoopOwned(DispatchState(), loop: host.loop)
         // Weakly: the manager owns the host, so the host holding it strongly
         // would be a cycle. The one route for every event, throwError included.
         let token = host.addEncodedObserver { [weak self] event, encoding in self?.dispatch(event, encoding) }
@@ -294,15 +281,21 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             return throwError(domain: domain, code: code, message: message)
         }
         guard let kind = Self.kind(of: event), let room = event.room else { return }
+        // One ownership check per event for the whole walk (LoopOwned).
+        dispatchState.withValue { state in dispatch(kind: kind, room: room, encoding, &state) }
+    }
+
+    /// `dispatch` with the loop's dispatch state in hand.
+    private func dispatch(kind: roomkit_room_event_kind, room: String, _ encoding: EventEncoding, _ state: inout DispatchState) {
         let isMagix = kind == ROOMKIT_ROOM_MAGIX
         let version = runtimesVersion.load(ordering: .acquiring)
-        if version != targetsVersion {
-            targets = runtimes.withLock { $0 }.map(DispatchTarget.init)
-            targetsVersion = version
+        if version != state.targetsVersion {
+            state.targets = runtimes.withLock { $0 }.map(DispatchTarget.init)
+            state.targetsVersion = version
         }
         var payload: Range<Int>?
         var holding: Bool?
-        for target in targets {
+        for target in state.targets {
             guard target.room || (isMagix && target.magix) else { continue }
             guard target.everyRoom || target.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
             // Kinds added in ABI 1.1 reach only plugins built against 1.1 or later.
@@ -319,21 +312,21 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             } else {
                 holding = false
             }
-            if turnBatch.isEmpty, !host.loop.execute({ [weak self] in self?.flushTurn() }) {
+            if state.turnBatch.isEmpty, !host.loop.execute({ [weak self] in self?.flushTurn() }) {
                 // The loop is shutting down: no turn end to wait for.
                 var own: [UInt8] = []
                 let range = Self.appendRoomEventPayload(encoding, to: &own)
                 runtime.post(roomEvents: [PluginRoomEvent(kind: Int32(kind.rawValue), room: room, payload: own[range])])
                 continue
             }
-            let range = payload ?? Self.appendRoomEventPayload(encoding, to: &turnPayloads)
+            let range = payload ?? Self.appendRoomEventPayload(encoding, to: &state.turnPayloads)
             payload = range
             let call = TurnCall(kind: Int32(kind.rawValue), room: room, payload: range)
-            if turnBatch.isEmpty { turnStarted = DispatchTime.now().uptimeNanoseconds }
-            if let index = turnBatch.firstIndex(where: { $0.runtime === runtime }) {
-                turnBatch[index].calls.append(call)
+            if state.turnBatch.isEmpty { state.turnStarted = DispatchTime.now().uptimeNanoseconds }
+            if let index = state.turnBatch.firstIndex(where: { $0.runtime === runtime }) {
+                state.turnBatch[index].calls.append(call)
             } else {
-                turnBatch.append((runtime, [call]))
+                state.turnBatch.append((runtime, [call]))
             }
         }
         forgetRoomCalls(after: event)
@@ -364,17 +357,21 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// loop turn instead of one per event, every plugin's events pointing
     /// into the turn's one payload buffer. Loop thread only.
     func flushTurn() {
-        guard !turnBatch.isEmpty else { return }
-        let batch = turnBatch
-        let payloads = turnPayloads
-        turnBatch.removeAll(keepingCapacity: true)
-        // A new buffer for the next turn (this one now belongs to the plugins' batches).
-        turnPayloads = []
-        turnPayloads.reserveCapacity(payloads.count)
-        let done = TurnDone(batch: batch, since: turnStarted, timer: eventDispatch)
+        let (batch, payloads, started) = dispatchState.withValue { state -> ([(runtime: PluginRuntime, calls: [TurnCall])], [UInt8], UInt64) in
+            guard !state.turnBatch.isEmpty else { return ([], [], 0) }
+            let batch = state.turnBatch
+            let payloads = state.turnPayloads
+            state.turnBatch.removeAll(keepingCapacity: true)
+            // A new buffer for the next turn (this one now belongs to the plugins' batches).
+            state.turnPayloads = []
+            state.turnPayloads.reserveCapacity(payloads.count)
+            return (batch, payloads, state.turnStarted)
+        }
+        guard !batch.isEmpty else { return }
+        let done = TurnDone(batch: batch, since: started, timer: eventDispatch)
         for (runtime, calls) in batch {
             runtime.post(roomEvents: calls.map { PluginRoomEvent(kind: $0.kind, room: $0.room, payload: payloads[$0.payload], turn: done) },
-                         since: turnStarted)
+                         since: started)
         }
     }
 

@@ -140,8 +140,10 @@ extension PluginProcess {
     /// Counts the finished calls up to `seq` (a DONE frame's, or everything
     /// when the child is gone): each one that did not fail is a success,
     /// counted as the runtime counts a batch of inline calls (one lock per
-    /// batch); its latency runs from its post (or the previous finish) to now.
+    /// batch); its latency runs from its post (or the previous finish) to now,
+    /// and a room event's dispatch time from its loop turn to now.
     func countFinished(through seq: UInt64) {
+        var dispatch: [UInt64] = []
         let (tally, hooks, target) = lock.withLock { () -> (PluginRuntime.SuccessTally, [PluginHookKind: (calls: Int, nanoseconds: UInt64)], PluginRuntime?) in
             if let current { trimLocked(done: min(current.doneSeq, seq)) }
             var tally = PluginRuntime.SuccessTally()
@@ -158,12 +160,13 @@ extension PluginProcess {
                 tally.nanoseconds &+= elapsed
                 hooks[entry.hook, default: (0, 0)].calls += 1
                 hooks[entry.hook, default: (0, 0)].nanoseconds &+= elapsed
+                if entry.hook == .roomEvent { dispatch.append(now &- entry.posted) }
             }
             uncounted.removeFirst(taken)
             return (tally, hooks, runtime)
         }
         guard tally.calls > 0, let target else { return }
-        target.countFinished(tally, hooks: hooks)
+        target.countFinished(tally, hooks: hooks, dispatch: dispatch)
     }
 
     /// DONE from the child (its reader thread): the records up to `seq` are finished.

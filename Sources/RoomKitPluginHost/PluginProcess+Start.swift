@@ -72,12 +72,19 @@ extension PluginProcess {
                 problem = (.dlopen, "cannot apply memoryLimitMB/cpuLimitSeconds: \(String(cString: strerror(-applied)))")
             }
         }
-        switch lock.withLock({ machine.frame(.hello(problem: problem?.message), now: now()) }) {
+        let result = lock.withLock { machine.frame(.hello(problem: problem?.message), now: now()) }
+        // A child whose HELLO says it cannot run exits at once: the machine
+        // may have heard `exited` first, so the HELLO's own words are the error.
+        if let problem {
+            child.kill()
+            throw PluginLoadError(plugin: spec.name, stage: problem.stage, message: "\(where_): \(problem.message)")
+        }
+        switch result {
         case .load:
             break
         case .stopAndKill(let reason), .kill(let reason):
             child.kill()
-            throw PluginLoadError(plugin: spec.name, stage: problem?.stage ?? .dlopen, message: "\(where_): \(reason)")
+            throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): the plugin process \(child.exitDescription ?? reason) while starting \(library)")
         case .running, .nothing:
             child.kill()
             throw PluginLoadError(plugin: spec.name, stage: .dlopen, message: "\(where_): the plugin process was unloaded while starting")

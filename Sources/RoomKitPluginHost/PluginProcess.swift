@@ -196,15 +196,20 @@ final class PluginProcess: @unchecked Sendable {
         let loaded = child.load(config: config, callTimeout: spec.timeout, timeout: loadBound)
         let now = PluginChild.monotonicNow()
         if let loaded {
-            switch lock.withLock({ machine.frame(.loaded(result: loaded), now: now) }) {
-            case .running:
-                startWatchdog()
-                return nil
-            case .stopAndKill(let why):
+            let result = lock.withLock { machine.frame(.loaded(result: loaded), now: now) }
+            // A failed on_load is said as such, even when the child exited
+            // after its LOADED and the machine heard that first.
+            if loaded != 0 {
+                let why = "on_load failed (returned \(loaded))"
                 logger.error("plugin process failed to load", metadata: ["plugin": "\(spec.name)", "reason": "\(why)"])
                 child.kill()
                 return why
-            case .kill(let why):
+            }
+            switch result {
+            case .running:
+                startWatchdog()
+                return nil
+            case .stopAndKill(let why), .kill(let why):
                 child.kill(because: why)
                 return why
             case .load, .nothing:

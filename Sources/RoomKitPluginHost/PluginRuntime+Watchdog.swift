@@ -232,27 +232,27 @@ extension PluginRuntime {
 
     /// Runs a batch of on_room_event calls in this thread, each timed.
     private func run(_ events: [PluginRoomEvent], on inline: InlinePluginEndpoint, first: UInt64, since: UInt64, last start: UInt64) {
-            var last = start
-            // Each call is finished (watchdog) and timed on its own; the
-            // batch's successes are counted together at its end.
-            var tally = SuccessTally()
-            var done: [(key: Int, at: UInt64)] = []
-            for (offset, event) in events.enumerated() {
-                event.room.withCString { room in
-                    event.payload.withUnsafeBufferPointer { payload in
-                        payload.withMemoryRebound(to: CChar.self) { inline.roomEvent(kind: event.kind, room: room, payload: $0.baseAddress) }
-                    }
+        var last = start
+        // Each call is finished (watchdog) and timed on its own; the
+        // batch's successes are counted together at its end.
+        var tally = SuccessTally()
+        var done: [(key: Int, at: UInt64)] = []
+        for (offset, event) in events.enumerated() {
+            event.room.withCString { room in
+                event.payload.withUnsafeBufferPointer { payload in
+                    payload.withMemoryRebound(to: CChar.self) { inline.roomEvent(kind: event.kind, room: room, payload: $0.baseAddress) }
                 }
-                let now = DispatchTime.now().uptimeNanoseconds
-                let inTime = outstanding.withLock { $0.finish(first &+ UInt64(offset), now: now) }
-                if inTime { recordSuccess(nanoseconds: now &- last, into: &tally) }
-                roomCalls.count(event.room, .roomEvent, failure: inTime ? nil : "a call took longer than \(spec.timeout)")
-                metrics.recordDispatch(nanoseconds: now &- since)
-                if event.turn != nil { done.append((event.payload.startIndex, now)) }
-                last = now
             }
-            flush(&tally)
-            events.first?.turn?.finished(done)
+            let now = DispatchTime.now().uptimeNanoseconds
+            let inTime = outstanding.withLock { $0.finish(first &+ UInt64(offset), now: now) }
+            if inTime { recordSuccess(nanoseconds: now &- last, into: &tally) }
+            roomCalls.count(event.room, .roomEvent, failure: inTime ? nil : "a call took longer than \(spec.timeout)")
+            metrics.recordDispatch(nanoseconds: now &- since)
+            if event.turn != nil { done.append((event.payload.startIndex, now)) }
+            last = now
+        }
+        flush(&tally)
+        events.first?.turn?.finished(done)
     }
 
     /// Marks watched call `sequence` finished now: a success unless the

@@ -295,8 +295,10 @@ final class PluginRuntime: @unchecked Sendable {
     }
 
     /// Counts calls a child finished (DONE), all successes, each hook's
-    /// latency as its mean over the batch (DONE comes once per batch).
-    func countFinished(_ tally: SuccessTally, hooks: [PluginHookKind: (calls: Int, nanoseconds: UInt64)]) {
+    /// latency as its mean over the batch (DONE comes once per batch), and
+    /// each room event's time from its loop turn to its DONE.
+    func countFinished(_ tally: SuccessTally, hooks: [PluginHookKind: (calls: Int, nanoseconds: UInt64)], dispatch: [UInt64]) {
+        for nanoseconds in dispatch { metrics.recordDispatch(nanoseconds: nanoseconds) }
         for (hook, sum) in hooks where sum.calls > 0 {
             let mean = sum.nanoseconds / UInt64(sum.calls)
             for _ in 0..<sum.calls { metrics.recordLatency(nanoseconds: mean, hook: hook) }

@@ -67,6 +67,35 @@ final class ScaffoldTests: XCTestCase {
         }
     }
 
+    /// The Python scaffold is the resource files of Templates/python (not a
+    /// Swift string), each with its placeholders filled in.
+    func testPythonScaffold_isWrittenFromTheTemplateFiles() throws {
+        let harness = try BotHarness()
+        defer { try? harness.close() }
+        let project = harness.directory + "/project"
+        let (made, output, errors) = try ChildProcess("roombot", ["new-plugin", "tpl-check", "--lang", "python", "--dir", project,
+                                                                  "--roomkit-path", Self.repo]).finish()
+        XCTAssertEqual(made, 0, output + errors)
+        let templates = Self.repo + "/Sources/roombot/Templates/python"
+        let files = try FileManager.default.contentsOfDirectory(atPath: templates)
+        XCTAssertEqual(Set(files), ["plugin.py", "test_plugin.py", "README.md"])
+        let written = ["plugin.py": "tpl_check.py", "test_plugin.py": "test_tpl_check.py", "README.md": "README.md"]
+        for file in files {
+            let template = try String(contentsOfFile: templates + "/" + file, encoding: .utf8)
+            let text = try String(contentsOfFile: project + "/" + (written[file] ?? file), encoding: .utf8)
+            XCTAssertFalse(text.contains("@@"), file)
+            // Up to the first placeholder that is not the name.
+            var head = template
+            for mark in ["@@checkout@@", "@@install@@", "@@sdkPath@@", "@@runSection@@"] {
+                head = try XCTUnwrap(head.components(separatedBy: mark).first)
+            }
+            XCTAssertTrue(text.hasPrefix(head.replacingOccurrences(of: "@@name@@", with: "tpl-check")
+                                             .replacingOccurrences(of: "@@identifier@@", with: "tpl_check")), file)
+        }
+        let readme = try String(contentsOfFile: project + "/README.md", encoding: .utf8)
+        XCTAssertTrue(readme.contains("pip install " + Self.repo + "/sdk/python"), readme)
+    }
+
     /// Without --roomkit-path: roombot finds the checkout it was built in, and
     /// the scaffold depends on it by path (no URL, no version to resolve).
     func testSwiftScaffold_dependsOnTheCheckoutByPath_buildsLoadsAndRuns() async throws {

@@ -1,0 +1,51 @@
+import Dispatch
+import RoomKitLoop
+
+/// What dispatch keeps between events, on the loop thread only: held in a
+/// `LoopOwned`, so every access checks the thread (and traps elsewhere).
+struct DispatchState {
+    /// The room events raised during the current loop turn, per plugin in
+    /// order, posted as one batch per plugin when the turn ends.
+    var turnBatch: [(runtime: PluginRuntime, calls: [TurnCall])] = []
+    /// The payload texts of the turn's events, back to back, each
+    /// NUL-terminated; the turn's calls point into it, and every plugin's
+    /// batch shares it (one buffer per turn, not one per event).
+    var turnPayloads: [UInt8] = []
+    /// When the turn's first batched event was raised (uptime ns), the
+    /// start of its plugins' dispatch latency.
+    var turnStarted: UInt64 = 0
+    /// `runtimes` with what dispatch checks per event read out once (hooks,
+    /// room globs, ABI), as of `targetsVersion`.
+    var targets: [DispatchTarget] = []
+    var targetsVersion = -1
+}
+
+/// A value only its loop's thread may touch, checked on every access
+/// (`preconditionInEventLoop`: one thread-local read): `LoopBound`'s check,
+/// without Swift's dynamic exclusivity check on the stored value, which the
+/// dispatch hot path would pay per event (docs/ARCHITECTURE.md, "Loop
+/// ownership, measured": about 19 ns an access against 0.6 ns for the
+/// thread check).
+///
+/// Why dropping the exclusivity check is safe here: the value is reached
+/// only through `withValue`, on the one loop thread, and no `withValue` body
+/// of the plugin manager calls back into code that could reach it again
+/// (dispatch and flushTurn post work, they never run it inline).
+final class LoopOwned<Value>: @unchecked Sendable {
+    // @unchecked Sendable: `stored` is read and written only after
+    // `preconditionInEventLoop()` passed, i.e. on the one loop thread.
+
+    let loop: EventLoop
+    @exclusivity(unchecked) private var stored: Value
+
+    init(_ value: Value, loop: EventLoop) {
+        self.loop = loop
+        stored = value
+    }
+
+    /// Runs `body` with the value. Traps unless called on the loop thread.
+    func withValue<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        loop.preconditionInEventLoop()
+        return try body(&stored)
+    }
+}
