@@ -283,6 +283,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         guard let kind = Self.kind(of: event), let room = event.room else { return }
         // One ownership check per event for the whole walk (LoopOwned).
         dispatchState.withValue { state in dispatch(kind: kind, room: room, encoding, &state) }
+        forgetRoomCalls(after: event)
     }
 
     /// `dispatch` with the loop's dispatch state in hand.
@@ -329,7 +330,6 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
                 state.turnBatch.append((runtime, [call]))
             }
         }
-        forgetRoomCalls(after: event)
     }
 
     /// Appends the on_room_event (or on_player_event) payload to `buffer`:
