@@ -134,7 +134,17 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   1.6-2.0M/s here is close to that; roomd's sink, at ~1M/s and ~0.6 us, was
   not full). roomd
   also stores every event durably and checks every member's rights; Redis
-  does neither.
+  does neither. *Batched messages* (docs/PROTOCOL.md "Batched messages", an
+  extension): a fourth run, `raw-batched`, uses the same sinks with
+  `--batch 1`: their hello asks roomd to join what it sends a connection in
+  one loop turn into one WebSocket message, and a sink counts each message
+  as the pushes it holds (one more than its line feeds). The rows "to raw
+  members asking for batched messages" are that run; the rows "to raw
+  members" stay without batching, so they compare with earlier pages. The
+  RoomKit members ask for batching (the engine's default,
+  `RoomHostConfiguration.batchesMessages`; `roomkit-bench client --batch 0`
+  turns it off); the Python and NIO peers do not know the extension and get
+  one message per push.
 - **5. Plugin overhead.** `plugin-bench`: a tight loop calling `on_room_event`
   through the descriptor's function pointer (C no-op plugin), and through the
   descriptor the Swift SDK exports (its trampoline decodes the payload JSON
@@ -382,6 +392,42 @@ close both: one `write` per connection per loop turn, as Redis does, which
 libwebsockets 4.1 does not offer for WebSocket frames (one frame per
 `lws_write`), so it needs an lws with batched writes or another WebSocket
 layer; every other per-delivery cost is already once per event.
+
+**Batched messages (issue 26).** That one write per connection per loop
+turn is now there for clients that ask, without an lws that batches writes
+and without hand-written framing: a `room.v1` extension (docs/PROTOCOL.md
+"Batched messages") lets a client's hello ask for it, and roomd then joins
+everything it would send that connection in one turn (after the group
+commit released it) into one text message, newline-delimited, that lws
+frames as usual (`PushBatcher.swift`, `WebSocketFrame(joining:)`). Measured
+on this machine, release build, roomd pinned to CPU 0 with the sender and
+the raw sinks on CPU 1 (the bench's layout; `Benchmarks/.build/release`
+roomd and `roomkit-bench sink` / `send --window 200`, 4 s per run, runs of
+the two kinds interleaved in the same minutes, roomd CPU from /proc
+utime+stime / pushes the sinks counted), with one roomd binary, the sinks
+asking or not: roomd CPU per delivery in rooms of 100 1.28 us (1.22-1.78,
+3 runs) without batching -> 0.85 us (0.74-0.89) with it; in rooms of 1,000
+1.34 (1.30-1.38, 2 runs) -> 0.74 (0.71-0.77). `perf stat` of roomd's
+`sendto` calls over 3.6 s of the rooms-of-100 load: 969,804 without
+batching (one per push), 56,511 with it (~69 pushes per message). A quick
+bench run (`BENCH_QUICK=1 bench.py fanout`, loaded machine, before the
+join below was made non-generic) gave 1.46 -> 1.10 us in rooms of 100 and
+Redis 0.33 us per delivery, so the issue's target (<= 2x Redis's CPU per
+delivery) was 0.67 us in that run: batching moves roomd from 0.23x to about
+0.4x Redis per core, still short of 0.5x. Where the rest goes (`perf record
+-g` of roomd with batching, rooms of 100): ~53% of the samples are Swift
+reference counting, almost all on its slow path (`doDecrementSlow`,
+`incrementSlow`, `swift_weakLoadStrong`): `ServerSession.link` is weak, so
+every `ClientLink` has a side table and every retain and release of one
+goes through it, and the fan-out retains each recipient's link several
+times per push (the weak load in `append`, the group commit's `HeldSend`,
+its copy when the held list is released). `memmove` (the join), the kernel's
+`_copy_from_iter` and `tcp_sendmsg` are 2%, 2% and under 1%: the write
+itself is no longer the cost. Next step: a link reference without a side
+table (an unowned reference or an index into the server's links, cleared
+on close as `detachSessions` does today) and batched pushes held per link
+instead of in the turn's `held` list (a failed commit drops a link's
+pending pushes instead), which would leave about one retain per push.
 
 **Against the firehose** the client engine is measured alone (issue 17:
 <= 1 us of CPU per event through 3 inline plugins, <= 0.1x the Python

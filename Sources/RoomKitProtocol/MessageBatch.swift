@@ -51,12 +51,4 @@ public enum MessageBatch {
         forEachMessage(in: bytes) { _ in count += 1 }
         return count
     }
-
-    /// Whether `bytes` (one message) can be an element of a batch: it holds
-    /// no separator byte. Every message roomd writes passes (compact JSON);
-    /// one that does not is re-encoded before it is batched.
-    public static func canJoin(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { return true }
-        return memchr(base, Int32(separator), bytes.count) == nil
-    }
 }

@@ -91,7 +91,7 @@ extension ClientLink {
     func hold(_ frame: WebSocketFrame) {
         guard connection.state == .open else { return }
         var element = frame
-        if !frame.withUnsafeBytes(MessageBatch.canJoin) {
+        if frame.contains(byte: MessageBatch.separator) {
             // Not compact JSON (roomd writes none today): its line feeds are
             // whitespace, so the compact re-encoding is the same message.
             guard let json = try? frame.withUnsafeBytes({ try JSON.parse($0) }) else {

@@ -226,4 +226,20 @@ final class BatchTests: ServerTestCase {
         XCTAssertEqual(order.first?.op, "reply", "the reply comes before its replay")
         XCTAssertEqual(order.count, count + 1)
     }
+
+    func testSlowBatchingConsumer_overTheOutboundLimit_isClosed1013_likeAPlainOne() throws {
+        // LimitTests' slow consumer, asking for batches: the bytes a turn
+        // holds for a batch count against the same outbound limit.
+        let server = try startServer { $0.maxOutboundBytes = 4096 }
+        let slow = try WireSocket(port: server.port)
+        slow.sendText(#"{"op":"hello","id":1,"batch":true}"#)
+        XCTAssertTrue(slow.readText()?.contains(#""batch":true"#) ?? false)
+        slow.sendText(#"{"op":"login","id":2,"room":"r1","token":"\#(makeToken(user: "u1"))","user":{"id":"u1"}}"#)
+        XCTAssertTrue(slow.readText()?.contains(#""session""#) ?? false)
+        let (writer, _) = try server.join("r1", user: "u2")
+        try writer.ok("setState", room: "r1", ["patch": ["globalState": ["big": .string(String(repeating: "z", count: 6000))]]])
+        let (code, texts, _) = slow.readUntilClose()
+        XCTAssertEqual(code, 1013)
+        XCTAssertFalse(texts.contains { $0.contains("zzzz") }, "the held push was dropped with the batch, not sent")
+    }
 }
