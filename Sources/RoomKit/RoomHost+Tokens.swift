@@ -49,7 +49,11 @@ extension RoomHost {
                 }
             } catch {
                 loop.execute { [self] in
-                    liveRecord(roomID, identity)?.renewing = false
+                    // A renewal that failed because the room was left meanwhile
+                    // (its logout, a kick) is no error of the token's.
+                    guard let record = liveRecord(roomID, identity) else { return }
+                    record.renewing = false
+                    guard record.machine.isLoggedIn else { return }
                     emit(.throwError(domain: "token", code: (error as? RoomError)?.code ?? .tokenInvalid,
                                      message: "could not renew the token of \(roomID): \(error)"), room: nil)
                 }
@@ -83,7 +87,8 @@ extension RoomHost {
         let roomID = record.room.id
         let identity = ObjectIdentifier(record)
         _ = loop.schedule(after: .milliseconds(delay)) { [weak self] in
-            guard let self, let record = liveRecord(roomID, identity) else { return }
+            // Not after the room was left (a logout or kick before the recheck).
+            guard let self, let record = liveRecord(roomID, identity), record.machine.isLoggedIn else { return }
             renewAutomatically(record)
         }
     }

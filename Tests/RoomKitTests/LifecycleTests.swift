@@ -232,6 +232,29 @@ final class LifecycleTests: XCTestCase {
         try await harness.close()
     }
 
+    /// A recheck of the token provider that comes due after the room was
+    /// left asks nothing and reports nothing (seen under a sanitizer: a
+    /// "could not renew ... not logged in" error after a graceful LOGOUT).
+    func testTokenRecheck_afterTheRoomWasLeft_asksNothing_andReportsNothing() async throws {
+        let harness = try EngineHarness()  // a 1 s notice
+        let events = EventRecorder()
+        let expiring = harness.token("a", ttl: 3)
+        let calls = LockedCounter()
+        let provider = ClosureTokenProvider { _, _ in
+            calls.increment()
+            return expiring
+        }
+        let host = try harness.host(recorder: events, tokenProvider: provider) { $0.tokenRecheckFirst = .milliseconds(400) }
+        try await host.loginRoom("lobby", user: harness.user("a"), token: expiring)
+        await eventually(5, "the provider asked once") { calls.value == 1 }
+        try await host.logoutRoom("lobby")
+        try await Task.sleep(for: .seconds(1))  // past the recheck
+        XCTAssertEqual(calls.value, 1, "no recheck once the room was left")
+        XCTAssertEqual(events.count { if case .throwError = $0 { return true }; return false }, 1,
+                       "only the same-token report: \(events.all)")
+        try await harness.close()
+    }
+
     func testRenewToken_withAReaderToken_makesTheSessionReadOnly_andABadTokenIsRejected() async throws {
         let harness = try EngineHarness()
         let events = EventRecorder()
