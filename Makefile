@@ -91,11 +91,16 @@ fleet-sim: bootstrap
 # roombot and example it spawns (they inherit LSAN_OPTIONS); any leak fails
 # the run. scripts/lsan.supp suppresses only XCTest's and Foundation's own
 # leaks, each entry with its reason (docs/RELIABILITY.md).
+# SWIFT_BACKTRACE=enable=no: a Swift process that traps on purpose (a test
+# checks a precondition in a forked child) would run the Swift runtime's
+# backtracer, whose memory server reads the trapping thread's stack whole,
+# which AddressSanitizer reports as a stack-buffer-underflow inside the
+# runtime; under a sanitizer its own reports are the diagnostics.
 check-sanitizers: bootstrap
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan -Xlinker --export-dynamic
-	ROOMKIT_SANITIZED=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --disable-swift-testing
+	SWIFT_BACKTRACE=enable=no ROOMKIT_SANITIZED=1 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --disable-swift-testing
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan -Xlinker --export-dynamic
-	ROOMKIT_SANITIZED=1 LSAN_OPTIONS="suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0$${LSAN_OPTIONS:+:$$LSAN_OPTIONS}" \
+	SWIFT_BACKTRACE=enable=no ROOMKIT_SANITIZED=1 LSAN_OPTIONS="suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0$${LSAN_OPTIONS:+:$$LSAN_OPTIONS}" \
 		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan --disable-swift-testing
 
 # Release binaries, the shipped plugins (lib/roomkit/plugins/), the plugin
