@@ -32,7 +32,9 @@ final class PlayerTests: XCTestCase {
         XCTAssertEqual(recorder.phases, [.waitingFirstFrame, .playing, .ended])
         XCTAssertEqual(recorder.frameEvents.map(\.what), Lesson.frameEvents, "one event per frame, in recorded order")
         XCTAssertEqual(recorder.events.filter { $0 == .loadFirstFrame }.count, 1)
-        XCTAssertEqual(recorder.slices.count, 2, "two 800 ms slices")
+        // 800 ms slices over [0, to - from + 1): two for the lesson as it is
+        // recorded here, more when a slow (sanitized) run stretched it.
+        XCTAssertEqual(recorder.slices.count, Int((to - from + 1 + 799) / 800), "800 ms slices: \(recorder.slices)")
         XCTAssertTrue(recorder.slices.first?.hasPrefix("0-800") ?? false, "\(recorder.slices)")
         XCTAssertEqual(player.globalState, ["topic": "decimals", "step": 2])
         XCTAssertEqual(player.members?.map(\.userId), ["u1"])
@@ -48,7 +50,9 @@ final class PlayerTests: XCTestCase {
         }
         let elapsed = Double(try XCTUnwrap(fired.last) - started)
         XCTAssertGreaterThan(elapsed, Double(offsets.last!) / 8 - 60, "not faster than 8x")
-        XCTAssertLessThan(elapsed, Double(offsets.last!) / 8 + 400, "not slower than 8x")
+        // The first frame waits for the first slice: 400 ms of slack, 2 s in a sanitizer build.
+        let slack: Double = ProcessInfo.processInfo.environment["ROOMKIT_SANITIZED"] != nil ? 2_000 : 400
+        XCTAssertLessThan(elapsed, Double(offsets.last!) / 8 + slack, "not slower than 8x")
         // scheduleTimeChanged reports move forward.
         let times = recorder.events.compactMap { event -> Int64? in
             if case .scheduleTimeChanged(let time) = event { return time }

@@ -31,6 +31,11 @@ final class ServicePacingTests: XCTestCase {
         return try harness.serverLoop.runAndWait { server.metrics.requestsOverLimit }
     }
 
+    /// Long enough for every login to wait its turn at the paced rate; a
+    /// sanitizer build (server and engine instrumented in this process) runs
+    /// an order of magnitude slower.
+    static let loginTimeout: Duration = .seconds(ProcessInfo.processInfo.environment["ROOMKIT_SANITIZED"] != nil ? 180 : 30)
+
     func testServiceToken_getsTheServiceBucket_andTheEnginePacesToIt() async throws {
         let harness = try EngineHarness { configuration in
             configuration.serviceRateLimitBurst = 400
@@ -42,7 +47,7 @@ final class ServicePacingTests: XCTestCase {
             // Far above the server's bucket: only the advertised one keeps the engine under it.
             configuration.requestsPerSecond = 1_000_000
             configuration.requestBurst = 1_000_000
-            configuration.loginTimeout = .seconds(30)
+            configuration.loginTimeout = Self.loginTimeout
         }
         let logged = try await logIn(host, rooms: 600, token: token)
         XCTAssertEqual(logged, 600)
@@ -56,7 +61,7 @@ final class ServicePacingTests: XCTestCase {
         let host = try harness.host(viaProxy: false) { configuration in
             configuration.requestsPerSecond = 1_000_000
             configuration.requestBurst = 1_000_000
-            configuration.loginTimeout = .seconds(30)
+            configuration.loginTimeout = Self.loginTimeout
         }
         let logged = try await logIn(host, rooms: 300, token: token)
         XCTAssertEqual(logged, 300)
