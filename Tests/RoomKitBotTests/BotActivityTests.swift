@@ -24,17 +24,9 @@ final class BotActivityTests: XCTestCase {
         defer { try? harness.close() }
         // A room plugin, so that room events have a dispatch latency.
         let library = try compilePlugin("picky", source: RoomPluginCallsTests.picky, in: harness.directory)
-        let manifest = try harness.writeConfig(["manifestVersion": 1, "plugins": [
+        let (runner, port) = try await harness.startRunner(plugins: [
             ["name": "picky", "library": .string(library), "abi": 1, "hooks": ["room", "magix"], "isolation": "inline"],
-        ]], name: "plugins.json")
-        guard case .object(var fields) = harness.standardConfig(rooms: ["lobby"]) else { throw XCTSkip("config") }
-        fields["manifest"] = .string(manifest)
-        fields["controlToken"] = .string(controlToken)
-        var logger = Logger(label: "test.bot")
-        logger.logLevel = .critical
-        let runner = try BotRunner(config: try BotConfig(path: try harness.writeConfig(.object(fields))), logger: logger)
-        try await runner.start()
-        let port = try XCTUnwrap(runner.controlPort)
+        ], rooms: ["lobby"], controlToken: controlToken)
 
         let (status, first) = try get(port, "/v1/bot/activity")
         XCTAssertEqual(status, 200)
@@ -97,18 +89,10 @@ final class BotActivityTests: XCTestCase {
         defer { try? harness.close() }
         let fast = try compilePlugin("fast", source: RoomPluginCallsTests.picky, in: harness.directory)
         let slow = try compilePlugin("slow", source: Self.slow, in: harness.directory)
-        let manifest = try harness.writeConfig(["manifestVersion": 1, "plugins": [
+        let (runner, port) = try await harness.startRunner(plugins: [
             ["name": "fast", "library": .string(fast), "abi": 1, "hooks": ["room", "magix"], "isolation": "inline"],
             ["name": "slow", "library": .string(slow), "abi": 1, "hooks": ["room", "magix"], "isolation": "inline"],
-        ]], name: "plugins.json")
-        guard case .object(var fields) = harness.standardConfig(rooms: ["lobby"]) else { throw XCTSkip("config") }
-        fields["manifest"] = .string(manifest)
-        fields["controlToken"] = .string(controlToken)
-        var logger = Logger(label: "test.bot")
-        logger.logLevel = .critical
-        let runner = try BotRunner(config: try BotConfig(path: try harness.writeConfig(.object(fields))), logger: logger)
-        try await runner.start()
-        let port = try XCTUnwrap(runner.controlPort)
+        ], rooms: ["lobby"], controlToken: controlToken)
         // Five magix events from another member: the slow plugin takes 30 ms on each.
         let watcher = try Watcher(url: harness.serverURL)
         let room = try await watcher.host.loginRoom("lobby", user: LoginUser(id: "watcher"), token: harness.token("watcher"))

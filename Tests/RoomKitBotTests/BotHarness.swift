@@ -3,6 +3,7 @@ import Logging
 import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
+@testable import RoomKitBot
 import RoomKitServer
 import RoomKitTestSupport
 import XCTest
@@ -84,3 +85,20 @@ final class Watcher {
 
 
 
+
+extension BotHarness {
+    /// A `BotRunner` in this process on the standard config for `rooms`, with
+    /// `plugins` as its manifest and a control API guarded by `controlToken`
+    /// (logging only critical lines), started; returns it and its control port.
+    func startRunner(plugins: JSON, rooms: [String], controlToken: String) async throws -> (BotRunner, Int) {
+        let manifest = try writeConfig(["manifestVersion": 1, "plugins": plugins], name: "plugins.json")
+        guard case .object(var fields) = standardConfig(rooms: rooms) else { throw XCTSkip("config") }
+        fields["manifest"] = .string(manifest)
+        fields["controlToken"] = .string(controlToken)
+        var logger = Logger(label: "test.bot")
+        logger.logLevel = .critical
+        let runner = try BotRunner(config: try BotConfig(path: try writeConfig(.object(fields))), logger: logger)
+        try await runner.start()
+        return (runner, try XCTUnwrap(runner.controlPort))
+    }
+}

@@ -32,18 +32,10 @@ final class RoomPluginCallsTests: XCTestCase {
 
     private func startBot(_ harness: BotHarness) async throws -> (BotRunner, Int) {
         let library = try compilePlugin("picky", source: Self.picky, in: harness.directory)
-        let manifest = try harness.writeConfig(["manifestVersion": 1, "plugins": [
+        let (runner, port) = try await harness.startRunner(plugins: [
             ["name": "picky", "library": .string(library), "abi": 1, "hooks": ["room", "magix"], "isolation": "inline",
              "timeoutMs": 100],
-        ]], name: "plugins.json")
-        guard case .object(var fields) = harness.standardConfig(rooms: ["lobby", "slow"]) else { throw XCTSkip("config") }
-        fields["manifest"] = .string(manifest)
-        fields["controlToken"] = .string(controlToken)
-        var logger = Logger(label: "test.bot")
-        logger.logLevel = .critical
-        let runner = try BotRunner(config: try BotConfig(path: try harness.writeConfig(.object(fields))), logger: logger)
-        try await runner.start()
-        let port = try XCTUnwrap(runner.controlPort)
+        ], rooms: ["lobby", "slow"], controlToken: controlToken)
         await eventually(15, "ready") { httpRequest(port: port, "GET", "/readyz", token: self.controlToken).contains(" 200 ") }
         return (runner, port)
     }
