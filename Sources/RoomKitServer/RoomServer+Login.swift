@@ -5,22 +5,27 @@ import RoomKitServerCore
 
 extension RoomServer {
     /// `login` (PROTOCOL.md §3, §6): the shared session rules decide
-    /// between a resume, a refusal (the session was kicked) and a fresh
+    /// between a resume, a refusal (the room is already held on this
+    /// connection, or the session was kicked) and a fresh
     /// session that kicks the user's others (newest wins); this carries it
     /// out: the join push, the reply, a resume's replay, a token warning.
     func login(_ login: LoginRequest, id: Int64, roomID: String, link: ClientLink, now: Int64) throws(ProtocolError) {
-        if link.sessions[roomID] != nil {
-            throw ProtocolError(code: .alreadyLoggedIn, message: "already logged in to \(roomID) on this connection")
-        }
         let claims = try verify(login.token, room: roomID, user: login.user.id, now: now, connection: link.id)
         let room = try openRoom(roomID, now: now)
+        let decision = SessionRules.login(user: login.user.id, heldOnConnection: link.sessions[roomID] != nil,
+                                          resuming: login.resume?.session,
+                                          lookup: { room.sessions[$0]?.rules },
+                                          sessions: room.sessions.values.lazy.map(\.rules))
+        if case .alreadyOnConnection = decision {
+            // Before the fence: a refused login must not raise it.
+            throw ProtocolError(code: .alreadyLoggedIn, message: "already logged in to \(roomID) on this connection")
+        }
         if let fence = login.fence, !admitFence(fence, room: roomID, user: login.user.id, id: id, link: link) {
             return
         }
-        let decision = SessionRules.login(user: login.user.id, resuming: login.resume?.session,
-                                          lookup: { room.sessions[$0]?.rules },
-                                          sessions: room.sessions.values.lazy.map(\.rules))
         switch decision {
+        case .alreadyOnConnection:
+            return  // thrown above
         case .refuse(let code):
             throw ProtocolError(code: code, message: "the session was ended (kicked)")
         case .resume(let sessionID):

@@ -5,6 +5,9 @@ extension SessionRules {
 
     /// What a login to a room must do, decided before anything changes.
     public enum LoginDecision: Sendable, Hashable {
+        /// Refuse with 1009007: this connection already holds a live
+        /// session in the room (a connection holds at most one per room).
+        case alreadyOnConnection
         /// Resume the retained session with this ID: call `resume` on it.
         case resume(String)
         /// The session asked for was ended by a kick: refuse the login
@@ -17,12 +20,16 @@ extension SessionRules {
         case fresh(kick: [String], resumeExpired: Bool)
     }
 
-    /// Decides a login of `user` to a room. `resuming` is the session ID
-    /// the client asked to resume, if any; `lookup` finds a retained session
-    /// of this room by ID; `sessions` are all of the room's retained
-    /// sessions (only walked for a fresh login).
-    public static func login(user: String, resuming: String?, lookup: (String) -> SessionRules?,
+    /// Decides a login of `user` to a room. `heldOnConnection` says the
+    /// connection the login came on already holds a live session in this
+    /// room; `resuming` is the session ID the client asked to resume, if
+    /// any; `lookup` finds a retained session of this room by ID;
+    /// `sessions` are all of the room's retained sessions (only walked for
+    /// a fresh login).
+    public static func login(user: String, heldOnConnection: Bool, resuming: String?,
+                             lookup: (String) -> SessionRules?,
                              sessions: some Sequence<SessionRules>) -> LoginDecision {
+        if heldOnConnection { return .alreadyOnConnection }
         if let resuming, let session = lookup(resuming), session.userId == user {
             if let code = session.endedCode { return .refuse(code) }
             return .resume(session.id)

@@ -131,10 +131,13 @@ extension SimulatedServer {
     private func login(_ login: LoginRequest, room: String, id: Int64, on connection: Connection) throws(ProtocolError) -> JSON {
         guard !login.token.isEmpty, login.token != "invalid" else { throw ProtocolError(code: .tokenInvalid, message: "token invalid") }
         if rooms[room] == nil { rooms[room] = Room() }
-        let decision = SessionRules.login(user: login.user.id, resuming: login.resume?.session,
+        let held = sessions.values.contains { $0.room == room && $0.connection === connection && $0.rules.endedCode == nil }
+        let decision = SessionRules.login(user: login.user.id, heldOnConnection: held, resuming: login.resume?.session,
                                           lookup: { sessions[$0].flatMap { $0.room == room ? $0.rules : nil } },
                                           sessions: sessions.values.lazy.filter { $0.room == room }.map(\.rules))
         switch decision {
+        case .alreadyOnConnection:
+            throw ProtocolError(code: .alreadyLoggedIn, message: "already logged in to \(room) on this connection")
         case .refuse(let code):
             throw ProtocolError(code: code, message: "the session was ended")
         case .resume(let sessionID):

@@ -39,7 +39,7 @@ final class SameScriptTests: ServerTestCase {
         XCTAssertEqual(fromRoomd["k"], ["reply error 1002050"])
         // The resume replays what b missed: its member's leave, then its rejoin.
         XCTAssertEqual(fromRoomd["c"], ["reply ok recovered", "userUpdate delete u#3", "userUpdate add u#3"])
-        XCTAssertEqual(fromRoomd["e"], ["reply ok fresh", "reply ok"])
+        XCTAssertEqual(fromRoomd["e"], ["reply ok fresh", "reply error 1009007", "reply ok"])
         XCTAssertEqual(fromRoomd["observer"], [
             "reply ok fresh",
             "userUpdate add u#2", // a logs in
@@ -78,6 +78,7 @@ final class SameScriptTests: ServerTestCase {
         try server.waitForTokenExpiry("d")
         try server.connect("e")
         try server.login("e", user: "u")
+        try server.login("e", user: "u")  // the same room again on e's connection: refused, nobody kicked
         try server.logout("e")
         return try server.heard().mapValues { $0.compactMap(normalise) }
     }

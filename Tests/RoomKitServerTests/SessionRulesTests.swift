@@ -15,7 +15,7 @@ final class SessionRulesTests: XCTestCase {
     // MARK: Login
 
     func testLogin_ofANewUser_isFreshAndKicksNobody() {
-        let decision = SessionRules.login(user: "u", resuming: nil, lookup: { _ in nil }, sessions: [fresh("s-1", user: "other")])
+        let decision = SessionRules.login(user: "u", heldOnConnection: false, resuming: nil, lookup: { _ in nil }, sessions: [fresh("s-1", user: "other")])
         XCTAssertEqual(decision, .fresh(kick: [], resumeExpired: false))
     }
 
@@ -23,31 +23,39 @@ final class SessionRulesTests: XCTestCase {
         var ended = fresh("s-0")
         _ = ended.kick(code: .kickedByAdmin, now: 5)
         let sessions = [fresh("s-2"), fresh("s-1"), ended, fresh("s-3", user: "other")]
-        let decision = SessionRules.login(user: "u", resuming: nil, lookup: { _ in nil }, sessions: sessions)
+        let decision = SessionRules.login(user: "u", heldOnConnection: false, resuming: nil, lookup: { _ in nil }, sessions: sessions)
         XCTAssertEqual(decision, .fresh(kick: ["s-1", "s-2"], resumeExpired: false))
     }
 
     func testLogin_resumingARetainedSessionOfTheSameUser_resumesIt() {
         let retained = fresh("s-1")
-        let decision = SessionRules.login(user: "u", resuming: "s-1", lookup: { $0 == "s-1" ? retained : nil }, sessions: [retained])
+        let decision = SessionRules.login(user: "u", heldOnConnection: false, resuming: "s-1", lookup: { $0 == "s-1" ? retained : nil }, sessions: [retained])
         XCTAssertEqual(decision, .resume("s-1"))
     }
 
     func testLogin_resumingAnotherUsersSession_isAFreshLoginThatKicksNobodyElse() {
         let theirs = fresh("s-1", user: "other")
-        let decision = SessionRules.login(user: "u", resuming: "s-1", lookup: { $0 == "s-1" ? theirs : nil }, sessions: [theirs])
+        let decision = SessionRules.login(user: "u", heldOnConnection: false, resuming: "s-1", lookup: { $0 == "s-1" ? theirs : nil }, sessions: [theirs])
         XCTAssertEqual(decision, .fresh(kick: [], resumeExpired: true))
     }
 
     func testLogin_resumingAnUnknownOrForgottenSession_becomesFresh_andSaysTheResumeExpired() {
-        let decision = SessionRules.login(user: "u", resuming: "s-gone", lookup: { _ in nil }, sessions: [fresh("s-1")])
+        let decision = SessionRules.login(user: "u", heldOnConnection: false, resuming: "s-gone", lookup: { _ in nil }, sessions: [fresh("s-1")])
         XCTAssertEqual(decision, .fresh(kick: ["s-1"], resumeExpired: true))
+    }
+
+    func testLogin_onAConnectionThatHoldsTheRoom_isRefused_beforeAnyKickOrResume() {
+        let held = fresh("s-1")
+        XCTAssertEqual(SessionRules.login(user: "u", heldOnConnection: true, resuming: nil, lookup: { _ in nil }, sessions: [held]),
+                       .alreadyOnConnection)
+        XCTAssertEqual(SessionRules.login(user: "u", heldOnConnection: true, resuming: "s-1", lookup: { _ in held }, sessions: [held]),
+                       .alreadyOnConnection)
     }
 
     func testLogin_resumingAKickedSession_isRefusedWithTheKicksCode() {
         var kicked = fresh("s-1")
         _ = kicked.kick(code: .kickedDuplicateLogin, now: 10)
-        let decision = SessionRules.login(user: "u", resuming: "s-1", lookup: { _ in kicked }, sessions: [kicked])
+        let decision = SessionRules.login(user: "u", heldOnConnection: false, resuming: "s-1", lookup: { _ in kicked }, sessions: [kicked])
         XCTAssertEqual(decision, .refuse(.kickedDuplicateLogin))
         XCTAssertEqual(kicked.resume(tokenExpiresAt: 3_600_000, now: 20, clocks: clocks), .refused(.kickedDuplicateLogin))
     }
