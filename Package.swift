@@ -18,7 +18,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "RoomKitLoop", targets: ["RoomKitLoop"]),
+        .library(name: "RoomKitJSON", targets: ["RoomKitJSON"]),
         .library(name: "RoomKitProtocol", targets: ["RoomKitProtocol"]),
+        .library(name: "RoomKitTokens", targets: ["RoomKitTokens"]),
         .library(name: "RoomKitServer", targets: ["RoomKitServer"]),
         .library(name: "RoomKit", targets: ["RoomKit"]),
         .library(name: "RoomKitPluginHost", targets: ["RoomKitPluginHost"]),
@@ -82,10 +84,20 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
-        // MARK: Protocol: messages, codes, JSON, tokens. Pure Swift, no I/O.
+        // MARK: JSON: the one JSON value, its parser and serialiser. No
+        // dependency at all, so the plugin SDK needs neither OpenSSL nor the
+        // protocol module.
+        .target(name: "RoomKitJSON", swiftSettings: swiftSettings),
+
+        // MARK: Protocol: messages, codes, token claims (re-exports RoomKitJSON). Pure Swift, no I/O.
         .target(
             name: "RoomKitProtocol",
-            dependencies: ["COpenSSLCrypto"],
+            dependencies: ["RoomKitJSON"],
+            swiftSettings: swiftSettings),
+        // Token signing and verification (JWT HS256 through OpenSSL's HMAC).
+        .target(
+            name: "RoomKitTokens",
+            dependencies: ["COpenSSLCrypto", "RoomKitProtocol"],
             swiftSettings: swiftSettings),
 
         // MARK: Storage: the one SQLite wrapper (connection, cached statements,
@@ -128,7 +140,7 @@ let package = Package(
         .target(
             name: "RoomKitServer",
             dependencies: [
-                "RoomKitServerCore", "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite", "RoomKitMetrics",
+                "RoomKitServerCore", "RoomKitLoop", "RoomKitProtocol", "RoomKitTokens", "RoomKitSQLite", "RoomKitMetrics",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -137,7 +149,7 @@ let package = Package(
         .executableTarget(
             name: "roomd",
             dependencies: [
-                "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
+                "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTokens", "RoomKitCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -165,7 +177,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
         .target(
             name: "RoomKitPluginSDK",
-            dependencies: ["CRoomKitPluginABI", "RoomKitProtocol"],
+            dependencies: ["CRoomKitPluginABI", "RoomKitJSON", "RoomKitProtocol"],
             swiftSettings: swiftSettings),
         .target(
             name: "RoomKitPluginHost",
@@ -219,7 +231,8 @@ let package = Package(
         .target(
             name: "RoomKitBot",
             dependencies: [
-                "RoomKit", "RoomKitPluginHost", "RoomKitLoop", "RoomKitProtocol", "RoomKitMetrics", "RoomKitRedis", "RoomKitSQLite",
+                "RoomKit", "RoomKitPluginHost", "RoomKitLoop", "RoomKitProtocol", "RoomKitTokens", "RoomKitMetrics", "RoomKitRedis",
+                "RoomKitSQLite",
                 "RoomKitFleet",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -245,7 +258,7 @@ let package = Package(
         .executableTarget(
             name: "MultiRoomBot",
             dependencies: [
-                "RoomKit", "RoomKitPluginHost", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitCLI",
+                "RoomKit", "RoomKitPluginHost", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTokens", "RoomKitCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -257,7 +270,7 @@ let package = Package(
         // MARK: Tests
         // Helpers every test target shares: polling, loopback sockets and raw
         // HTTP probes, spawning built binaries and roomd, compiling C plugins.
-        .target(name: "RoomKitTestSupport", dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol"],
+        .target(name: "RoomKitTestSupport", dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTokens"],
                 path: "Tests/RoomKitTestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitLoopTests",
@@ -265,11 +278,11 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitTests",
-            dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitSimulator", "RoomKitTestSupport"],
+            dependencies: ["RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTokens", "RoomKitSimulator", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitPluginTests",
-            dependencies: ["RoomKitPluginHost", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport",
+            dependencies: ["RoomKitPluginHost", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTokens", "RoomKitTestSupport",
                            .product(name: "MetricsTestKit", package: "swift-metrics")],
             // The ABI 1.0 header and a 1.0 plugin's source, compiled by the tests with cc.
             exclude: ["Fixtures"],
@@ -280,27 +293,27 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitFleetTests",
-            dependencies: ["RoomKitBot", "RoomKitFleet", "RoomKitRedis", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitTestSupport"],
+            dependencies: ["RoomKitBot", "RoomKitFleet", "RoomKitRedis", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitTokens", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitBotTests",
-            dependencies: ["RoomKitBot", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite", "RoomKitTestSupport"],
+            dependencies: ["RoomKitBot", "RoomKit", "RoomKitServer", "RoomKitLoop", "RoomKitProtocol", "RoomKitTokens", "RoomKitSQLite", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ExampleTests",
-            dependencies: ["RoomKitProtocol"],
+            dependencies: ["RoomKitProtocol", "RoomKitTokens"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitServerTests",
-            dependencies: ["RoomKitServer", "RoomKitServerCore", "RoomKitSimulator", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitSQLite", "RoomKitTestSupport"],
+            dependencies: ["RoomKitServer", "RoomKitServerCore", "RoomKitSimulator", "RoomKit", "RoomKitLoop", "RoomKitProtocol", "RoomKitTokens", "RoomKitSQLite", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "OperationsTests",
-            dependencies: ["RoomKitProtocol", "RoomKitTestSupport"],
+            dependencies: ["RoomKitProtocol", "RoomKitTokens", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RoomKitProtocolTests",
-            dependencies: ["RoomKitProtocol", "RoomKitTestSupport"],
+            dependencies: ["RoomKitProtocol", "RoomKitTokens", "RoomKitTestSupport"],
             swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]

@@ -28,6 +28,7 @@ let package = Package(
             name: "BenchSupport",
             dependencies: [
                 .product(name: "RoomKitProtocol", package: "RoomKit"),
+                .product(name: "RoomKitTokens", package: "RoomKit"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: swiftSettings),

@@ -10,6 +10,7 @@
 import COpenSSLCrypto
 import Foundation
 import RoomKitProtocol
+import RoomKitTokens
 
 private let signer = TokenSigner(secret: "fuzz-secret")
 private let now: Int64 = 1_700_000_000

@@ -1,6 +1,7 @@
 // libFuzzer target: token verification on arbitrary input must never crash,
 // and never accept a token the signer did not sign.
 import RoomKitProtocol
+import RoomKitTokens
 
 private let signer = TokenSigner(secret: "fuzz-secret")
 

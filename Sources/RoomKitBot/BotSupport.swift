@@ -2,6 +2,7 @@ import RoomKitLoop
 import Foundation
 import RoomKit
 import RoomKitProtocol
+import RoomKitTokens
 import Synchronization
 
 /// The event log (`--events`): one JSON object per line, `ts` and `event`

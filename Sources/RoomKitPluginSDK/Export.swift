@@ -1,4 +1,5 @@
 import CRoomKitPluginABI
+import RoomKitJSON
 import RoomKitProtocol
 
 /// Builds the C descriptor for `type` (one instance per load). Call it from

@@ -1,4 +1,5 @@
 import CRoomKitPluginABI
+import RoomKitJSON
 import RoomKitProtocol
 
 /// The host functions of ABI 1.1. In a 1.0 host (its table ends before

@@ -1,4 +1,5 @@
 import CRoomKitPluginABI
+import RoomKitJSON
 import RoomKitProtocol
 import Synchronization
 

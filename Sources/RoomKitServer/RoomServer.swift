@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitServerCore
 
 /// The reference room server (`roomd`): PROTOCOL.md over one WebSocket/HTTP

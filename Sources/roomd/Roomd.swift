@@ -4,6 +4,7 @@ import Logging
 import RoomKitCLI
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitServer
 import ServiceLifecycle
 

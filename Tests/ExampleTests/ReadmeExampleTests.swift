@@ -49,6 +49,7 @@ final class ReadmeExampleTests: XCTestCase {
                         .product(name: "RoomKitLoop", package: "\(identity)"),
                         .product(name: "RoomKitPluginHost", package: "\(identity)"),
                         .product(name: "RoomKitProtocol", package: "\(identity)"),
+                        .product(name: "RoomKitTokens", package: "\(identity)"),
                         .product(name: "Logging", package: "swift-log"),
                         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                     ]),

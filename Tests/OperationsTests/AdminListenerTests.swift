@@ -1,5 +1,6 @@
 import Foundation
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitTestSupport
 import XCTest
 

@@ -2,6 +2,7 @@ import Foundation
 import RoomKit
 import RoomKitBot
 import RoomKitProtocol
+import RoomKitTokens
 @testable import RoomKitServer
 import RoomKitTestSupport
 import XCTest

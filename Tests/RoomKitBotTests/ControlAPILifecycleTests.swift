@@ -3,6 +3,7 @@ import Logging
 import RoomKit
 import RoomKitBot
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitTestSupport
 import XCTest
 

@@ -3,6 +3,7 @@ import Logging
 import RoomKit
 @testable import RoomKitBot
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitTestSupport
 import XCTest
 

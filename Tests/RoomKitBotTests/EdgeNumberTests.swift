@@ -4,6 +4,7 @@ import RoomKitBot
 import RoomKitLoop
 import RoomKitPluginHost
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitTestSupport
 import XCTest
 

@@ -3,6 +3,7 @@ import Foundation
 import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitTestSupport
 import XCTest
 
@@ -170,6 +171,27 @@ final class FleetFailoverTests: XCTestCase {
 
     func testRedisKill9AndRestart_stealsNoRoomAndLosesNoLease() throws {
         try coldStart()
+        try redisKill9AndRestart()
+    }
+
+    /// The same while two busy loops take the CPUs from the hosts: the
+    /// holders' re-assertion wins over claims by design (claims wait a renew
+    /// interval after a host sees a new Redis run ID: FleetClaimMachine), not
+    /// because the hosts happen to be quick.
+    func testRedisKill9AndRestart_onALoadedMachine_stealsNoRoomAndLosesNoLease() throws {
+        try coldStart()
+        let burners = try (0..<2).map { _ in
+            let burner = Process()
+            burner.executableURL = URL(fileURLWithPath: "/bin/sh")
+            burner.arguments = ["-c", "while :; do :; done"]
+            try burner.run()
+            return burner
+        }
+        defer { for burner in burners { burner.terminate(); burner.waitUntilExit() } }
+        try redisKill9AndRestart()
+    }
+
+    private func redisKill9AndRestart() throws {
         let before = fleet.holders()
         fleet.redis.kill9()
         usleep(300_000)

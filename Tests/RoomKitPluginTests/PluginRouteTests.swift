@@ -2,6 +2,7 @@ import Foundation
 import RoomKit
 import RoomKitPluginHost
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitTestSupport
 import XCTest
 

@@ -1,4 +1,5 @@
 import RoomKitProtocol
+import RoomKitTokens
 import XCTest
 
 /// Issue #27 §1: the checked path every number from outside takes, and the

@@ -3,6 +3,7 @@ import RoomKitTestSupport
 import XCTest
 
 @testable import RoomKitProtocol
+@testable import RoomKitTokens
 
 final class TokenTests: XCTestCase {
     private let signer = TokenSigner(secret: "roomkit-test-secret")

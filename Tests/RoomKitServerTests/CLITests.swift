@@ -1,5 +1,6 @@
 import Foundation
 import RoomKitProtocol
+import RoomKitTokens
 import XCTest
 
 /// CLI.md `roomd`: flags, exit codes, `token`, and `serve`'s lifecycle.

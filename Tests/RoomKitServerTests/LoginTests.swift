@@ -1,5 +1,6 @@
 import Foundation
 import RoomKitProtocol
+import RoomKitTokens
 import XCTest
 
 /// PROTOCOL.md §5–§6: login, logout, tokens and roles.

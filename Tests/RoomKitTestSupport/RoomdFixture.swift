@@ -3,6 +3,7 @@ import Logging
 import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitServer
 
 /// An in-process roomd on a loop of its own, a scratch directory, and a

@@ -1,6 +1,7 @@
 import Foundation
 import RoomKit
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitTestSupport
 import XCTest
 

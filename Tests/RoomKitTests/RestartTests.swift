@@ -3,6 +3,7 @@ import Logging
 import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitTestSupport
 import XCTest
 

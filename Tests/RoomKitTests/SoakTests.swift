@@ -2,6 +2,7 @@ import Foundation
 import RoomKit
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitTestSupport
 import XCTest
 

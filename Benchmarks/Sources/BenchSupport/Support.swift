@@ -1,6 +1,7 @@
 import Foundation
 import Histogram
 import RoomKitProtocol
+import RoomKitTokens
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock every bench process (and the
 /// Python peer's `time.monotonic_ns()`) shares, so one process can stamp an

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RoomKitLoop
 import RoomKitProtocol
+import RoomKitTokens
 import RoomKitServer
 import XCTest
 

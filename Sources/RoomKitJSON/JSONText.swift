@@ -13,7 +13,7 @@ public struct JSONText: Sendable {
     public let bytes: ArraySlice<UInt8>
 
     /// Only the scanner makes these: `bytes` must be canonical as above.
-    init(canonical bytes: ArraySlice<UInt8>) {
+    package init(canonical bytes: ArraySlice<UInt8>) {
         self.bytes = bytes
     }
 
