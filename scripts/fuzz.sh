@@ -9,15 +9,19 @@ cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-60}"
 out=.build-fuzz
 mkdir -p "$out/crashes"
-flags=(-parse-as-library -sanitize=fuzzer,address -O -I Sources/COpenSSLCrypto)
+flags=(-parse-as-library -sanitize=fuzzer,address -O -package-name RoomKit -I Sources/COpenSSLCrypto)
 
-echo "fuzz: building the protocol module with sanitizers" >&2
-swiftc "${flags[@]}" -module-name RoomKitProtocol -emit-module -emit-module-path "$out/RoomKitProtocol.swiftmodule" \
-  -emit-library -static -o "$out/libRoomKitProtocol.a" Sources/RoomKitProtocol/*.swift
+# The modules the targets test, in their order (docs/ARCHITECTURE.md): JSON,
+# the protocol (re-exports JSON), the token signer.
+for module in RoomKitJSON RoomKitProtocol RoomKitTokens; do
+  echo "fuzz: building $module with sanitizers" >&2
+  swiftc "${flags[@]}" -I "$out" -module-name "$module" -emit-module -emit-module-path "$out/$module.swiftmodule" \
+    -emit-library -static -o "$out/lib$module.a" Sources/"$module"/*.swift
+done
 
 build() {  # name, extra sources...
   local name=$1; shift
-  swiftc "${flags[@]}" -I "$out" -L "$out" -lRoomKitProtocol -lcrypto "$@" -o "$out/fuzz-$name"
+  swiftc "${flags[@]}" -I "$out" -L "$out" -lRoomKitTokens -lRoomKitProtocol -lRoomKitJSON -lcrypto "$@" -o "$out/fuzz-$name"
 }
 build decode Fuzz/FuzzDecode.swift
 build token Fuzz/FuzzToken.swift
@@ -27,7 +31,8 @@ build manifest Fuzz/FuzzManifest.swift Sources/RoomKitPluginHost/PluginManifest.
 build control Fuzz/FuzzControl.swift
 build push Fuzz/FuzzPush.swift
 build numbers Fuzz/FuzzNumbers.swift Sources/RoomKitPluginHost/PluginManifest.swift \
-  Sources/RoomKitPluginHost/PluginManifest+Isolation.swift Sources/RoomKitPluginHost/PluginManifest+Parsing.swift
+  Sources/RoomKitPluginHost/PluginManifest+Isolation.swift Sources/RoomKitPluginHost/PluginManifest+Parsing.swift \
+  Sources/RoomKitPluginHost/PluginManifest+Command.swift
 
 status=0
 for target in ${FUZZ_TARGETS:-decode token manifest control push numbers}; do
