@@ -63,7 +63,8 @@ soak: bootstrap
 # `make test`; separate packages in Benchmarks/). Rewrites docs/BENCHMARKS.md
 # and Benchmarks/.build/results.json. BENCH_RUNS (default 3) runs, each
 # figure their median and min-max; BENCH_QUICK=1 make bench: a smoke run of
-# a few minutes (one run, small sizes); BENCH_PIN=0: no taskset pinning.
+# a few minutes (one run, small sizes); BENCH_PIN=0: no taskset pinning;
+# BENCH_MILLION_RUNS (default 1): how many runs include workload 9 (1M rooms).
 bench: bootstrap
 	@SWIFT=$(SWIFT) Benchmarks/run.sh
 

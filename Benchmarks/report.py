@@ -558,6 +558,7 @@ def render(results, command):
     machine = results["machine"]
     merged, limits = build(results)
     runs = len(runs_of(results))
+    million_runs = sum(1 for run in runs_of(results) if run.get("million"))
     quick = " (BENCH_QUICK smoke run: smaller sizes, not the real figures)" if results["quick"] else ""
     nio = machine.get("nio") or "not built"
     pinning = results.get("pinning") or "none"
@@ -578,7 +579,7 @@ Written by `{command}`{quick}; do not edit by hand.
 |---|---|
 | Date | {machine['date']} |
 | Command | `{command}` (took {results.get('elapsed_s', 0):.0f} s, builds not counted) |
-| Runs | {runs}: every workload runs once per run, the runs one after another; each figure is the median run, (min-max) when the runs differ |
+| Runs | {runs}: every workload runs once per run, the runs one after another; each figure is the median run, (min-max) when the runs differ; workload 9 (one million rooms, up to 15 minutes) runs in the first {million_runs} only (BENCH_MILLION_RUNS) |
 | Pinning | {pinning} |
 | Machine | {machine['nproc']} cores, {machine['cpu']}, {machine['ram_gib']:.1f} GiB RAM, Linux {machine['kernel']} |
 | Shared | yes: other engineers' builds and tests ran on the same 2 cores during the run |
