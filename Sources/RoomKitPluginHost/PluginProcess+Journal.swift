@@ -15,7 +15,7 @@ extension PluginProcess {
         let posted = since == 0 ? now : since
         lock.withLock {
             for event in events {
-                _ = appendLocked(posted: posted) { seq in
+                _ = appendLocked(posted: posted, room: event.room) { seq in
                     WireRecord.encode(ROOMKIT_WIRE_RECORD_ROOM, seq: seq, number: Int64(event.kind),
                                       a: event.room, b: event.payload.dropLast())
                 }
@@ -48,7 +48,7 @@ extension PluginProcess {
 
     /// Appends one record (`lock` held), unless the plugin is gone for good or
     /// its queue is full (then it is dropped and counted).
-    private func appendLocked(posted: UInt64, _ encode: (UInt64) -> [UInt8]) -> UInt64? {
+    private func appendLocked(posted: UInt64, room: String? = nil, _ encode: (UInt64) -> [UInt8]) -> UInt64? {
         switch phase {
         case .quarantined, .stopping, .stopped: return nil
         case .starting, .running, .restarting: break
@@ -58,7 +58,7 @@ extension PluginProcess {
             return nil
         }
         nextSeq += 1
-        journal.append(Entry(seq: nextSeq, record: encode(nextSeq), posted: posted))
+        journal.append(Entry(seq: nextSeq, record: encode(nextSeq), posted: posted, room: room))
         return nextSeq
     }
 
@@ -141,9 +141,13 @@ extension PluginProcess {
     /// when the child is gone): each one that did not fail is a success,
     /// counted as the runtime counts a batch of inline calls (one lock per
     /// batch); its latency runs from its post (or the previous finish) to now,
-    /// and a room event's dispatch time from its loop turn to now.
+    /// and a room event's dispatch time from its loop turn to now. A room
+    /// event is counted in its room's calls here, when the child finished
+    /// it, as an inline call is when it returns (a failed one was counted
+    /// at its FAILED, a crashed one at the crash).
     func countFinished(through seq: UInt64) {
         var dispatch: [UInt64] = []
+        var rooms: [String: Int] = [:]
         let (tally, hooks, target) = lock.withLock { () -> (PluginRuntime.SuccessTally, [PluginHookKind: (calls: Int, nanoseconds: UInt64)], PluginRuntime?) in
             if let current { trimLocked(done: min(current.doneSeq, seq)) }
             var tally = PluginRuntime.SuccessTally()
@@ -160,12 +164,16 @@ extension PluginProcess {
                 tally.nanoseconds &+= elapsed
                 hooks[entry.hook, default: (0, 0)].calls += 1
                 hooks[entry.hook, default: (0, 0)].nanoseconds &+= elapsed
-                if entry.hook == .roomEvent { dispatch.append(now &- entry.posted) }
+                if entry.hook == .roomEvent {
+                    dispatch.append(now &- entry.posted)
+                    if let room = entry.room { rooms[room, default: 0] += 1 }
+                }
             }
             uncounted.removeFirst(taken)
             return (tally, hooks, runtime)
         }
         guard tally.calls > 0, let target else { return }
+        if !rooms.isEmpty { target.roomCalls.count(calls: rooms, .roomEvent) }
         target.countFinished(tally, hooks: hooks, dispatch: dispatch)
     }
 
@@ -179,20 +187,22 @@ extension PluginProcess {
     /// then this one is one failed call, as an inline hook's failure is:
     /// logged at warning (rate limited), counted toward quarantine.
     func childFailed(seq: UInt64, reason: String) {
-        let label = lock.withLock { () -> String? in
+        let found = lock.withLock { () -> Entry? in
             if let current { trimLocked(done: current.doneSeq) }
             if let index = uncounted.firstIndex(where: { $0.seq == seq }) {
                 uncounted[index].failed = true
-                return uncounted[index].label
+                return uncounted[index]
             }
             guard let index = journal[journalHead...].firstIndex(where: { $0.seq == seq }) else { return nil }
             journal[index].failed = true
-            return journal[index].label
+            return journal[index]
         }
-        guard let label else { return }
+        guard let found else { return }
         countFinished(through: seq &- 1)
         guard let target = lock.withLock({ runtime }) else { return }
         let why = reason.isEmpty ? "its handler failed" : oneLine(reason)
-        target.record(failure: "\(label) failed in the plugin process: \(why)", nanoseconds: 0, hook: nil)
+        let failure = "\(found.label) failed in the plugin process: \(why)"
+        if found.hook == .roomEvent, let room = found.room { target.roomCalls.count(room, .roomEvent, failure: failure) }
+        target.record(failure: failure, nanoseconds: 0, hook: nil)
     }
 }

@@ -39,6 +39,8 @@ final class PluginProcess: @unchecked Sendable {
         let record: [UInt8]
         /// When it was queued (uptime ns): the start of its call's latency.
         let posted: UInt64
+        /// A room event's room, for the per-room counts at DONE (nil: another kind of record).
+        var room: String?
         var skip = false
         /// The child reported its handler failed (FAILED): counted already.
         var failed = false

@@ -217,14 +217,11 @@ extension PluginRuntime {
             case .process(let process):
                 process.deliver(events, since: since)
                 // As `TurnDone` says: a process plugin's call ends when its
-                // events are handed to the process; failures reported later
-                // by the child (FAILED, a crash) are counted where they arrive.
+                // events are handed to the process; its room's calls are
+                // counted at the child's DONE (FAILED, a crash: where they arrive).
                 let now = DispatchTime.now().uptimeNanoseconds
                 var done: [(key: Int, at: UInt64)] = []
-                for event in events {
-                    roomCalls.count(event.room, .roomEvent, failure: nil)
-                    if event.turn != nil { done.append((event.payload.startIndex, now)) }
-                }
+                for event in events where event.turn != nil { done.append((event.payload.startIndex, now)) }
                 events.first?.turn?.finished(done)
             }
         }
