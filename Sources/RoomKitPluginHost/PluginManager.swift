@@ -381,7 +381,11 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         guard active.contains(where: { $0.spec.hooks.contains(.player) }) else { return }
         var bytes: [UInt8] = []
         encoding.appendObject(to: &bytes)
-        let text = String(decoding: bytes, as: UTF8.self)
+        dispatchPlayerEvent(kind: kind, room: room, text: String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// Fans a player event whose payload is the JSON text `text` out to plugins declaring `player`.
+    func dispatchPlayerEvent(kind: Int32, room: String, text: String) {
         for runtime in active where runtime.spec.hooks.contains(.player) {
             guard runtime.spec.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
             runtime.playerEvent(kind: kind, room: room, payload: text)

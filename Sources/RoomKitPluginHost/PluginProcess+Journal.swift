@@ -82,14 +82,13 @@ extension PluginProcess {
 
     /// Writes the unsent events as EVENTS frames in one send (the plugin's queue).
     func flush() {
-        let batch = lock.withLock { () -> (PluginChild, [UInt8], Bool)? in
+        let batch = lock.withLock { () -> (PluginChild, [UInt8])? in
             flushScheduled = false
             guard phase == .running || phase == .stopping, let child = current else { return nil }
             trimLocked(done: child.doneSeq)
             guard written < journal.count else { return nil }
-            let wasIdle = written == journalHead
-            if wasIdle { _ = machine.frame(.sentAfterIdle, now: PluginChild.monotonicNow()) }
             var bytes: [UInt8] = []
+            var last: UInt64 = 0
             var frameStart = -1, count: UInt32 = 0
             func close() {
                 guard frameStart >= 0 else { return }
@@ -106,14 +105,15 @@ extension PluginProcess {
                     bytes.append(contentsOf: [0, 0, 0, 0, UInt8(ROOMKIT_WIRE_EVENTS.rawValue), 0, 0, 0, 0])
                 }
                 bytes.append(contentsOf: journal[index].record)
+                last = journal[index].seq
                 count += 1
             }
             close()
             written = journal.count
-            return (child, bytes, wasIdle)
+            if last != 0 { machine.sent(through: last, now: PluginChild.monotonicNow()) }
+            return (child, bytes)
         }
-        guard let (child, bytes, wasIdle) = batch, !bytes.isEmpty else { return }
-        if wasIdle { child.noteWaitingFrom(PluginChild.monotonicNow()) }
+        guard let (child, bytes) = batch, !bytes.isEmpty else { return }
         child.send(bytes)
     }
 
@@ -144,10 +144,12 @@ extension PluginProcess {
     /// and a room event's dispatch time from its loop turn to now. A room
     /// event is counted in its room's calls here, when the child finished
     /// it, as an inline call is when it returns (a failed one was counted
-    /// at its FAILED, a crashed one at the crash).
+    /// at its FAILED, a crashed one at the crash). One the tick found over
+    /// `timeoutMs` counts as one failure (PluginCallDeadline).
     func countFinished(through seq: UInt64) {
         var dispatch: [UInt64] = []
         var rooms: [String: Int] = [:]
+        var late: [Entry] = []
         let (tally, hooks, target) = lock.withLock { () -> (PluginRuntime.SuccessTally, [PluginHookKind: (calls: Int, nanoseconds: UInt64)], PluginRuntime?) in
             if let current { trimLocked(done: min(current.doneSeq, seq)) }
             var tally = PluginRuntime.SuccessTally()
@@ -158,6 +160,10 @@ extension PluginProcess {
                 guard entry.seq <= seq else { break }
                 taken += 1
                 guard !entry.failed else { continue }
+                guard !entry.late else {
+                    late.append(entry)
+                    continue
+                }
                 let elapsed = now &- max(entry.posted, lastFinish)
                 lastFinish = now
                 tally.calls += 1
@@ -172,9 +178,16 @@ extension PluginProcess {
             uncounted.removeFirst(taken)
             return (tally, hooks, runtime)
         }
-        guard tally.calls > 0, let target else { return }
-        if !rooms.isEmpty { target.roomCalls.count(calls: rooms, .roomEvent) }
-        target.countFinished(tally, hooks: hooks, dispatch: dispatch)
+        guard let target else { return }
+        if tally.calls > 0 {
+            if !rooms.isEmpty { target.roomCalls.count(calls: rooms, .roomEvent) }
+            target.countFinished(tally, hooks: hooks, dispatch: dispatch)
+        }
+        for entry in late {
+            let failure = PluginCallDeadline.failure(spec.timeout)
+            if entry.hook == .roomEvent, let room = entry.room { target.roomCalls.count(room, .roomEvent, failure: failure) }
+            target.record(failure: failure, nanoseconds: 0, hook: nil)
+        }
     }
 
     /// DONE from the child (its reader thread): the records up to `seq` are finished.

@@ -19,6 +19,27 @@ struct PluginSupervisorMachine: Sendable {
         var lastProgress: UInt64
         /// Whether its HELLO was accepted (then LOAD was sent).
         var greeted = false
+        /// What it is busy with, from the machine's own inputs (`sent`, DONE, PING, PONG).
+        var work = Work()
+    }
+
+    /// A running child's work as the bot's frames and its answers show it:
+    /// the records written (`sent`) and finished (DONE), when the oldest
+    /// unfinished record became the head (written to an idle child, or its
+    /// predecessor's DONE), and an unanswered PING. This is all `tick` reads.
+    struct Work: Equatable, Sendable {
+        /// The last record written, and the last one a DONE covered.
+        var sentThrough: UInt64 = 0
+        var doneThrough: UInt64 = 0
+        /// When the head record (the first one after `doneThrough`) became the head (ns).
+        var headSince: UInt64 = 0
+        /// `doneThrough` when the head was judged late: one failure per call.
+        var lateAfter: UInt64?
+        /// When the unanswered PING was sent (0: none).
+        var pingSentAt: UInt64 = 0
+
+        /// Records written and not yet covered by a DONE.
+        var outstanding: Bool { sentThrough > doneThrough }
     }
 
     /// The state, with each state's data in its case.
@@ -43,19 +64,10 @@ struct PluginSupervisorMachine: Sendable {
         case timer
     }
 
-    /// A call the process is busy with, for the hang check.
-    enum Busy: Equatable, Sendable {
-        case idle
-        /// A call that began at `since` (ns, the progress page's clock); `loading` uses the load bound.
-        case call(since: UInt64, loading: Bool)
-        /// No page: events are outstanding; the machine knows the last progress (`frame`).
-        case outstanding
-        /// No page, nothing outstanding: a PING sent at `sentAt` is unanswered.
-        case pinged(sentAt: UInt64)
-    }
-
     let limits: PluginSupervision
-    /// `timeoutMs × hangFactor`, and the bound of a load (ns).
+    /// `timeoutMs` (a call over it is late: one failure, PluginCallDeadline),
+    /// `timeoutMs × hangFactor` (a hang: the child is killed), and the bound of a load (ns).
+    let callBound: UInt64
     let hangBound: UInt64
     let loadBound: UInt64
     private(set) var state = State.starting(nil)
@@ -63,8 +75,9 @@ struct PluginSupervisorMachine: Sendable {
     private var crashTimes: [UInt64] = []
     private var poison: [UInt64: Int] = [:]
 
-    init(limits: PluginSupervision, hangBound: Duration, loadBound: Duration) {
+    init(limits: PluginSupervision, callBound: Duration, hangBound: Duration, loadBound: Duration) {
         self.limits = limits
+        self.callBound = Self.nanoseconds(callBound)
         self.hangBound = Self.nanoseconds(hangBound)
         self.loadBound = Self.nanoseconds(loadBound)
     }
@@ -73,7 +86,14 @@ struct PluginSupervisorMachine: Sendable {
         UInt64(max(duration.components.seconds, 0)) * 1_000_000_000 + UInt64(max(duration.components.attoseconds, 0) / 1_000_000_000)
     }
 
+    /// Not inlined: Swift 6.3.1's release CopyPropagation pass crashes
+    /// ("Found outside of lifetime use") on this switch inlined into
+    /// `PluginManager.reports`.
     var phase: Phase {
+        @inline(never) get { phaseOfState }
+    }
+
+    private var phaseOfState: Phase {
         switch state {
         case .starting: return .starting
         case .running: return .running
@@ -123,15 +143,18 @@ struct PluginSupervisorMachine: Sendable {
         }
     }
 
-    /// A frame from the child (or, `sentAfterIdle`, the bot's first write to an idle child: the wait starts).
+    /// A frame from the child.
     enum Frame: Equatable, Sendable {
         /// Its HELLO: nil when it fits the manifest, else why not.
         case hello(problem: String?)
         /// LOADED with on_load's result.
         case loaded(result: Int32)
-        /// DONE, ANSWER, PONG or FAILED: the child is making progress.
+        /// DONE: every record through `through` is finished.
+        case done(through: UInt64)
+        /// PONG: the unanswered PING is answered.
+        case pong
+        /// ANSWER or FAILED: the child is making progress.
         case progress
-        case sentAfterIdle
     }
     enum FrameResult: Equatable {
         /// Send LOAD (its HELLO fits).
@@ -174,8 +197,22 @@ struct PluginSupervisorMachine: Sendable {
             return .stopAndKill(reason: "on_load failed (returned \(result))")
         case (.restarting(.some), .loaded):
             return .kill(reason: "restart failed (on_load did not succeed)")
-        case (.running(var child), .progress), (.running(var child), .sentAfterIdle):
+        case (.running(var child), .progress):
             child.lastProgress = max(child.lastProgress, now)
+            state = .running(child)
+            return .nothing
+        case (.running(var child), .pong):
+            child.lastProgress = max(child.lastProgress, now)
+            child.work.pingSentAt = 0
+            state = .running(child)
+            return .nothing
+        case (.running(var child), .done(let through)):
+            child.lastProgress = max(child.lastProgress, now)
+            if through > child.work.doneThrough {
+                child.work.doneThrough = through
+                child.work.headSince = now  // the next record, if any, is the head from now
+                child.work.sentThrough = max(child.work.sentThrough, through)
+            }
             state = .running(child)
             return .nothing
         case (.starting(nil), .hello), (.restarting(nil), .hello), (.starting(nil), .loaded), (.restarting(nil), .loaded),
@@ -184,10 +221,24 @@ struct PluginSupervisorMachine: Sendable {
         case (.quarantined, .hello), (.quarantined, .loaded), (.stopping, .hello), (.stopping, .loaded),
              (.stopped, .hello), (.stopped, .loaded):
             return .kill(reason: "unloaded while loading")
-        case (.starting, .progress), (.starting, .sentAfterIdle), (.restarting, .progress), (.restarting, .sentAfterIdle),
-             (.quarantined, .progress), (.quarantined, .sentAfterIdle), (.stopping, .progress), (.stopping, .sentAfterIdle),
-             (.stopped, .progress), (.stopped, .sentAfterIdle):
+        case (.starting, .progress), (.starting, .done), (.starting, .pong), (.restarting, .progress), (.restarting, .done),
+             (.restarting, .pong), (.quarantined, .progress), (.quarantined, .done), (.quarantined, .pong),
+             (.stopping, .progress), (.stopping, .done), (.stopping, .pong), (.stopped, .progress), (.stopped, .done),
+             (.stopped, .pong):
             return .nothing
+        }
+    }
+
+    /// The bot wrote EVENTS frames whose last record is `through`, at `now`.
+    /// Written to an idle child, the first of them is the head from now.
+    mutating func sent(through: UInt64, now: UInt64) {
+        switch state {
+        case .running(var child):
+            if !child.work.outstanding { child.work.headSince = now }
+            child.work.sentThrough = max(child.work.sentThrough, through)
+            state = .running(child)
+        case .starting, .restarting, .quarantined, .stopping, .stopped:
+            return
         }
     }
 
@@ -263,30 +314,43 @@ struct PluginSupervisorMachine: Sendable {
         return .restart(delay: .milliseconds(Int64(delay)), message: message, skip: skip, skipNote: skipNote)
     }
 
-    /// The watchdog's tick at `now`: whether the child is hung.
-    enum TickResult: Equatable { case nothing, kill(reason: String) }
-    func tick(now: UInt64, busy: Busy) -> TickResult {
-        let child: Child
-        switch state {
-        case .running(let running): child = running
-        case .starting, .restarting, .quarantined, .stopping, .stopped: return .nothing
-        }
-        switch busy {
-        case .idle:
+    /// The watchdog's tick at `now`, judged from what the machine was told
+    /// (records sent, DONE, PING, PONG): the head record late (over
+    /// `timeoutMs`: one failed call, once per record, the same rule as an
+    /// inline call's, PluginCallDeadline), the child hung (no DONE for
+    /// `timeoutMs × hangFactor` with records outstanding, or no PONG for as
+    /// long), or quiet long enough to be PINGed (a child stuck in a timer or
+    /// a URL handler shows only that way).
+    enum TickResult: Equatable {
+        case nothing
+        /// The first record after `after` (the last one DONE covered) is late: count it as one failure.
+        case late(after: UInt64)
+        /// Send a PING (the machine noted it as sent at `now`).
+        case ping
+        case kill(reason: String)
+    }
+    mutating func tick(now: UInt64) -> TickResult {
+        guard case .running(var child) = state else { return .nothing }
+        defer { state = .running(child) }
+        var work = child.work
+        defer { child.work = work }
+        if work.outstanding {
+            if PluginCallDeadline.isLate(since: work.headSince, now: now, bound: hangBound) {
+                return .kill(reason: "hung: a call ran longer than \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")
+            }
+            if work.lateAfter != work.doneThrough, PluginCallDeadline.isLate(since: work.headSince, now: now, bound: callBound) {
+                work.lateAfter = work.doneThrough
+                return .late(after: work.doneThrough)
+            }
             return .nothing
-        case .call(let since, let loading):
-            let bound = loading ? loadBound : hangBound
-            let elapsed = now &- since
-            guard since != 0, elapsed > bound, elapsed < UInt64.max / 2 else { return .nothing }
-            return .kill(reason: "hung: a call ran longer than \(Self.seconds(bound)) (timeoutMs × hangFactor), killed")
-        case .outstanding:
-            let last = child.lastProgress
-            guard last != 0, now > last, now - last > hangBound else { return .nothing }
-            return .kill(reason: "hung: no progress on its events for \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")
-        case .pinged(let sentAt):
-            guard sentAt != 0, now > sentAt, now - sentAt > hangBound else { return .nothing }
+        }
+        if work.pingSentAt != 0 {
+            guard PluginCallDeadline.isLate(since: work.pingSentAt, now: now, bound: hangBound) else { return .nothing }
             return .kill(reason: "hung: no PONG within \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")
         }
+        guard PluginCallDeadline.isLate(since: child.lastProgress, now: now, bound: hangBound / 2) else { return .nothing }
+        work.pingSentAt = now
+        return .ping
     }
 
     /// The plugin is unloaded.

@@ -143,7 +143,7 @@ final class RoomPluginCallsTests: XCTestCase {
         XCTAssertEqual(row()?["calls"]?.intValue, before, "a call the child has not finished is not counted")
 
         // Its DONE counts it, as an inline call counts when it returns.
-        FileManager.default.createFile(atPath: release, contents: Data())
+        XCTAssertTrue(FileManager.default.createFile(atPath: release, contents: Data()))
         await eventually(10, "boom counted at DONE") { row()?["calls"]?.intValue == before + 1 }
         XCTAssertEqual(pending(), 0)
         XCTAssertEqual(row()?["failures"]?.intValue, 0)

@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import RoomKit
 import RoomKitLoop
-import RoomKitPluginHost
+@_spi(Benchmarks) import RoomKitPluginHost
 import RoomKitProtocol
 
 // isolation-bench: workload 6, what "isolation": "process" costs next to
@@ -66,7 +66,7 @@ func manager(_ count: Int, isolation: String, hooks: [String]) throws -> (Plugin
 /// Events/s and ns per delivered event through `count` plugins.
 func throughput(_ count: Int, isolation: String, events: Int) throws -> [String: JSON] {
     let (manager, loop) = try manager(count, isolation: isolation, hooks: count == 0 ? [] : ["player"])
-    let payload: JSON = ["time": 1234, "keys": ["globalState"]]
+    let payload = (["time": 1234, "keys": ["globalState"]] as JSON).jsonString
     func finished() -> Bool {
         manager.reports.allSatisfy { report in
             if let process = report.process { return report.calls >= events && process.pending == 0 }
@@ -76,7 +76,7 @@ func throughput(_ count: Int, isolation: String, events: Int) throws -> [String:
     let childCPU = childrenCPUNanos()
     let cpu = processCPUNanos()
     let start = monotonicNanos()
-    for _ in 0..<events { manager.dispatchPlayerEvent(kind: 4, room: room, payload: payload) }
+    for _ in 0..<events { manager.dispatchPlayerEvent(kind: 4, room: room, payloadText: payload) }
     while !finished() {
         if let stuck = manager.reports.first(where: { $0.status != .loaded }) {
             throw BenchError("\(stuck.name) is \(stuck.status.rawValue): \(stuck.message ?? "")")
