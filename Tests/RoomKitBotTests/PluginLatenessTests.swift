@@ -12,15 +12,20 @@ import XCTest
 final class PluginLatenessTests: XCTestCase {
     private let supervision: [String: JSON] = ["timeoutMs": 100, "hangFactor": 20, "maxCrashes": 5]
 
-    /// Sends 1, "boom", 2 to lobby; the plugin finishes all three; then
-    /// exactly one failure, no crash or restart, still loaded, and the
-    /// failure is lobby's.
+    /// Sends 1, then "boom" alone (nothing queued behind it: an inline
+    /// plugin also counts each call still waiting behind a call stuck past
+    /// `timeoutMs`, PluginCallDeadline), then 2; the plugin finishes all
+    /// three; then exactly one failure, no crash or restart, still loaded,
+    /// and the failure is lobby's.
     private func assertOneFailure(_ scenario: IsolationScenario, process: Bool,
                                   file: StaticString = #filePath, line: UInt = #line) async throws {
-        try await scenario.send([.int(1), .string("boom"), .int(2)])
-        await eventually(10, file: file, line: line, "all three finished") {
-            IsolationScenario.recorded(scenario.badRecord) == [.int(1), .string("boom"), .int(2)]
+        for (index, payload) in [JSON.int(1), .string("boom"), .int(2)].enumerated() {
+            try await scenario.send([payload])
+            await eventually(10, file: file, line: line, "\(payload) finished") {
+                IsolationScenario.recorded(scenario.badRecord).count == index + 1
+            }
         }
+        XCTAssertEqual(IsolationScenario.recorded(scenario.badRecord), [.int(1), .string("boom"), .int(2)], file: file, line: line)
         await eventually(10, file: file, line: line, "the late call counted") {
             (try? scenario.plugin("bad"))?["failures"]?.intValue == 1
         }
@@ -45,7 +50,9 @@ final class PluginLatenessTests: XCTestCase {
     private func cPlugin(isolation: String) async throws -> IsolationScenario {
         try await IsolationScenario(
             bad: { IsolationPlugins.source(record: $0, trigger: IsolationPlugins.onBoom, misbehave: "usleep(300000);") },
-            supervision: supervision.merging(["isolation": .string(isolation)]) { _, new in new })
+            // Inline: no supervision fields (a null removes the scenario's own).
+            supervision: isolation == "process" ? supervision.merging(["isolation": "process"]) { _, new in new }
+                : ["timeoutMs": 100, "isolation": "inline", "restartBackoffMs": .null])
     }
 
     func testInlineCPlugin_overTimeoutMs_isOneFailure() async throws {
