@@ -188,6 +188,7 @@ final class PluginChild: @unchecked Sendable {
             request = $0.nextRequest
             $0.answers[request] = .some(nil)
         }
+        owner.requestSent()
         send(make(request).finished)
         let answer: (result: Int32, text: [UInt8]?)? = wait(timeout) { state in
             guard case .some(.some(let answer)) = state.answers[request] else { return nil }
@@ -276,7 +277,7 @@ final class PluginChild: @unchecked Sendable {
             let result = r.i32()
             let text = r.raw()
             guard r.complete else { return false }
-            progressed { if $0.answers[request] != nil { $0.answers[request] = .some((result, text)) } }
+            progressed(.answer) { if $0.answers[request] != nil { $0.answers[request] = .some((result, text)) } }
         case ROOMKIT_WIRE_DONE.rawValue:
             let seq = r.u64()
             guard r.complete else { return false }

@@ -156,6 +156,16 @@ extension PluginProcess {
             var hooks: [PluginHookKind: (calls: Int, nanoseconds: UInt64)] = [:]
             let now = DispatchTime.now().uptimeNanoseconds
             var taken = 0
+            // The hook's sums run over consecutive records of one hook (a
+            // batch is mostly one): one dictionary update per run, not per record.
+            var runHook: PluginHookKind?
+            var run: (calls: Int, nanoseconds: UInt64) = (0, 0)
+            func endRun() {
+                guard let hook = runHook, run.calls > 0 else { return }
+                hooks[hook, default: (0, 0)].calls += run.calls
+                hooks[hook, default: (0, 0)].nanoseconds &+= run.nanoseconds
+                run = (0, 0)
+            }
             for entry in uncounted {
                 guard entry.seq <= seq else { break }
                 taken += 1
@@ -168,13 +178,19 @@ extension PluginProcess {
                 lastFinish = now
                 tally.calls += 1
                 tally.nanoseconds &+= elapsed
-                hooks[entry.hook, default: (0, 0)].calls += 1
-                hooks[entry.hook, default: (0, 0)].nanoseconds &+= elapsed
-                if entry.hook == .roomEvent {
+                let hook = entry.hook
+                if hook != runHook {
+                    endRun()
+                    runHook = hook
+                }
+                run.calls += 1
+                run.nanoseconds &+= elapsed
+                if hook == .roomEvent {
                     dispatch.append(now &- entry.posted)
                     if let room = entry.room { rooms[room, default: 0] += 1 }
                 }
             }
+            endRun()
             uncounted.removeFirst(taken)
             return (tally, hooks, runtime)
         }

@@ -294,6 +294,11 @@ extension PluginProcess {
 
     // MARK: Frames from the process (its reader thread)
 
+    /// A URL or state request is about to be sent: the machine's `requested` input.
+    func requestSent() {
+        lock.withLock { machine.requested(now: PluginChild.monotonicNow()) }
+    }
+
     /// A DONE, ANSWER, PONG, FAILED or LOADED: the machine's `frame` input.
     func childMadeProgress(_ frame: PluginSupervisorMachine.Frame) {
         lock.withLock { _ = machine.frame(frame, now: PluginChild.monotonicNow()) }

@@ -301,7 +301,7 @@ final class PluginRuntime: @unchecked Sendable {
         for nanoseconds in dispatch { metrics.recordDispatch(nanoseconds: nanoseconds) }
         for (hook, sum) in hooks where sum.calls > 0 {
             let mean = sum.nanoseconds / UInt64(sum.calls)
-            for _ in 0..<sum.calls { metrics.recordLatency(nanoseconds: mean, hook: hook) }
+            metrics.recordLatency(nanoseconds: mean, hook: hook, count: sum.calls)
         }
         metrics.countCalls(tally.calls)
         state.withLock { counters in

@@ -37,6 +37,9 @@ struct PluginSupervisorMachine: Sendable {
         var lateAfter: UInt64?
         /// When the unanswered PING was sent (0: none).
         var pingSentAt: UInt64 = 0
+        /// URL and state requests not answered yet, and since when the oldest waits (ns).
+        var requests = 0
+        var requestSince: UInt64 = 0
 
         /// Records written and not yet covered by a DONE.
         var outstanding: Bool { sentThrough > doneThrough }
@@ -153,7 +156,9 @@ struct PluginSupervisorMachine: Sendable {
         case done(through: UInt64)
         /// PONG: the unanswered PING is answered.
         case pong
-        /// ANSWER or FAILED: the child is making progress.
+        /// ANSWER: a URL or state request is answered.
+        case answer
+        /// FAILED (or LOADED): the child is making progress.
         case progress
     }
     enum FrameResult: Equatable {
@@ -206,6 +211,12 @@ struct PluginSupervisorMachine: Sendable {
             child.work.pingSentAt = 0
             state = .running(child)
             return .nothing
+        case (.running(var child), .answer):
+            child.lastProgress = max(child.lastProgress, now)
+            child.work.requests = max(child.work.requests - 1, 0)
+            child.work.requestSince = child.work.requests > 0 ? now : 0
+            state = .running(child)
+            return .nothing
         case (.running(var child), .done(let through)):
             child.lastProgress = max(child.lastProgress, now)
             if through > child.work.doneThrough {
@@ -221,11 +232,23 @@ struct PluginSupervisorMachine: Sendable {
         case (.quarantined, .hello), (.quarantined, .loaded), (.stopping, .hello), (.stopping, .loaded),
              (.stopped, .hello), (.stopped, .loaded):
             return .kill(reason: "unloaded while loading")
-        case (.starting, .progress), (.starting, .done), (.starting, .pong), (.restarting, .progress), (.restarting, .done),
-             (.restarting, .pong), (.quarantined, .progress), (.quarantined, .done), (.quarantined, .pong),
-             (.stopping, .progress), (.stopping, .done), (.stopping, .pong), (.stopped, .progress), (.stopped, .done),
-             (.stopped, .pong):
+        case (.starting, .progress), (.starting, .done), (.starting, .pong), (.starting, .answer), (.restarting, .progress),
+             (.restarting, .done), (.restarting, .pong), (.restarting, .answer), (.quarantined, .progress), (.quarantined, .done),
+             (.quarantined, .pong), (.quarantined, .answer), (.stopping, .progress), (.stopping, .done), (.stopping, .pong),
+             (.stopping, .answer), (.stopped, .progress), (.stopped, .done), (.stopped, .pong), (.stopped, .answer):
             return .nothing
+        }
+    }
+
+    /// The bot sent a URL or state request (answered by ANSWER) at `now`.
+    mutating func requested(now: UInt64) {
+        switch state {
+        case .running(var child):
+            if child.work.requests == 0 { child.work.requestSince = now }
+            child.work.requests += 1
+            state = .running(child)
+        case .starting, .restarting, .quarantined, .stopping, .stopped:
+            return
         }
     }
 
@@ -315,11 +338,11 @@ struct PluginSupervisorMachine: Sendable {
     }
 
     /// The watchdog's tick at `now`, judged from what the machine was told
-    /// (records sent, DONE, PING, PONG): the head record late (over
+    /// (records and requests sent, DONE, ANSWER, PING, PONG): the head record late (over
     /// `timeoutMs`: one failed call, once per record, the same rule as an
-    /// inline call's, PluginCallDeadline), the child hung (no DONE for
-    /// `timeoutMs × hangFactor` with records outstanding, or no PONG for as
-    /// long), or quiet long enough to be PINGed (a child stuck in a timer or
+    /// inline call's, PluginCallDeadline), the child hung (no ANSWER to a
+    /// request or no DONE with records outstanding for `timeoutMs ×
+    /// hangFactor`, or no PONG for as long), or quiet long enough to be PINGed (a child stuck in a timer or
     /// a URL handler shows only that way).
     enum TickResult: Equatable {
         case nothing
@@ -334,6 +357,9 @@ struct PluginSupervisorMachine: Sendable {
         defer { state = .running(child) }
         var work = child.work
         defer { child.work = work }
+        if work.requests > 0, PluginCallDeadline.isLate(since: work.requestSince, now: now, bound: hangBound) {
+            return .kill(reason: "hung: a call ran longer than \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")
+        }
         if work.outstanding {
             if PluginCallDeadline.isLate(since: work.headSince, now: now, bound: hangBound) {
                 return .kill(reason: "hung: a call ran longer than \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")
@@ -344,6 +370,7 @@ struct PluginSupervisorMachine: Sendable {
             }
             return .nothing
         }
+        if work.requests > 0 { return .nothing }  // busy with a request: its own bound above
         if work.pingSentAt != 0 {
             guard PluginCallDeadline.isLate(since: work.pingSentAt, now: now, bound: hangBound) else { return .nothing }
             return .kill(reason: "hung: no PONG within \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")

@@ -223,6 +223,21 @@ final class PluginSupervisorMachineTests: XCTestCase {
         XCTAssertEqual(m.tick(now: 20 * second), .nothing, "restarting: not judged")
     }
 
+    func testTick_killsAChildThatDoesNotAnswerARequestWithinTheHangBound() {
+        var m = machine(now: 10 * second)
+        m.requested(now: 10 * second)
+        m.requested(now: 10 * second + 50 * ms)
+        XCTAssertEqual(m.frame(.answer, now: 10 * second + 60 * ms), .nothing)
+        XCTAssertEqual(m.tick(now: 10 * second + 260 * ms), .nothing, "the second request waits from the first ANSWER")
+        XCTAssertEqual(m.tick(now: 10 * second + 261 * ms),
+                       .kill(reason: "hung: a call ran longer than 0.2 seconds (timeoutMs × hangFactor), killed"))
+        XCTAssertEqual(m.frame(.answer, now: 10 * second + 262 * ms), .nothing)
+        XCTAssertEqual(m.frame(.answer, now: 10 * second + 263 * ms), .nothing, "a late ANSWER to a given-up request")
+        guard case .running(let child) = m.state else { return XCTFail("\(m.state)") }
+        XCTAssertEqual(child.work.requests, 0)
+        XCTAssertEqual(m.tick(now: 10 * second + 300 * ms), .nothing, "answered: not busy")
+    }
+
     func testTick_pingsAQuietChild_andKillsItWithoutAPong() {
         var m = machine(now: 10 * second)
         XCTAssertEqual(m.tick(now: 10 * second + 100 * ms), .nothing, "quiet for half the hang bound: not yet")
