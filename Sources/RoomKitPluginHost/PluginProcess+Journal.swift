@@ -191,7 +191,11 @@ extension PluginProcess {
                 }
             }
             endRun()
-            uncounted.removeFirst(taken)
+            if taken == uncounted.count {
+                uncounted.removeAll(keepingCapacity: true)  // the usual case: no element moves
+            } else {
+                uncounted.removeFirst(taken)
+            }
             return (tally, hooks, runtime)
         }
         guard let target else { return }

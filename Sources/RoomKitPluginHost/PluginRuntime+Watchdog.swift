@@ -12,9 +12,9 @@ import Synchronization
 /// child's DONE). With `timeoutMs × hangFactor` a process plugin's child is
 /// hung and killed (an inline call cannot be killed).
 enum PluginCallDeadline {
-    /// Whether a call at the head since `since` (ns) has run longer than `bound` (ns) at `now`.
+    /// Whether a call at the head since `since` (ns) has used up `bound` (ns) at `now`.
     static func isLate(since: UInt64, now: UInt64, bound: UInt64) -> Bool {
-        since != 0 && now > since && now - since > bound
+        since != 0 && now >= since && now - since >= bound
     }
 
     /// The failure a late call counts as, in words.

@@ -188,14 +188,14 @@ final class PluginSupervisorMachineTests: XCTestCase {
         var m = machine(now: 10 * second)
         XCTAssertEqual(m.tick(now: 10 * second + 90 * ms), .nothing, "nothing sent: not busy, not quiet for long")
         m.sent(through: 5, now: 10 * second + 100 * ms)
-        XCTAssertEqual(m.tick(now: 10 * second + 150 * ms), .nothing, "the head began 50 ms ago: not over timeoutMs")
-        XCTAssertEqual(m.tick(now: 10 * second + 151 * ms), .late(after: 0), "the head record is over timeoutMs")
+        XCTAssertEqual(m.tick(now: 10 * second + 149 * ms), .nothing, "the head began 49 ms ago: within timeoutMs")
+        XCTAssertEqual(m.tick(now: 10 * second + 150 * ms), .late(after: 0), "the head record used up timeoutMs")
         XCTAssertEqual(m.tick(now: 10 * second + 160 * ms), .nothing, "one failure per record")
         m.sent(through: 8, now: 10 * second + 170 * ms)
         XCTAssertEqual(m.tick(now: 10 * second + 180 * ms), .nothing, "more records do not move the head")
         XCTAssertEqual(m.frame(.done(through: 3), now: 10 * second + 200 * ms), .nothing)
-        XCTAssertEqual(m.tick(now: 10 * second + 250 * ms), .nothing, "the new head began at the DONE")
-        XCTAssertEqual(m.tick(now: 10 * second + 251 * ms), .late(after: 3), "the next head, late in turn")
+        XCTAssertEqual(m.tick(now: 10 * second + 249 * ms), .nothing, "the new head began at the DONE")
+        XCTAssertEqual(m.tick(now: 10 * second + 250 * ms), .late(after: 3), "the next head, late in turn")
         XCTAssertEqual(m.frame(.done(through: 8), now: 10 * second + 260 * ms), .nothing)
         guard case .running(let child) = m.state else { return XCTFail("\(m.state)") }
         XCTAssertEqual(child.work.sentThrough, 8)
@@ -208,8 +208,8 @@ final class PluginSupervisorMachineTests: XCTestCase {
         var m = machine(now: 10 * second)
         m.sent(through: 1, now: 10 * second)
         XCTAssertEqual(m.tick(now: 10 * second + 60 * ms), .late(after: 0))
-        XCTAssertEqual(m.tick(now: 10 * second + 200 * ms), .nothing, "late, not hung yet (timeoutMs × hangFactor is 200 ms)")
-        XCTAssertEqual(m.tick(now: 10 * second + 201 * ms),
+        XCTAssertEqual(m.tick(now: 10 * second + 199 * ms), .nothing, "late, not hung yet (timeoutMs × hangFactor is 200 ms)")
+        XCTAssertEqual(m.tick(now: 10 * second + 200 * ms),
                        .kill(reason: "hung: a call ran longer than 0.2 seconds (timeoutMs × hangFactor), killed"))
         var p = machine(now: 10 * second)
         p.sent(through: 100, now: 10 * second)
@@ -228,8 +228,8 @@ final class PluginSupervisorMachineTests: XCTestCase {
         m.requested(now: 10 * second)
         m.requested(now: 10 * second + 50 * ms)
         XCTAssertEqual(m.frame(.answer, now: 10 * second + 60 * ms), .nothing)
-        XCTAssertEqual(m.tick(now: 10 * second + 260 * ms), .nothing, "the second request waits from the first ANSWER")
-        XCTAssertEqual(m.tick(now: 10 * second + 261 * ms),
+        XCTAssertEqual(m.tick(now: 10 * second + 259 * ms), .nothing, "the second request waits from the first ANSWER")
+        XCTAssertEqual(m.tick(now: 10 * second + 260 * ms),
                        .kill(reason: "hung: a call ran longer than 0.2 seconds (timeoutMs × hangFactor), killed"))
         XCTAssertEqual(m.frame(.answer, now: 10 * second + 262 * ms), .nothing)
         XCTAssertEqual(m.frame(.answer, now: 10 * second + 263 * ms), .nothing, "a late ANSWER to a given-up request")
@@ -240,14 +240,14 @@ final class PluginSupervisorMachineTests: XCTestCase {
 
     func testTick_pingsAQuietChild_andKillsItWithoutAPong() {
         var m = machine(now: 10 * second)
-        XCTAssertEqual(m.tick(now: 10 * second + 100 * ms), .nothing, "quiet for half the hang bound: not yet")
-        XCTAssertEqual(m.tick(now: 10 * second + 101 * ms), .ping)
+        XCTAssertEqual(m.tick(now: 10 * second + 99 * ms), .nothing, "quiet for less than half the hang bound: not yet")
+        XCTAssertEqual(m.tick(now: 10 * second + 100 * ms), .ping)
         XCTAssertEqual(m.tick(now: 10 * second + 150 * ms), .nothing, "one PING at a time")
         XCTAssertEqual(m.frame(.pong, now: 10 * second + 160 * ms), .nothing)
         XCTAssertEqual(m.tick(now: 10 * second + 200 * ms), .nothing, "answered: quiet again from the PONG")
-        XCTAssertEqual(m.tick(now: 10 * second + 261 * ms), .ping)
-        XCTAssertEqual(m.tick(now: 10 * second + 461 * ms), .nothing)
-        XCTAssertEqual(m.tick(now: 10 * second + 462 * ms),
+        XCTAssertEqual(m.tick(now: 10 * second + 260 * ms), .ping)
+        XCTAssertEqual(m.tick(now: 10 * second + 459 * ms), .nothing)
+        XCTAssertEqual(m.tick(now: 10 * second + 460 * ms),
                        .kill(reason: "hung: no PONG within 0.2 seconds (timeoutMs × hangFactor), killed"))
     }
 
