@@ -143,6 +143,8 @@ struct PendingWork {
 enum PluginWork: Sendable {
     /// Watched calls to `hook`, each counted on its own.
     case calls(PluginHookKind, [@Sendable () -> Void])
+    /// One watched call to `hook` (`.calls` without an array per call).
+    case call(PluginHookKind, @Sendable () -> Void)
     /// Watched `on_room_event` calls, each counted on its own.
     case roomEvents([PluginRoomEvent])
     /// Not a hook call (on_load, the URL chain, state hand-off): neither
@@ -223,6 +225,11 @@ extension PluginRuntime {
         switch work {
         case .unwatched(let body):
             body()
+        case .call(_, let body) where first == 0:
+            body()
+        case .call(let hook, let body):
+            body()
+            _ = finished(first, started: last, hook: hook)
         case .calls(_, let bodies) where first == 0:
             for body in bodies { body() }
         case .calls(let hook, let bodies):

@@ -224,7 +224,8 @@ final class PluginRuntime: @unchecked Sendable {
     /// the plugin's queue; one watchdog per runtime checks the oldest call
     /// (PluginRuntime+Watchdog.swift), rather than a dispatch timer per call.
     func post(hook: PluginHookKind, _ body: @escaping @Sendable () -> Void) {
-        post(hook: hook, batch: [body])
+        guard isActive else { return }
+        enqueue(.call(hook, body), watched: watchesCalls ? 1 : 0)
     }
 
     func record(failure: String?, started: DispatchTime, hook: PluginHookKind?) {
