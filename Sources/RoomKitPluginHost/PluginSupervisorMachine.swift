@@ -23,28 +23,6 @@ struct PluginSupervisorMachine: Sendable {
         var work = Work()
     }
 
-    /// A running child's work as the bot's frames and its answers show it:
-    /// the records written (`sent`) and finished (DONE), when the oldest
-    /// unfinished record became the head (written to an idle child, or its
-    /// predecessor's DONE), and an unanswered PING. This is all `tick` reads.
-    struct Work: Equatable, Sendable {
-        /// The last record written, and the last one a DONE covered.
-        var sentThrough: UInt64 = 0
-        var doneThrough: UInt64 = 0
-        /// When the head record (the first one after `doneThrough`) became the head (ns).
-        var headSince: UInt64 = 0
-        /// `doneThrough` when the head was judged late: one failure per call.
-        var lateAfter: UInt64?
-        /// When the unanswered PING was sent (0: none).
-        var pingSentAt: UInt64 = 0
-        /// URL and state requests not answered yet, and since when the oldest waits (ns).
-        var requests = 0
-        var requestSince: UInt64 = 0
-
-        /// Records written and not yet covered by a DONE.
-        var outstanding: Bool { sentThrough > doneThrough }
-    }
-
     /// The state, with each state's data in its case.
     enum State: Equatable, Sendable {
         /// The first child: not spawned yet (nil), or spawned and loading.
@@ -338,20 +316,12 @@ struct PluginSupervisorMachine: Sendable {
     }
 
     /// The watchdog's tick at `now`, judged from what the machine was told
-    /// (records and requests sent, DONE, ANSWER, PING, PONG): the head record late (over
-    /// `timeoutMs`: one failed call, once per record, the same rule as an
-    /// inline call's, PluginCallDeadline), the child hung (no ANSWER to a
-    /// request or no DONE with records outstanding for `timeoutMs ×
-    /// hangFactor`, or no PONG for as long), or quiet long enough to be PINGed (a child stuck in a timer or
-    /// a URL handler shows only that way).
-    enum TickResult: Equatable {
-        case nothing
-        /// The first record after `after` (the last one DONE covered) is late: count it as one failure.
-        case late(after: UInt64)
-        /// Send a PING (the machine noted it as sent at `now`).
-        case ping
-        case kill(reason: String)
-    }
+    /// (records and requests sent, DONE, ANSWER, PING, PONG): the head
+    /// record late (over `timeoutMs`: one failed call, once per record, the
+    /// same rule as an inline call's, PluginCallDeadline), the child hung
+    /// (no ANSWER to a request, or no DONE with records outstanding, for
+    /// `timeoutMs × hangFactor`, or no PONG for as long), or quiet long
+    /// enough to be PINGed (a child stuck in a timer shows only that way).
     mutating func tick(now: UInt64) -> TickResult {
         guard case .running(var child) = state else { return .nothing }
         defer { state = .running(child) }
