@@ -58,6 +58,13 @@ final class PluginCallMetrics: Sendable {
         latency[hook]?.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds))
     }
 
+    /// `count` successful calls of the same latency (a process plugin's DONE
+    /// covers a batch): one lookup of the hook's timer for all of them.
+    func recordLatency(nanoseconds: UInt64, hook: PluginHookKind, count: Int) {
+        guard let timer = latency[hook] else { return }
+        for _ in 0..<count { timer.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds)) }
+    }
+
     /// A room event's time from its loop turn to the end of this plugin's call.
     func recordDispatch(nanoseconds: UInt64) {
         dispatch.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds))

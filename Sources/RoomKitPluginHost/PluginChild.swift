@@ -40,11 +40,8 @@ final class PluginChild: @unchecked Sendable {
         /// The last DONE's seq, and the last PONG's nonce.
         var done: UInt64 = 0
         var pong: UInt64 = 0
-        /// The last PING's nonce and when it was sent (0: none).
+        /// The last PING's nonce.
         var ping: UInt64 = 0
-        var pingSentNs: UInt64 = 0
-        /// CLOCK_MONOTONIC of the last frame that showed progress (DONE, ANSWER, PONG, LOADED).
-        var progressNs: UInt64 = 0
     }
 
     let pid: pid_t
@@ -86,14 +83,12 @@ final class PluginChild: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// `update` for a frame that shows the child is making progress: it
-    /// also stamps `progressNs` (what the hang and PING rules read).
-    private func progressed(_ body: (inout State) -> Void) {
-        update {
-            body(&$0)
-            $0.progressNs = Self.monotonicNow()
-        }
-        owner.childMadeProgress()
+    /// `update` for a frame that shows the child is making progress; the
+    /// frame also goes to the supervisor machine (what its hang, lateness
+    /// and PING rules read).
+    private func progressed(_ frame: PluginSupervisorMachine.Frame = .progress, _ body: (inout State) -> Void) {
+        update(body)
+        owner.childMadeProgress(frame)
     }
 
     /// Waits until `ready` gives a value, the process exits, or `timeout` passes.
@@ -137,33 +132,22 @@ final class PluginChild: @unchecked Sendable {
         return max(page, condition.withLock { state.done })
     }
 
-    /// When the child last showed progress (0: never).
-    var progressNs: UInt64 { condition.withLock { state.progressNs } }
 
     /// Waits until the child reported `seq` finished (DONE), it exits, or `timeout` passes.
     func waitDone(_ seq: UInt64, timeout: Duration) -> Bool {
         wait(timeout) { $0.done >= seq ? true : nil } ?? false
     }
 
-    /// An unanswered PING's send time (0: none).
-    var pendingPing: UInt64 { condition.withLock { state.ping > state.pong ? state.pingSentNs : 0 } }
-
-    /// Sends a PING when the child has shown no progress for `quiet` ns and none is pending.
-    func pingIfQuiet(now: UInt64, quiet: UInt64) {
-        let nonce = condition.withLock { () -> UInt64? in
-            guard state.ping <= state.pong, now > state.progressNs, now - max(state.progressNs, state.pingSentNs) > quiet else { return nil }
+    /// Sends a PING with the next nonce (the supervisor machine's `tick` said when).
+    func ping() {
+        let nonce = condition.withLock { () -> UInt64 in
             state.ping += 1
-            state.pingSentNs = now
             return state.ping
         }
-        guard let nonce else { return }
         var frame = WireFrame(UInt8(ROOMKIT_WIRE_PING.rawValue))
         frame.u64(nonce)
         send(frame.finished)
     }
-
-    /// Notes that the bot starts waiting for the child now (it was idle).
-    func noteWaitingFrom(_ now: UInt64) { update { $0.progressNs = max($0.progressNs, now) } }
 
     /// SIGKILL, noting why (the crash report says it).
     func kill(because reason: String? = nil) {
@@ -204,6 +188,7 @@ final class PluginChild: @unchecked Sendable {
             request = $0.nextRequest
             $0.answers[request] = .some(nil)
         }
+        owner.requestSent()
         send(make(request).finished)
         let answer: (result: Int32, text: [UInt8]?)? = wait(timeout) { state in
             guard case .some(.some(let answer)) = state.answers[request] else { return nil }
@@ -292,11 +277,11 @@ final class PluginChild: @unchecked Sendable {
             let result = r.i32()
             let text = r.raw()
             guard r.complete else { return false }
-            progressed { if $0.answers[request] != nil { $0.answers[request] = .some((result, text)) } }
+            progressed(.answer) { if $0.answers[request] != nil { $0.answers[request] = .some((result, text)) } }
         case ROOMKIT_WIRE_DONE.rawValue:
             let seq = r.u64()
             guard r.complete else { return false }
-            progressed { $0.done = max($0.done, seq) }
+            progressed(.done(through: seq)) { $0.done = max($0.done, seq) }
             owner.childProgressed(done: seq)
         case ROOMKIT_WIRE_FAILED.rawValue:
             let seq = r.u64()
@@ -307,7 +292,7 @@ final class PluginChild: @unchecked Sendable {
         case ROOMKIT_WIRE_PONG.rawValue:
             let nonce = r.u64()
             guard r.complete else { return false }
-            progressed { $0.pong = max($0.pong, nonce) }
+            progressed(.pong) { $0.pong = max($0.pong, nonce) }
         case ROOMKIT_WIRE_LOG.rawValue:
             let level = r.i32()
             let message = r.raw()

@@ -9,8 +9,10 @@ public struct PluginRoomCalls: Sendable, Hashable {
     public let plugin: String
     /// The hook's C name (`on_room_event`, `on_player_event`).
     public let hook: String
-    /// Calls handed to the plugin for this room since its instance started
-    /// (a reload or a half-open retry starts over, as `GET /v1/plugins` does).
+    /// Calls the plugin finished for this room since its instance started
+    /// (a reload or a half-open retry starts over, as `GET /v1/plugins`
+    /// does): an inline call when it returns, a process plugin's when its
+    /// child reports it done (DONE), failed (FAILED) or crashed in it.
     public let calls: Int
     /// Of those, the ones that failed: a timeout (over `timeoutMs`), or,
     /// for a process plugin, a crash while handling one of the room's
@@ -47,6 +49,14 @@ final class PluginRoomTally: Sendable {
         let at = error == nil ? 0 : Int64(Date().timeIntervalSince1970 * 1000)
         rooms.withLock { rooms in
             rooms[room, default: [:]][hook, default: Counts()].add(call: call, error: error, at: at)
+        }
+    }
+
+    /// Counts `calls[room]` calls to `hook` for each room, under one lock
+    /// (a process plugin's DONE covers a batch). Any thread.
+    func count(calls: [String: Int], _ hook: PluginHookKind) {
+        rooms.withLock { rooms in
+            for (room, count) in calls { rooms[room, default: [:]][hook, default: Counts()].calls += count }
         }
     }
 
@@ -107,8 +117,10 @@ extension PluginManager {
 
 extension PluginProcess {
     /// A crash (or a hang the supervisor killed) while the child handled one
-    /// of a room's events: counted as that room's failure, the poison skip
-    /// as such. Called with `lock` held, before the journal is trimmed.
+    /// of a room's events: counted as one failed call of that room (the
+    /// call never reached DONE; resent to the next child, it counts again
+    /// when that one finishes it), the poison skip as such. Called with
+    /// `lock` held, before the journal is trimmed.
     func countCrashInRoom(_ suspect: PluginSupervisorMachine.Suspect, _ result: PluginSupervisorMachine.ExitedResult) {
         guard case .event(let seq, _) = suspect, let runtime,
               let entry = journal[journalHead...].first(where: { $0.seq == seq }), let (room, hook) = entry.roomAndHook else { return }
@@ -116,7 +128,7 @@ extension PluginProcess {
         case .finished: return
         case .restart(_, let message, let skip, let note), .quarantine(_, let message, let skip, let note):
             let text = skip == seq ? "poison: \(note ?? message)" : "crash: \(message)"
-            runtime.roomCalls.count(room, hook, call: false, failure: text)
+            runtime.roomCalls.count(room, hook, failure: text)
         }
     }
 }

@@ -378,11 +378,16 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// Fans a player event out to plugins declaring `player`, from its one
     /// encoding (`Player.addEncodedObserver`; the event log reads the same).
     public func dispatchPlayerEvent(kind: Int32, room: String, encoding: EventEncoding) {
-        guard active.contains(where: { $0.spec.hooks.contains(.player) }) else { return }
+        guard runtimes.withLock({ $0 }).contains(where: { $0.isActive && $0.spec.hooks.contains(.player) }) else { return }
         var bytes: [UInt8] = []
         encoding.appendObject(to: &bytes)
-        let text = String(decoding: bytes, as: UTF8.self)
-        for runtime in active where runtime.spec.hooks.contains(.player) {
+        dispatchPlayerEvent(kind: kind, room: room, text: String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// Fans a player event whose payload is the JSON text `text` out to plugins declaring `player`.
+    func dispatchPlayerEvent(kind: Int32, room: String, text: String) {
+        // The list itself (one retain), not `active` (a filtered copy per event).
+        for runtime in runtimes.withLock({ $0 }) where runtime.isActive && runtime.spec.hooks.contains(.player) {
             guard runtime.spec.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
             runtime.playerEvent(kind: kind, room: room, payload: text)
         }

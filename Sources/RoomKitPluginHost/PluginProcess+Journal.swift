@@ -15,7 +15,7 @@ extension PluginProcess {
         let posted = since == 0 ? now : since
         lock.withLock {
             for event in events {
-                _ = appendLocked(posted: posted) { seq in
+                _ = appendLocked(posted: posted, room: event.room) { seq in
                     WireRecord.encode(ROOMKIT_WIRE_RECORD_ROOM, seq: seq, number: Int64(event.kind),
                                       a: event.room, b: event.payload.dropLast())
                 }
@@ -48,7 +48,7 @@ extension PluginProcess {
 
     /// Appends one record (`lock` held), unless the plugin is gone for good or
     /// its queue is full (then it is dropped and counted).
-    private func appendLocked(posted: UInt64, _ encode: (UInt64) -> [UInt8]) -> UInt64? {
+    private func appendLocked(posted: UInt64, room: String? = nil, _ encode: (UInt64) -> [UInt8]) -> UInt64? {
         switch phase {
         case .quarantined, .stopping, .stopped: return nil
         case .starting, .running, .restarting: break
@@ -58,7 +58,7 @@ extension PluginProcess {
             return nil
         }
         nextSeq += 1
-        journal.append(Entry(seq: nextSeq, record: encode(nextSeq), posted: posted))
+        journal.append(Entry(seq: nextSeq, record: encode(nextSeq), posted: posted, room: room))
         return nextSeq
     }
 
@@ -82,14 +82,13 @@ extension PluginProcess {
 
     /// Writes the unsent events as EVENTS frames in one send (the plugin's queue).
     func flush() {
-        let batch = lock.withLock { () -> (PluginChild, [UInt8], Bool)? in
+        let batch = lock.withLock { () -> (PluginChild, [UInt8])? in
             flushScheduled = false
             guard phase == .running || phase == .stopping, let child = current else { return nil }
             trimLocked(done: child.doneSeq)
             guard written < journal.count else { return nil }
-            let wasIdle = written == journalHead
-            if wasIdle { _ = machine.frame(.sentAfterIdle, now: PluginChild.monotonicNow()) }
             var bytes: [UInt8] = []
+            var last: UInt64 = 0
             var frameStart = -1, count: UInt32 = 0
             func close() {
                 guard frameStart >= 0 else { return }
@@ -106,14 +105,15 @@ extension PluginProcess {
                     bytes.append(contentsOf: [0, 0, 0, 0, UInt8(ROOMKIT_WIRE_EVENTS.rawValue), 0, 0, 0, 0])
                 }
                 bytes.append(contentsOf: journal[index].record)
+                last = journal[index].seq
                 count += 1
             }
             close()
             written = journal.count
-            return (child, bytes, wasIdle)
+            if last != 0 { machine.sent(through: last, now: PluginChild.monotonicNow()) }
+            return (child, bytes)
         }
-        guard let (child, bytes, wasIdle) = batch, !bytes.isEmpty else { return }
-        if wasIdle { child.noteWaitingFrom(PluginChild.monotonicNow()) }
+        guard let (child, bytes) = batch, !bytes.isEmpty else { return }
         child.send(bytes)
     }
 
@@ -141,32 +141,73 @@ extension PluginProcess {
     /// when the child is gone): each one that did not fail is a success,
     /// counted as the runtime counts a batch of inline calls (one lock per
     /// batch); its latency runs from its post (or the previous finish) to now,
-    /// and a room event's dispatch time from its loop turn to now.
+    /// and a room event's dispatch time from its loop turn to now. A room
+    /// event is counted in its room's calls here, when the child finished
+    /// it, as an inline call is when it returns (a failed one was counted
+    /// at its FAILED, a crashed one at the crash). One the tick found over
+    /// `timeoutMs` counts as one failure (PluginCallDeadline).
     func countFinished(through seq: UInt64) {
         var dispatch: [UInt64] = []
+        var rooms: [String: Int] = [:]
+        var late: [Entry] = []
         let (tally, hooks, target) = lock.withLock { () -> (PluginRuntime.SuccessTally, [PluginHookKind: (calls: Int, nanoseconds: UInt64)], PluginRuntime?) in
             if let current { trimLocked(done: min(current.doneSeq, seq)) }
             var tally = PluginRuntime.SuccessTally()
             var hooks: [PluginHookKind: (calls: Int, nanoseconds: UInt64)] = [:]
             let now = DispatchTime.now().uptimeNanoseconds
             var taken = 0
+            // The hook's sums run over consecutive records of one hook (a
+            // batch is mostly one): one dictionary update per run, not per record.
+            var runHook: PluginHookKind?
+            var run: (calls: Int, nanoseconds: UInt64) = (0, 0)
+            func endRun() {
+                guard let hook = runHook, run.calls > 0 else { return }
+                hooks[hook, default: (0, 0)].calls += run.calls
+                hooks[hook, default: (0, 0)].nanoseconds &+= run.nanoseconds
+                run = (0, 0)
+            }
             for entry in uncounted {
                 guard entry.seq <= seq else { break }
                 taken += 1
                 guard !entry.failed else { continue }
+                guard !entry.late else {
+                    late.append(entry)
+                    continue
+                }
                 let elapsed = now &- max(entry.posted, lastFinish)
                 lastFinish = now
                 tally.calls += 1
                 tally.nanoseconds &+= elapsed
-                hooks[entry.hook, default: (0, 0)].calls += 1
-                hooks[entry.hook, default: (0, 0)].nanoseconds &+= elapsed
-                if entry.hook == .roomEvent { dispatch.append(now &- entry.posted) }
+                let hook = entry.hook
+                if hook != runHook {
+                    endRun()
+                    runHook = hook
+                }
+                run.calls += 1
+                run.nanoseconds &+= elapsed
+                if hook == .roomEvent {
+                    dispatch.append(now &- entry.posted)
+                    if let room = entry.room { rooms[room, default: 0] += 1 }
+                }
             }
-            uncounted.removeFirst(taken)
+            endRun()
+            if taken == uncounted.count {
+                uncounted.removeAll(keepingCapacity: true)  // the usual case: no element moves
+            } else {
+                uncounted.removeFirst(taken)
+            }
             return (tally, hooks, runtime)
         }
-        guard tally.calls > 0, let target else { return }
-        target.countFinished(tally, hooks: hooks, dispatch: dispatch)
+        guard let target else { return }
+        if tally.calls > 0 {
+            if !rooms.isEmpty { target.roomCalls.count(calls: rooms, .roomEvent) }
+            target.countFinished(tally, hooks: hooks, dispatch: dispatch)
+        }
+        for entry in late {
+            let failure = PluginCallDeadline.failure(spec.timeout)
+            if entry.hook == .roomEvent, let room = entry.room { target.roomCalls.count(room, .roomEvent, failure: failure) }
+            target.record(failure: failure, nanoseconds: 0, hook: nil)
+        }
     }
 
     /// DONE from the child (its reader thread): the records up to `seq` are finished.
@@ -179,20 +220,22 @@ extension PluginProcess {
     /// then this one is one failed call, as an inline hook's failure is:
     /// logged at warning (rate limited), counted toward quarantine.
     func childFailed(seq: UInt64, reason: String) {
-        let label = lock.withLock { () -> String? in
+        let found = lock.withLock { () -> Entry? in
             if let current { trimLocked(done: current.doneSeq) }
             if let index = uncounted.firstIndex(where: { $0.seq == seq }) {
                 uncounted[index].failed = true
-                return uncounted[index].label
+                return uncounted[index]
             }
             guard let index = journal[journalHead...].firstIndex(where: { $0.seq == seq }) else { return nil }
             journal[index].failed = true
-            return journal[index].label
+            return journal[index]
         }
-        guard let label else { return }
+        guard let found else { return }
         countFinished(through: seq &- 1)
         guard let target = lock.withLock({ runtime }) else { return }
         let why = reason.isEmpty ? "its handler failed" : oneLine(reason)
-        target.record(failure: "\(label) failed in the plugin process: \(why)", nanoseconds: 0, hook: nil)
+        let failure = "\(found.label) failed in the plugin process: \(why)"
+        if found.hook == .roomEvent, let room = found.room { target.roomCalls.count(room, .roomEvent, failure: failure) }
+        target.record(failure: failure, nanoseconds: 0, hook: nil)
     }
 }

@@ -118,7 +118,8 @@ extension PluginProcess {
             journalHead = 0
             written = 0
         } else {
-            written = journalHead  // resend what it had not finished
+            written = journalHead  // resend what it had not finished, to be judged afresh
+            for index in journalHead..<journal.count { journal[index].late = false }
         }
         let target = runtime
         lock.unlock()
@@ -213,33 +214,40 @@ extension PluginProcess {
         lock.withLock { runtime }?.startChildWatchdog()
     }
 
-    /// The watchdog's tick: kills the process when a call has run longer
-    /// than `timeoutMs × hangFactor` (on_load: the load bound), and counts
-    /// the calls it finished.
-    func checkHang(limit: Duration) {
-        guard let (child, outstanding) = lock.withLock({ () -> (PluginChild, Bool)? in
+    /// The watchdog's tick (every quarter of `timeoutMs`): the machine
+    /// judges from what it was told (records sent, DONE, PING, PONG); this
+    /// marks a late record, sends a PING, or kills a hung child.
+    func checkHang() {
+        guard let (child, result) = lock.withLock({ () -> (PluginChild, PluginSupervisorMachine.TickResult)? in
             guard phase == .running, let child = current else { return nil }
-            trimLocked(done: child.doneSeq)
-            return (child, written > journalHead)
+            return (child, machine.tick(now: PluginChild.monotonicNow()))
         }) else { return }
-        let busy: PluginSupervisorMachine.Busy
-        if child.usesPage {
-            let what = roomkit_wire_load32(&child.progress.pointee.busy_what)
-            let since = roomkit_wire_load64(&child.progress.pointee.busy_since_ns)
-            busy = what == 0 ? .idle : .call(since: since, loading: what == Int32(ROOMKIT_WIRE_BUSY_LOAD.rawValue))
-        } else if outstanding {
-            busy = .outstanding
-        } else {
-            // Idle as far as events go: a PING now and then shows whether it
-            // is stuck elsewhere (a timer). PLUGIN-WIRE.md section 8.2.
-            let sent = child.pendingPing
-            if sent == 0 { child.pingIfQuiet(now: PluginChild.monotonicNow(), quiet: PluginSupervisorMachine.nanoseconds(limit) / 2) }
-            busy = sent == 0 ? .idle : .pinged(sentAt: sent)
-        }
-        let result = lock.withLock { machine.tick(now: PluginChild.monotonicNow(), busy: busy) }
         switch result {
         case .nothing: break
+        case .ping: child.ping()
+        case .late(let after): markLate(after: after, child: child)
         case .kill(let reason): child.kill(because: reason)
+        }
+    }
+
+    /// A record sent after `after` has run longer than `timeoutMs`
+    /// (PluginCallDeadline): marked late, it counts as one failed call when
+    /// the child finishes it (`countFinished`), as an inline call that
+    /// overruns does; one the child never finishes is a crash or a hang,
+    /// counted as such. The record is the one the progress page says is
+    /// running, when the child keeps it (a DONE may wait for the end of a
+    /// frame), else the first after `after`.
+    private func markLate(after: UInt64, child: PluginChild) {
+        var blamed = after
+        if child.usesPage, roomkit_wire_load32(&child.progress.pointee.busy_what) == Int32(ROOMKIT_WIRE_BUSY_EVENT.rawValue) {
+            blamed = max(after, roomkit_wire_load64(&child.progress.pointee.busy_seq) &- 1)
+        }
+        lock.withLock {
+            if let index = uncounted.firstIndex(where: { $0.seq > blamed }) {
+                uncounted[index].late = true
+            } else if let index = journal[journalHead..<written].firstIndex(where: { $0.seq > blamed && !$0.skip }) {
+                journal[index].late = true
+            }
         }
     }
 
@@ -286,9 +294,14 @@ extension PluginProcess {
 
     // MARK: Frames from the process (its reader thread)
 
-    /// A DONE, ANSWER, PONG, FAILED or LOADED: the machine's `frame(.progress)`.
-    func childMadeProgress() {
-        lock.withLock { _ = machine.frame(.progress, now: PluginChild.monotonicNow()) }
+    /// A URL or state request is about to be sent: the machine's `requested` input.
+    func requestSent() {
+        lock.withLock { machine.requested(now: PluginChild.monotonicNow()) }
+    }
+
+    /// A DONE, ANSWER, PONG, FAILED or LOADED: the machine's `frame` input.
+    func childMadeProgress(_ frame: PluginSupervisorMachine.Frame) {
+        lock.withLock { _ = machine.frame(frame, now: PluginChild.monotonicNow()) }
     }
 
 

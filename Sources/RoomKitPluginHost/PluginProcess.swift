@@ -39,9 +39,14 @@ final class PluginProcess: @unchecked Sendable {
         let record: [UInt8]
         /// When it was queued (uptime ns): the start of its call's latency.
         let posted: UInt64
+        /// A room event's room, for the per-room counts at DONE (nil: another kind of record).
+        var room: String?
         var skip = false
         /// The child reported its handler failed (FAILED): counted already.
         var failed = false
+        /// The supervisor's tick found it over `timeoutMs` (PluginCallDeadline):
+        /// it counts as one failure when the child finishes it (DONE).
+        var late = false
 
         /// The hook it calls, for the per-hook metrics.
         var hook: PluginHookKind {
@@ -131,7 +136,8 @@ final class PluginProcess: @unchecked Sendable {
         self.executable = executable
         self.arguments = arguments
         self.workingDirectory = workingDirectory
-        machine = PluginSupervisorMachine(limits: spec.supervision, hangBound: spec.timeout * spec.supervision.hangFactor,
+        machine = PluginSupervisorMachine(limits: spec.supervision, callBound: spec.timeout,
+                                          hangBound: spec.timeout * spec.supervision.hangFactor,
                                           loadBound: max(spec.timeout * 20, .seconds(2)))
         self.logger = logger
         self.onStatus = onStatus

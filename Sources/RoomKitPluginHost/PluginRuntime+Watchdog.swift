@@ -2,6 +2,25 @@ import RoomKitLoop
 import Dispatch
 import Synchronization
 
+/// The lateness rule of a plugin call, one for both kinds of endpoint: a
+/// call that has been the head of its plugin's work (running, or first in
+/// line, since its predecessor finished) for longer than a bound is late.
+/// With `timeoutMs` as the bound a late call is one failed call
+/// (`failure`): the runtime's watchdog judges an inline call
+/// (`OutstandingCalls.expire`), the supervisor's tick a process plugin's
+/// record (`PluginSupervisorMachine.tick`, from the records sent and the
+/// child's DONE). With `timeoutMs × hangFactor` a process plugin's child is
+/// hung and killed (an inline call cannot be killed).
+enum PluginCallDeadline {
+    /// Whether a call at the head since `since` (ns) has used up `bound` (ns) at `now`.
+    static func isLate(since: UInt64, now: UInt64, bound: UInt64) -> Bool {
+        since != 0 && now >= since && now - since >= bound
+    }
+
+    /// The failure a late call counts as, in words.
+    static func failure(_ timeout: Duration) -> String { "a call took longer than \(timeout)" }
+}
+
 /// The posted calls of one plugin that have not finished, oldest first. A
 /// plugin's queue is serial, so posted calls finish in the order they were
 /// posted and only the oldest one (the head) can be running. Each call gets
@@ -55,7 +74,7 @@ struct OutstandingCalls {
     /// how many, and when the next check is due (nil: nothing left, disarmed).
     mutating func expire(now: UInt64, timeout: UInt64) -> (overdue: Int, next: UInt64?) {
         var overdue = 0
-        while head < posted.count, headSince &+ timeout <= now {
+        while head < posted.count, PluginCallDeadline.isLate(since: headSince, now: now, bound: timeout) {
             head += 1
             headSince &+= timeout
             overdue += 1
@@ -124,6 +143,8 @@ struct PendingWork {
 enum PluginWork: Sendable {
     /// Watched calls to `hook`, each counted on its own.
     case calls(PluginHookKind, [@Sendable () -> Void])
+    /// One watched call to `hook` (`.calls` without an array per call).
+    case call(PluginHookKind, @Sendable () -> Void)
     /// Watched `on_room_event` calls, each counted on its own.
     case roomEvents([PluginRoomEvent])
     /// Not a hook call (on_load, the URL chain, state hand-off): neither
@@ -204,6 +225,11 @@ extension PluginRuntime {
         switch work {
         case .unwatched(let body):
             body()
+        case .call(_, let body) where first == 0:
+            body()
+        case .call(let hook, let body):
+            body()
+            _ = finished(first, started: last, hook: hook)
         case .calls(_, let bodies) where first == 0:
             for body in bodies { body() }
         case .calls(let hook, let bodies):
@@ -217,14 +243,11 @@ extension PluginRuntime {
             case .process(let process):
                 process.deliver(events, since: since)
                 // As `TurnDone` says: a process plugin's call ends when its
-                // events are handed to the process; failures reported later
-                // by the child (FAILED, a crash) are counted where they arrive.
+                // events are handed to the process; its room's calls are
+                // counted at the child's DONE (FAILED, a crash: where they arrive).
                 let now = DispatchTime.now().uptimeNanoseconds
                 var done: [(key: Int, at: UInt64)] = []
-                for event in events {
-                    roomCalls.count(event.room, .roomEvent, failure: nil)
-                    if event.turn != nil { done.append((event.payload.startIndex, now)) }
-                }
+                for event in events where event.turn != nil { done.append((event.payload.startIndex, now)) }
                 events.first?.turn?.finished(done)
             }
         }
@@ -246,7 +269,7 @@ extension PluginRuntime {
             let now = DispatchTime.now().uptimeNanoseconds
             let inTime = outstanding.withLock { $0.finish(first &+ UInt64(offset), now: now) }
             if inTime { recordSuccess(nanoseconds: now &- last, into: &tally) }
-            roomCalls.count(event.room, .roomEvent, failure: inTime ? nil : "a call took longer than \(spec.timeout)")
+            roomCalls.count(event.room, .roomEvent, failure: inTime ? nil : PluginCallDeadline.failure(spec.timeout))
             metrics.recordDispatch(nanoseconds: now &- since)
             if event.turn != nil { done.append((event.payload.startIndex, now)) }
             last = now
@@ -286,7 +309,7 @@ extension PluginRuntime {
         let (overdue, next) = outstanding.withLock { $0.expire(now: now, timeout: timeout) }
         let started = DispatchTime(uptimeNanoseconds: now &- timeout)
         for _ in 0..<overdue {
-            record(failure: "a call took longer than \(spec.timeout)", started: started, hook: nil)
+            record(failure: PluginCallDeadline.failure(spec.timeout), started: started, hook: nil)
         }
         if let next {
             DispatchQueue.global().asyncAfter(deadline: DispatchTime(uptimeNanoseconds: max(next, now &+ 1_000_000))) { [self] in
@@ -298,17 +321,16 @@ extension PluginRuntime {
 
 extension PluginRuntime {
     /// Starts the watchdog's look at a running child, every quarter of
-    /// `timeoutMs × hangFactor` (at least 5 ms): the child's progress goes to
-    /// its supervisor (`PluginProcess.checkHang`), which kills a hung child.
-    /// A new start (a restarted child) replaces the previous look.
+    /// `timeoutMs` (at least 5 ms): its supervisor's `tick`
+    /// (`PluginProcess.checkHang`) counts a late record as a failure and
+    /// kills a hung child. A new start (a restarted child) replaces the previous look.
     func startChildWatchdog() {
         guard let process else { return }
-        let limit = spec.timeout * spec.supervision.hangFactor
-        let period = PluginSupervisorMachine.nanoseconds(max(limit / 4, .milliseconds(5)))
+        let period = PluginSupervisorMachine.nanoseconds(max(spec.timeout / 4, .milliseconds(5)))
         let generation = watchdogGeneration.add(1, ordering: .relaxed).newValue
         @Sendable func check() {
             guard watchdogGeneration.load(ordering: .relaxed) == generation else { return }
-            process.checkHang(limit: limit)
+            process.checkHang()
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(period))) { check() }
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(period))) { check() }

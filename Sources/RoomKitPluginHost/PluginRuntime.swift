@@ -224,7 +224,8 @@ final class PluginRuntime: @unchecked Sendable {
     /// the plugin's queue; one watchdog per runtime checks the oldest call
     /// (PluginRuntime+Watchdog.swift), rather than a dispatch timer per call.
     func post(hook: PluginHookKind, _ body: @escaping @Sendable () -> Void) {
-        post(hook: hook, batch: [body])
+        guard isActive else { return }
+        enqueue(.call(hook, body), watched: watchesCalls ? 1 : 0)
     }
 
     func record(failure: String?, started: DispatchTime, hook: PluginHookKind?) {
@@ -301,7 +302,7 @@ final class PluginRuntime: @unchecked Sendable {
         for nanoseconds in dispatch { metrics.recordDispatch(nanoseconds: nanoseconds) }
         for (hook, sum) in hooks where sum.calls > 0 {
             let mean = sum.nanoseconds / UInt64(sum.calls)
-            for _ in 0..<sum.calls { metrics.recordLatency(nanoseconds: mean, hook: hook) }
+            metrics.recordLatency(nanoseconds: mean, hook: hook, count: sum.calls)
         }
         metrics.countCalls(tally.calls)
         state.withLock { counters in

@@ -19,6 +19,8 @@ struct PluginSupervisorMachine: Sendable {
         var lastProgress: UInt64
         /// Whether its HELLO was accepted (then LOAD was sent).
         var greeted = false
+        /// What it is busy with, from the machine's own inputs (`sent`, DONE, PING, PONG).
+        var work = Work()
     }
 
     /// The state, with each state's data in its case.
@@ -43,19 +45,10 @@ struct PluginSupervisorMachine: Sendable {
         case timer
     }
 
-    /// A call the process is busy with, for the hang check.
-    enum Busy: Equatable, Sendable {
-        case idle
-        /// A call that began at `since` (ns, the progress page's clock); `loading` uses the load bound.
-        case call(since: UInt64, loading: Bool)
-        /// No page: events are outstanding; the machine knows the last progress (`frame`).
-        case outstanding
-        /// No page, nothing outstanding: a PING sent at `sentAt` is unanswered.
-        case pinged(sentAt: UInt64)
-    }
-
     let limits: PluginSupervision
-    /// `timeoutMs × hangFactor`, and the bound of a load (ns).
+    /// `timeoutMs` (a call over it is late: one failure, PluginCallDeadline),
+    /// `timeoutMs × hangFactor` (a hang: the child is killed), and the bound of a load (ns).
+    let callBound: UInt64
     let hangBound: UInt64
     let loadBound: UInt64
     private(set) var state = State.starting(nil)
@@ -63,8 +56,9 @@ struct PluginSupervisorMachine: Sendable {
     private var crashTimes: [UInt64] = []
     private var poison: [UInt64: Int] = [:]
 
-    init(limits: PluginSupervision, hangBound: Duration, loadBound: Duration) {
+    init(limits: PluginSupervision, callBound: Duration, hangBound: Duration, loadBound: Duration) {
         self.limits = limits
+        self.callBound = Self.nanoseconds(callBound)
         self.hangBound = Self.nanoseconds(hangBound)
         self.loadBound = Self.nanoseconds(loadBound)
     }
@@ -73,7 +67,14 @@ struct PluginSupervisorMachine: Sendable {
         UInt64(max(duration.components.seconds, 0)) * 1_000_000_000 + UInt64(max(duration.components.attoseconds, 0) / 1_000_000_000)
     }
 
+    /// Not inlined: Swift 6.3.1's release CopyPropagation pass crashes
+    /// ("Found outside of lifetime use") on this switch inlined into
+    /// `PluginManager.reports`.
     var phase: Phase {
+        @inline(never) get { phaseOfState }
+    }
+
+    private var phaseOfState: Phase {
         switch state {
         case .starting: return .starting
         case .running: return .running
@@ -123,15 +124,20 @@ struct PluginSupervisorMachine: Sendable {
         }
     }
 
-    /// A frame from the child (or, `sentAfterIdle`, the bot's first write to an idle child: the wait starts).
+    /// A frame from the child.
     enum Frame: Equatable, Sendable {
         /// Its HELLO: nil when it fits the manifest, else why not.
         case hello(problem: String?)
         /// LOADED with on_load's result.
         case loaded(result: Int32)
-        /// DONE, ANSWER, PONG or FAILED: the child is making progress.
+        /// DONE: every record through `through` is finished.
+        case done(through: UInt64)
+        /// PONG: the unanswered PING is answered.
+        case pong
+        /// ANSWER: a URL or state request is answered.
+        case answer
+        /// FAILED (or LOADED): the child is making progress.
         case progress
-        case sentAfterIdle
     }
     enum FrameResult: Equatable {
         /// Send LOAD (its HELLO fits).
@@ -174,8 +180,28 @@ struct PluginSupervisorMachine: Sendable {
             return .stopAndKill(reason: "on_load failed (returned \(result))")
         case (.restarting(.some), .loaded):
             return .kill(reason: "restart failed (on_load did not succeed)")
-        case (.running(var child), .progress), (.running(var child), .sentAfterIdle):
+        case (.running(var child), .progress):
             child.lastProgress = max(child.lastProgress, now)
+            state = .running(child)
+            return .nothing
+        case (.running(var child), .pong):
+            child.lastProgress = max(child.lastProgress, now)
+            child.work.pingSentAt = 0
+            state = .running(child)
+            return .nothing
+        case (.running(var child), .answer):
+            child.lastProgress = max(child.lastProgress, now)
+            child.work.requests = max(child.work.requests - 1, 0)
+            child.work.requestSince = child.work.requests > 0 ? now : 0
+            state = .running(child)
+            return .nothing
+        case (.running(var child), .done(let through)):
+            child.lastProgress = max(child.lastProgress, now)
+            if through > child.work.doneThrough {
+                child.work.doneThrough = through
+                child.work.headSince = now  // the next record, if any, is the head from now
+                child.work.sentThrough = max(child.work.sentThrough, through)
+            }
             state = .running(child)
             return .nothing
         case (.starting(nil), .hello), (.restarting(nil), .hello), (.starting(nil), .loaded), (.restarting(nil), .loaded),
@@ -184,10 +210,36 @@ struct PluginSupervisorMachine: Sendable {
         case (.quarantined, .hello), (.quarantined, .loaded), (.stopping, .hello), (.stopping, .loaded),
              (.stopped, .hello), (.stopped, .loaded):
             return .kill(reason: "unloaded while loading")
-        case (.starting, .progress), (.starting, .sentAfterIdle), (.restarting, .progress), (.restarting, .sentAfterIdle),
-             (.quarantined, .progress), (.quarantined, .sentAfterIdle), (.stopping, .progress), (.stopping, .sentAfterIdle),
-             (.stopped, .progress), (.stopped, .sentAfterIdle):
+        case (.starting, .progress), (.starting, .done), (.starting, .pong), (.starting, .answer), (.restarting, .progress),
+             (.restarting, .done), (.restarting, .pong), (.restarting, .answer), (.quarantined, .progress), (.quarantined, .done),
+             (.quarantined, .pong), (.quarantined, .answer), (.stopping, .progress), (.stopping, .done), (.stopping, .pong),
+             (.stopping, .answer), (.stopped, .progress), (.stopped, .done), (.stopped, .pong), (.stopped, .answer):
             return .nothing
+        }
+    }
+
+    /// The bot sent a URL or state request (answered by ANSWER) at `now`.
+    mutating func requested(now: UInt64) {
+        switch state {
+        case .running(var child):
+            if child.work.requests == 0 { child.work.requestSince = now }
+            child.work.requests += 1
+            state = .running(child)
+        case .starting, .restarting, .quarantined, .stopping, .stopped:
+            return
+        }
+    }
+
+    /// The bot wrote EVENTS frames whose last record is `through`, at `now`.
+    /// Written to an idle child, the first of them is the head from now.
+    mutating func sent(through: UInt64, now: UInt64) {
+        switch state {
+        case .running(var child):
+            if !child.work.outstanding { child.work.headSince = now }
+            child.work.sentThrough = max(child.work.sentThrough, through)
+            state = .running(child)
+        case .starting, .restarting, .quarantined, .stopping, .stopped:
+            return
         }
     }
 
@@ -263,30 +315,39 @@ struct PluginSupervisorMachine: Sendable {
         return .restart(delay: .milliseconds(Int64(delay)), message: message, skip: skip, skipNote: skipNote)
     }
 
-    /// The watchdog's tick at `now`: whether the child is hung.
-    enum TickResult: Equatable { case nothing, kill(reason: String) }
-    func tick(now: UInt64, busy: Busy) -> TickResult {
-        let child: Child
-        switch state {
-        case .running(let running): child = running
-        case .starting, .restarting, .quarantined, .stopping, .stopped: return .nothing
+    /// The watchdog's tick at `now`, judged from what the machine was told
+    /// (records and requests sent, DONE, ANSWER, PING, PONG): the head
+    /// record late (over `timeoutMs`: one failed call, once per record, the
+    /// same rule as an inline call's, PluginCallDeadline), the child hung
+    /// (no ANSWER to a request, or no DONE with records outstanding, for
+    /// `timeoutMs × hangFactor`, or no PONG for as long), or quiet long
+    /// enough to be PINGed (a child stuck in a timer shows only that way).
+    mutating func tick(now: UInt64) -> TickResult {
+        guard case .running(var child) = state else { return .nothing }
+        defer { state = .running(child) }
+        var work = child.work
+        defer { child.work = work }
+        if work.requests > 0, PluginCallDeadline.isLate(since: work.requestSince, now: now, bound: hangBound) {
+            return .kill(reason: "hung: a call ran longer than \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")
         }
-        switch busy {
-        case .idle:
+        if work.outstanding {
+            if PluginCallDeadline.isLate(since: work.headSince, now: now, bound: hangBound) {
+                return .kill(reason: "hung: a call ran longer than \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")
+            }
+            if work.lateAfter != work.doneThrough, PluginCallDeadline.isLate(since: work.headSince, now: now, bound: callBound) {
+                work.lateAfter = work.doneThrough
+                return .late(after: work.doneThrough)
+            }
             return .nothing
-        case .call(let since, let loading):
-            let bound = loading ? loadBound : hangBound
-            let elapsed = now &- since
-            guard since != 0, elapsed > bound, elapsed < UInt64.max / 2 else { return .nothing }
-            return .kill(reason: "hung: a call ran longer than \(Self.seconds(bound)) (timeoutMs × hangFactor), killed")
-        case .outstanding:
-            let last = child.lastProgress
-            guard last != 0, now > last, now - last > hangBound else { return .nothing }
-            return .kill(reason: "hung: no progress on its events for \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")
-        case .pinged(let sentAt):
-            guard sentAt != 0, now > sentAt, now - sentAt > hangBound else { return .nothing }
+        }
+        if work.requests > 0 { return .nothing }  // busy with a request: its own bound above
+        if work.pingSentAt != 0 {
+            guard PluginCallDeadline.isLate(since: work.pingSentAt, now: now, bound: hangBound) else { return .nothing }
             return .kill(reason: "hung: no PONG within \(Self.seconds(hangBound)) (timeoutMs × hangFactor), killed")
         }
+        guard PluginCallDeadline.isLate(since: child.lastProgress, now: now, bound: hangBound / 2) else { return .nothing }
+        work.pingSentAt = now
+        return .ping
     }
 
     /// The plugin is unloaded.

@@ -110,21 +110,41 @@ struct WireReader {
 enum WireRecord {
     static let headerSize = 1 + 8 + 8 + 4 + 4
 
+    /// One record, written in place into an array of its exact size (one
+    /// allocation; the strings' bytes copied once each, by memcpy when they
+    /// are contiguous, as native strings and byte arrays are).
     static func encode<Payload: Collection<UInt8>>(_ type: roomkit_wire_record, seq: UInt64, number: Int64,
                                                    a: String?, b: Payload) -> [UInt8] {
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(headerSize + (a?.utf8.count ?? 0) + b.count)
-        bytes.append(UInt8(type.rawValue))
-        withUnsafeBytes(of: seq.littleEndian) { bytes.append(contentsOf: $0) }
-        withUnsafeBytes(of: UInt64(bitPattern: number).littleEndian) { bytes.append(contentsOf: $0) }
-        if let a {
-            withUnsafeBytes(of: UInt32(a.utf8.count).littleEndian) { bytes.append(contentsOf: $0) }
-            bytes.append(contentsOf: a.utf8)
-        } else {
-            withUnsafeBytes(of: ROOMKIT_WIRE_NULL.littleEndian) { bytes.append(contentsOf: $0) }
+        var a = a
+        let aCount = a?.utf8.count ?? 0
+        let bCount = b.count
+        let total = headerSize + aCount + bCount
+        return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            raw[0] = UInt8(type.rawValue)
+            raw.storeBytes(of: seq.littleEndian, toByteOffset: 1, as: UInt64.self)
+            raw.storeBytes(of: UInt64(bitPattern: number).littleEndian, toByteOffset: 9, as: UInt64.self)
+            raw.storeBytes(of: (a == nil ? ROOMKIT_WIRE_NULL : UInt32(aCount)).littleEndian, toByteOffset: 17, as: UInt32.self)
+            var at = 21
+            if a != nil {
+                a!.withUTF8 { utf8 in
+                    if let base = utf8.baseAddress { (raw.baseAddress! + at).copyMemory(from: base, byteCount: aCount) }
+                }
+                at += aCount
+            }
+            raw.storeBytes(of: UInt32(bCount).littleEndian, toByteOffset: at, as: UInt32.self)
+            at += 4
+            let copied = b.withContiguousStorageIfAvailable { bytes -> Bool in
+                if let base = bytes.baseAddress { (raw.baseAddress! + at).copyMemory(from: base, byteCount: bCount) }
+                return true
+            }
+            if copied == nil {
+                for byte in b {
+                    raw[at] = byte
+                    at += 1
+                }
+            }
+            initialized = total
         }
-        withUnsafeBytes(of: UInt32(b.count).littleEndian) { bytes.append(contentsOf: $0) }
-        bytes.append(contentsOf: b)
-        return bytes
     }
 }

@@ -15,7 +15,7 @@ roomkit_wire_progress *progress = &private_page;
 static const roomkit_plugin *plugin;
 static const roomkit_host_api *table;
 /* DONE bookkeeping: the last record finished, the last one reported, when. */
-static uint64_t finished_seq, reported_seq, reported_ns, done_interval_ns = 50000000u;
+static uint64_t finished_seq, reported_seq, reported_ns, done_interval_ns = 25000000u;
 
 void busy(int32_t what, uint64_t seq) {
     roomkit_wire_store64(&progress->busy_seq, seq);
@@ -107,7 +107,8 @@ int hooks_handle(const uint8_t *frame, uint32_t length) {
         uint32_t timeout_ms = take_u32(&r);
         char *config = take_str(&r);
         if (r.bad || r.at != r.end) _exit(71);
-        if (timeout_ms > 0) done_interval_ns = (uint64_t)timeout_ms * 1000000u;
+        /* DONE at least every half timeout_ms while busy (PLUGIN-WIRE.md 8.1): the bot judges a record late after timeout_ms without one. */
+        if (timeout_ms > 0) done_interval_ns = (uint64_t)timeout_ms * 500000u;
         busy(ROOMKIT_WIRE_BUSY_LOAD, 0);
         int32_t result = plugin->on_load ? plugin->on_load(self, table, config ? config : "null") : 0;
         busy(ROOMKIT_WIRE_IDLE, 0);

@@ -109,6 +109,39 @@ final class RoomPluginCallsTests: XCTestCase {
         try await scenario.finish()
     }
 
+    func testProcessPlugin_roomCallIsCountedAtTheChildsDone_notAtHandOver() async throws {
+        // The built roombot with a process plugin that holds the magix "boom"
+        // in lobby until a file appears (well inside its timeoutMs).
+        let scenario = try await IsolationScenario(
+            bad: { record in
+                IsolationPlugins.source(record: record, trigger: IsolationPlugins.onBoom,
+                                        misbehave: "while (access(\"\(record).release\", F_OK) != 0) usleep(5000);")
+            },
+            supervision: ["timeoutMs": 20_000])
+        let release = scenario.badRecord + ".release"
+        func row() -> JSON? {
+            (try? JSON.parse(http(scenario.port, "GET", "/v1/rooms/lobby").1))?["pluginCalls"]?.arrayValue?
+                .first { $0["plugin"]?.stringValue == "bad" }
+        }
+        func pending() -> Int? { (try? scenario.plugin("bad"))?["process"]?["pending"]?.intValue }
+        try await scenario.send([.int(1)])
+        await eventually(15, "the first magix finished") { IsolationScenario.recorded(scenario.badRecord) == [.int(1)] && pending() == 0 }
+        let before = try XCTUnwrap(row()?["calls"]?.intValue)
+
+        // Handed over and held in the child: not a call of lobby yet.
+        try await scenario.send([.string("boom")])
+        await eventually(10, "boom handed to the child") { pending() == 1 }
+        try await Task.sleep(for: .milliseconds(200))
+        XCTAssertEqual(row()?["calls"]?.intValue, before, "a call the child has not finished is not counted")
+
+        // Its DONE counts it, as an inline call counts when it returns.
+        XCTAssertTrue(FileManager.default.createFile(atPath: release, contents: Data()))
+        await eventually(10, "boom counted at DONE") { row()?["calls"]?.intValue == before + 1 }
+        XCTAssertEqual(pending(), 0)
+        XCTAssertEqual(row()?["failures"]?.intValue, 0)
+        try await scenario.finish()
+    }
+
     func testRoomTally_keepsRoomsWithCallsOnly_andCutsALongError() {
         let tally = PluginRoomTally()
         XCTAssertEqual(tally.roomCount, 0)
@@ -116,13 +149,17 @@ final class RoomPluginCallsTests: XCTestCase {
         tally.count("a", .roomEvent, failure: "first")
         tally.count("a", .roomEvent, call: false, failure: String(repeating: "x", count: 1000))
         tally.count("b", .playerEvent)
-        XCTAssertEqual(tally.roomCount, 2)
+        tally.count(calls: ["b": 2, "c": 3], .roomEvent)
+        XCTAssertEqual(tally.roomCount, 3)
+        XCTAssertEqual(tally.counts(of: "b")[.roomEvent]?.calls, 2)
+        XCTAssertEqual(tally.counts(of: "c")[.roomEvent]?.calls, 3)
+        XCTAssertEqual(tally.counts(of: "b")[.playerEvent]?.calls, 1)
         let a = tally.counts(of: "a")[.roomEvent]
         XCTAssertEqual(a?.calls, 2)
         XCTAssertEqual(a?.failures, 2)
         XCTAssertEqual(a?.lastError?.count, PluginRoomTally.maxErrorLength + 1)
         tally.forget("a")
-        XCTAssertEqual(tally.roomCount, 1)
+        XCTAssertEqual(tally.roomCount, 2)
         XCTAssertTrue(tally.counts(of: "a").isEmpty)
     }
 }

@@ -5,13 +5,15 @@ import XCTest
 /// frame, timeout, exited, tick, stop, quarantine) and its result.
 final class PluginSupervisorMachineTests: XCTestCase {
     private let second: UInt64 = 1_000_000_000
+    private let ms: UInt64 = 1_000_000
 
     private func fresh(maxCrashes: Int = 2, backoffMs: Int = 100) -> PluginSupervisorMachine {
         var limits = PluginSupervision()
         limits.maxCrashes = maxCrashes
         limits.crashWindowSeconds = 60
         limits.restartBackoffMs = backoffMs
-        return PluginSupervisorMachine(limits: limits, hangBound: .milliseconds(200), loadBound: .seconds(2))
+        return PluginSupervisorMachine(limits: limits, callBound: .milliseconds(50), hangBound: .milliseconds(200),
+                                       loadBound: .seconds(2))
     }
 
     /// A machine whose first child (pid 10) was spawned, greeted and loaded at `now`.
@@ -96,7 +98,7 @@ final class PluginSupervisorMachineTests: XCTestCase {
         var m = machine(now: 1 * second)
         XCTAssertEqual(m.frame(.progress, now: 3 * second), .nothing)
         XCTAssertEqual(m.state, .running(.init(pid: 10, lastProgress: 3 * second, greeted: true)))
-        XCTAssertEqual(m.frame(.sentAfterIdle, now: 2 * second), .nothing)
+        XCTAssertEqual(m.frame(.pong, now: 2 * second), .nothing)
         XCTAssertEqual(m.state, .running(.init(pid: 10, lastProgress: 3 * second, greeted: true)), "never back in time")
         XCTAssertEqual(m.frame(.hello(problem: nil), now: 4 * second), .kill(reason: "an unexpected handshake frame"))
         _ = m.exited(reason: "r", suspect: .idle, now: 5 * second, jitter: 1)
@@ -182,22 +184,71 @@ final class PluginSupervisorMachineTests: XCTestCase {
 
     // MARK: tick
 
-    func testTick_killsAHungCall_orNoProgress_onlyWhileRunning() {
-        var m = machine(now: 10 * second - 300_000_000)
-        XCTAssertEqual(m.tick(now: 10 * second, busy: .idle), .nothing)
-        XCTAssertEqual(m.tick(now: 10 * second, busy: .call(since: 10 * second - 100_000_000, loading: false)), .nothing)
-        XCTAssertEqual(m.tick(now: 10 * second, busy: .call(since: 10 * second - 300_000_000, loading: false)),
+    func testTick_isIdle_untilRecordsAreSent_andCountsAHeadRecordOverTimeoutMs_once() {
+        var m = machine(now: 10 * second)
+        XCTAssertEqual(m.tick(now: 10 * second + 90 * ms), .nothing, "nothing sent: not busy, not quiet for long")
+        m.sent(through: 5, now: 10 * second + 100 * ms)
+        XCTAssertEqual(m.tick(now: 10 * second + 149 * ms), .nothing, "the head began 49 ms ago: within timeoutMs")
+        XCTAssertEqual(m.tick(now: 10 * second + 150 * ms), .late(after: 0), "the head record used up timeoutMs")
+        XCTAssertEqual(m.tick(now: 10 * second + 160 * ms), .nothing, "one failure per record")
+        m.sent(through: 8, now: 10 * second + 170 * ms)
+        XCTAssertEqual(m.tick(now: 10 * second + 180 * ms), .nothing, "more records do not move the head")
+        XCTAssertEqual(m.frame(.done(through: 3), now: 10 * second + 200 * ms), .nothing)
+        XCTAssertEqual(m.tick(now: 10 * second + 249 * ms), .nothing, "the new head began at the DONE")
+        XCTAssertEqual(m.tick(now: 10 * second + 250 * ms), .late(after: 3), "the next head, late in turn")
+        XCTAssertEqual(m.frame(.done(through: 8), now: 10 * second + 260 * ms), .nothing)
+        guard case .running(let child) = m.state else { return XCTFail("\(m.state)") }
+        XCTAssertEqual(child.work.sentThrough, 8)
+        XCTAssertEqual(child.work.doneThrough, 8)
+        XCTAssertFalse(child.work.outstanding)
+        XCTAssertEqual(m.tick(now: 10 * second + 300 * ms), .nothing, "all done: idle")
+    }
+
+    func testTick_killsAChildWithNoDoneForTheHangBound_butNotOneThatProgresses() {
+        var m = machine(now: 10 * second)
+        m.sent(through: 1, now: 10 * second)
+        XCTAssertEqual(m.tick(now: 10 * second + 60 * ms), .late(after: 0))
+        XCTAssertEqual(m.tick(now: 10 * second + 199 * ms), .nothing, "late, not hung yet (timeoutMs × hangFactor is 200 ms)")
+        XCTAssertEqual(m.tick(now: 10 * second + 200 * ms),
                        .kill(reason: "hung: a call ran longer than 0.2 seconds (timeoutMs × hangFactor), killed"))
-        XCTAssertEqual(m.tick(now: 10 * second, busy: .call(since: 10 * second - 300_000_000, loading: true)), .nothing,
-                       "a load has the load bound")
-        XCTAssertEqual(m.tick(now: 10 * second, busy: .outstanding),
-                       .kill(reason: "hung: no progress on its events for 0.2 seconds (timeoutMs × hangFactor), killed"))
-        _ = m.frame(.progress, now: 10 * second - 100_000_000)
-        XCTAssertEqual(m.tick(now: 10 * second, busy: .outstanding), .nothing, "a DONE 0.1 s ago is progress")
-        XCTAssertEqual(m.tick(now: 10 * second, busy: .pinged(sentAt: 10 * second - 300_000_000)),
+        var p = machine(now: 10 * second)
+        p.sent(through: 100, now: 10 * second)
+        for step in 1...10 {
+            let now = 10 * second + UInt64(step) * 40 * ms
+            XCTAssertEqual(p.frame(.done(through: UInt64(step * 10)), now: now), .nothing)
+            XCTAssertEqual(p.tick(now: now + 30 * ms), .nothing, "a DONE every 40 ms: neither late nor hung")
+        }
+        _ = m.exited(reason: "r", suspect: .idle, now: 11 * second, jitter: 1)
+        m.sent(through: 2, now: 11 * second)
+        XCTAssertEqual(m.tick(now: 20 * second), .nothing, "restarting: not judged")
+    }
+
+    func testTick_killsAChildThatDoesNotAnswerARequestWithinTheHangBound() {
+        var m = machine(now: 10 * second)
+        m.requested(now: 10 * second)
+        m.requested(now: 10 * second + 50 * ms)
+        XCTAssertEqual(m.frame(.answer, now: 10 * second + 60 * ms), .nothing)
+        XCTAssertEqual(m.tick(now: 10 * second + 259 * ms), .nothing, "the second request waits from the first ANSWER")
+        XCTAssertEqual(m.tick(now: 10 * second + 260 * ms),
+                       .kill(reason: "hung: a call ran longer than 0.2 seconds (timeoutMs × hangFactor), killed"))
+        XCTAssertEqual(m.frame(.answer, now: 10 * second + 262 * ms), .nothing)
+        XCTAssertEqual(m.frame(.answer, now: 10 * second + 263 * ms), .nothing, "a late ANSWER to a given-up request")
+        guard case .running(let child) = m.state else { return XCTFail("\(m.state)") }
+        XCTAssertEqual(child.work.requests, 0)
+        XCTAssertEqual(m.tick(now: 10 * second + 300 * ms), .nothing, "answered: not busy")
+    }
+
+    func testTick_pingsAQuietChild_andKillsItWithoutAPong() {
+        var m = machine(now: 10 * second)
+        XCTAssertEqual(m.tick(now: 10 * second + 99 * ms), .nothing, "quiet for less than half the hang bound: not yet")
+        XCTAssertEqual(m.tick(now: 10 * second + 100 * ms), .ping)
+        XCTAssertEqual(m.tick(now: 10 * second + 150 * ms), .nothing, "one PING at a time")
+        XCTAssertEqual(m.frame(.pong, now: 10 * second + 160 * ms), .nothing)
+        XCTAssertEqual(m.tick(now: 10 * second + 200 * ms), .nothing, "answered: quiet again from the PONG")
+        XCTAssertEqual(m.tick(now: 10 * second + 260 * ms), .ping)
+        XCTAssertEqual(m.tick(now: 10 * second + 459 * ms), .nothing)
+        XCTAssertEqual(m.tick(now: 10 * second + 460 * ms),
                        .kill(reason: "hung: no PONG within 0.2 seconds (timeoutMs × hangFactor), killed"))
-        _ = m.exited(reason: "r", suspect: .idle, now: 10 * second, jitter: 1)
-        XCTAssertEqual(m.tick(now: 20 * second, busy: .outstanding), .nothing, "restarting: not judged")
     }
 
     // MARK: stop and quarantine

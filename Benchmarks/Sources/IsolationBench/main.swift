@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import RoomKit
 import RoomKitLoop
-import RoomKitPluginHost
+@_spi(Benchmarks) import RoomKitPluginHost
 import RoomKitProtocol
 
 // isolation-bench: workload 6, what "isolation": "process" costs next to
@@ -15,7 +15,11 @@ import RoomKitProtocol
 //             plugin processes' own CPU is added (RUSAGE_CHILDREN, read
 //             after they exit);
 //   url       round trips of PluginManager.urlInterrupter through one
-//             plugin that returns the URL unchanged: p50/p99.
+//             plugin that returns the URL unchanged: p50/p99;
+//   none      the same dispatch loop with no plugin: the bot's own CPU per
+//             event, so that `process_N.bot_cpu_ns_per_event_per_plugin` =
+//             (bot CPU with N process plugins - bot CPU with none) / events / N
+//             (the target of issue #25: <= 1 us per event per process plugin).
 // Usage: isolation-bench --c LIB [--events N] [--urls N]
 // roomkit-plugin-host is found beside this executable or via ROOMKIT_PLUGIN_HOST.
 
@@ -61,8 +65,8 @@ func manager(_ count: Int, isolation: String, hooks: [String]) throws -> (Plugin
 
 /// Events/s and ns per delivered event through `count` plugins.
 func throughput(_ count: Int, isolation: String, events: Int) throws -> [String: JSON] {
-    let (manager, loop) = try manager(count, isolation: isolation, hooks: ["player"])
-    let payload: JSON = ["time": 1234, "keys": ["globalState"]]
+    let (manager, loop) = try manager(count, isolation: isolation, hooks: count == 0 ? [] : ["player"])
+    let payload = (["time": 1234, "keys": ["globalState"]] as JSON).jsonString
     func finished() -> Bool {
         manager.reports.allSatisfy { report in
             if let process = report.process { return report.calls >= events && process.pending == 0 }
@@ -72,7 +76,7 @@ func throughput(_ count: Int, isolation: String, events: Int) throws -> [String:
     let childCPU = childrenCPUNanos()
     let cpu = processCPUNanos()
     let start = monotonicNanos()
-    for _ in 0..<events { manager.dispatchPlayerEvent(kind: 4, room: room, payload: payload) }
+    for _ in 0..<events { manager.dispatchPlayerEvent(kind: 4, room: room, payloadText: payload) }
     while !finished() {
         if let stuck = manager.reports.first(where: { $0.status != .loaded }) {
             throw BenchError("\(stuck.name) is \(stuck.status.rawValue): \(stuck.message ?? "")")
@@ -85,10 +89,17 @@ func throughput(_ count: Int, isolation: String, events: Int) throws -> [String:
     manager.unloadAll()
     try loop.shutdown()
     let pluginCPU = childrenCPUNanos() - childCPU  // the processes have exited and been reaped
-    let delivered = Double(events * count)
+    let delivered = Double(events * max(count, 1))
     return ["events_per_s": .double(Double(events) / (Double(wall) / 1e9)), "wall_ns_per_hook": .double(Double(wall) / delivered),
             "bot_cpu_ns_per_hook": .double(Double(botCPU) / delivered),
-            "plugin_cpu_ns_per_hook": .double(Double(pluginCPU) / delivered), "dropped": .int(Int64(dropped))]
+            "plugin_cpu_ns_per_hook": .double(Double(pluginCPU) / delivered), "dropped": .int(Int64(dropped)),
+            "bot_cpu_ns": .int(botCPU)]
+}
+
+/// The bot's CPU per event per plugin that `count` plugins add to the same loop with none (`baseline`).
+func addedBotCPU(_ figures: [String: JSON], over baseline: [String: JSON], count: Int, events: Int) -> JSON {
+    let with = Double(figures["bot_cpu_ns"]?.intValue ?? 0), without = Double(baseline["bot_cpu_ns"]?.intValue ?? 0)
+    return .double((with - without) / Double(events) / Double(count))
 }
 
 /// p50/p99 of urlInterrupter round trips through one plugin.
@@ -116,10 +127,17 @@ do {
     let urls = options.int("urls", 20_000)
     var results: [String: JSON] = [:]
     let only = options.string("only", "")  // e.g. "process": one mode (for profiling)
+    let none = try throughput(0, isolation: "inline", events: events)
+    results["none"] = .object(none)
+    note("no plugin: \(results["none"]!.jsonString)")
     for isolation in ["inline", "process"] where only.isEmpty || only == isolation {
-        results["\(isolation)_1"] = .object(try throughput(1, isolation: isolation, events: events))
+        var one = try throughput(1, isolation: isolation, events: events)
+        one["bot_cpu_ns_per_event_per_plugin"] = addedBotCPU(one, over: none, count: 1, events: events)
+        results["\(isolation)_1"] = .object(one)
         note("\(isolation), 1 plugin: \(results["\(isolation)_1"]!.jsonString)")
-        results["\(isolation)_3"] = .object(try throughput(3, isolation: isolation, events: events))
+        var three = try throughput(3, isolation: isolation, events: events)
+        three["bot_cpu_ns_per_event_per_plugin"] = addedBotCPU(three, over: none, count: 3, events: events)
+        results["\(isolation)_3"] = .object(three)
         note("\(isolation), 3 plugins: \(results["\(isolation)_3"]!.jsonString)")
         results["\(isolation)_url"] = .object(try await urlRoundTrips(isolation: isolation, count: urls))
         note("\(isolation), url: \(results["\(isolation)_url"]!.jsonString)")

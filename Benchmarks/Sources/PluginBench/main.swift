@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import RoomKit
 import RoomKitLoop
-import RoomKitPluginHost
+@_spi(Benchmarks) import RoomKitPluginHost
 import RoomKitProtocol
 
 // plugin-bench: workload 5, the cost of one hook call. Three paths:
@@ -82,12 +82,12 @@ func managerPath(library: String, iterations: Int, directory: String) throws -> 
     try Data(JSON.object(["manifestVersion": 1, "plugins": .array(entries)]).serialized()).write(to: URL(fileURLWithPath: path))
     let errors = manager.load(try PluginManifest(path: path))
     guard errors.isEmpty else { throw BenchError("\(errors)") }
-    let event: JSON = ["time": 1234, "keys": ["globalState"]]
+    let event = (["time": 1234, "keys": ["globalState"]] as JSON).jsonString
     let expected = iterations * 3
     func drained() -> Bool { manager.reports.allSatisfy { $0.calls >= iterations } }
     let startWall = monotonicNanos()
     let startCPU = cpuNanos()
-    for _ in 0..<iterations { manager.dispatchPlayerEvent(kind: 4, room: room, payload: event) }
+    for _ in 0..<iterations { manager.dispatchPlayerEvent(kind: 4, room: room, payloadText: event) }
     while !drained() {
         usleep(1000)
         if monotonicNanos() - startWall > 120_000_000_000 {
