@@ -221,37 +221,66 @@ clock; the minted token is shared by the rooms; the store keeps its cursors
 in its file; roomd's sweep no longer copies every room's session table each
 second (a quarter of roomd's CPU at 300k rooms). After: 100,000 rooms (revision c2443a1) all LOGINED in 20.5 s with 0
 failed attempts and 21 log lines (progress only), and all back 30.6 s
-after roomd's restart with 0 failed attempts and no log line. 300,000 rooms
-(final revision, two runs at load 5-8): all LOGINED in 100.0 s and 114.7 s,
-0 failed attempts, no warning (100 and 111 lines, all progress), 1,178 and
-1,168 B of bot RSS per room (337 and 334 MB; 1.5 KB per room after the
-recovery); after roomd kill -9, all 300,000 RECONNECTED 88.2 s and 166.1 s
-after the restart, 0 failed attempts, no log line, one reconnect (before
-the bound went from 4,096 to 1,024 in flight, a busy roomd answered the
-ping behind 4,096 resumes after 20 s and the bot dropped the connection it
-was resuming on). CPU: the bot 31.7-35.5 s to join and 29.6-36.2 s to
-resume, roomd 34.0-38.3 s to join.
-The 60 s targets are missed on this machine, and the profile says why:
-both processes were runnable most of the time and got 12-22% of a core each
-while the load was 10-16 (sampled thread states: roomd's loop thread
-runnable in ~100% of samples, the bot's in ~75%), i.e. CPU contention, not
-a stall or a wait. Per login the bot spends ~105 us of CPU and roomd
-~115-140 us, so on two free cores 300,000 rooms need ~35-42 s of roomd's
-core. Next: roomd's cost per login and per resume (SQLite inserts per
-session, `SystemRandomNumberGenerator` per session ID, loading a room on
-its first resume after a restart) and, in the bot, the task hop per login
-(a loop-side login API with a completion would save the task and two
-thread hops). A login that times out after it reached the server still
+after roomd's restart with 0 failed attempts and no log line. 300,000 rooms, measured again on 2026-11-27 with the
+same script at load 7.4-7.8 on 2 cores (other engineers' builds; compare
+CPU, not wall time), before and after this step's roomd, the same roombot:
+before (revision 7f81a4c) all LOGINED in 116.7 s, 0 failed attempts, 116
+log lines (all progress), bot RSS 1,210 B per room (346 MB), roomd 1,534 B
+per session; after roomd kill -9 all RECONNECTED 208.3 s after the
+restart, 0 failed attempts. CPU to join: the bot 31.4 s (105 us per
+login), roomd 31.8 s (106 us per login). roomd's profile while logging in
+(`perf record -g`, 20 s, some 50,000 sessions held): `login` 43% (the
+fresh session 30%, `TokenSigner.verify` 6.6%, the reply with its snapshot
+as a `JSON` tree 5.8%) and `sweep` 14.5%: each second it walked every
+room's session table and ticked every session, about 0.7 us a session in
+cache misses, so it grew with the sessions held (at 1,000,000, most of a
+core): that is why roomd's CPU per login grew from ~120 us at 300,000 rooms
+to ~370 us at 1,000,000. Now the sweep ticks only the sessions whose rules
+may act by now (`SessionSchedule`: a slot per sweep period, filled after
+every change of a session's rules; `sweep` is gone from the profile). After
+(same load, with a debug build running beside it): all LOGINED in 102.8 s,
+0 failed attempts, 102 log lines; roomd 22.2 s of CPU (74 us per login,
+-30%), the bot 31.2 s (104 us, unchanged); bot RSS 1,198 B per room, roomd
+1,584 B per session (+50 B: the schedule); after roomd kill -9 all
+RECONNECTED 177.8 s after the restart, 0 failed attempts, 4 log lines (the
+bot's reconnect backoff while roomd restored 300,000 rooms reached 10.8 s
+between attempts). roombot kill -9 (`--kill-roombot`: the bot started
+again on the same config and store). With the roomd before this step: at
+30,000 rooms all resumed 20.5 s after the restart, 0 failed attempts; at
+300,000 (after the roomd kill above) only 37,713 were back within 240 s,
+with 4,981 failed attempts ("login timed out", aggregated: 107 log lines):
+the new bot took ~20 s to its first resume (loading its store), resumed
+~500 rooms/s, and 90 s after the kill roomd's heartbeat timeout made every
+session not yet resumed leave in one sweep, after which resumes came a few
+a second. With this step's roomd the same sequence did not stall in two
+runs (not profiled, so not attributed): roombot kill alone at load 8.4, all
+300,000 resumed 101.3 s after the restart; the whole sequence at load 5.9
+(all LOGINED in 74.3 s, roomd 19.8 s of CPU or 66 us per login, the bot
+28.0 s or 93 us; roomd kill -9, all RECONNECTED 84.6 s after the restart;
+roombot kill -9, all resumed 58.9 s after its restart), each phase with 0
+failed attempts and only progress lines (74, 3 and 51), bot RSS 1,213 B per
+room, roomd 1,584 B per session. 1,000,000 rooms with this step's roomd (one run of the script, load
+7.4-8.8, no kill phases for lack of time): all LOGINED in 437.7 s, 0 failed
+attempts, 427 log lines (all progress), the first 503,110 within 210 s;
+roomd 85.7 s of CPU (86 us per login, against ~370 us before: its cost per
+login no longer grows with the rooms it holds), the bot 160.3 s (160 us per
+login against 105 us at 300,000: the bot's cost now grows with its rooms,
+the next profile to take there); bot RSS 1,107 B per room (1,056 MB; target
+1 KiB), roomd 1,440 B per session (1,402 MB; target 1.5 KiB).
+Of the 60 s targets only the roombot restart's was met, once, at load
+5.9; the joins and roomd's restart miss them on this loaded machine. Next,
+by the profiles: in
+roomd, `TokenSigner.verify` per login (7.7% at 1,000,000; one bot signs all
+its logins with one token, so a verification cached per token string) and
+the reply and the empty room's snapshot built as `JSON` trees (6%); in the
+bot (105 us per login), the event log's one write(2) per line (16% of the
+bot's samples: LOGINING and LOGINED per room), `BotStore.save` and
+`flushCursors` (9% each); the task hop per login is ~6%. Then the stalled
+roombot restart seen with the old roomd (to reproduce and profile), the
+bot's RSS at 1,000,000 rooms, and roomd's restart, which loads each room
+with two queries. A login that times out after it reached the server still
 leaves a server session, so its retry gets 1009007 and the room is given
-up: with the window no login times out any more, but the engine should log
-out such late answers. Workload 9 (one million rooms) is wired into the
-full run (`roomd_workloads.million_rooms`); one run of the script here, at
-load 3-5, logged 820,583 of 1,000,000 rooms in within 480 s with 0 failed
-attempts, only progress lines and no dropped connection (before: the bot
-dropped its own connection after 40 s, 2,172 rooms in), at 945 MB of bot
-RSS (1.15 KB per room in); roomd used 303 s of CPU (about 370 us per login,
-against 115-140 us at 300,000: its cost per login grows with the rooms it
-holds, the next profile to take) and the bot 151 s.
+up; the engine should log out such late answers.
 
 **This run against the previous page (2026-11-23).** The machine was
 slower this time for everything, ours or not: the same `redis-server`
@@ -367,7 +396,8 @@ harness keeps 1,000 in flight per connection. What would take roomd
 further: the reply and the empty room's snapshot serialised from a
 template, the token's verification cached per token string (one bot signs
 all its logins with one token), and a sweep driven by a deadline queue
-instead of a walk.
+instead of a walk (done since: `SessionSchedule`, "roombot itself at
+scale" below).
 
 **roomd's fan-out.** Each push is encoded once per event (one
 `WebSocketFrame` shared by every member, checked). Frames queued on one

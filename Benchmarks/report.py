@@ -240,6 +240,17 @@ def roombot_rows(table, results):
         figure(table, label, "roombot RSS per room, all in (VmRSS / N)", sides, lambda e: e["rss_per_room_b"], suffix=" B",
                target=f"<= {budget:,} B", ratios=False,
                met=lambda a, e: verdict(a <= budget) if e["rooms"] >= 100_000 else "n/a (too few rooms)")
+        if "roomd_rss_per_session_b" in entry:
+            roomd_budget = 1536 if label.startswith("9.") else None
+            figure(table, label, "roomd RSS per session, all in (VmRSS growth since its start / N)", sides,
+                   lambda e: e["roomd_rss_per_session_b"], suffix=" B",
+                   target=f"<= {roomd_budget:,} B" if roomd_budget else "", ratios=False,
+                   met=(lambda a, e: verdict(a <= roomd_budget)) if roomd_budget else None)
+        if "resumed_s" in entry:
+            figure(table, label, "s from roombot kill -9 until every room is resumed (failed login attempts)", sides,
+                   lambda e: e.get("resumed_s"), digits=1,
+                   note=lambda e: f" ({e.get('login_failed_resume', 0):,})", target="<= 60 s", ratios=False,
+                   met=lambda a, e: verdict(e.get("resumed_s") is not None and a <= 60))
         figure(table, label, "roombot CPU s to log every room in (all threads)", sides, lambda e: e.get("bot_cpu_s", 0),
                digits=1, ratios=False)
         figure(table, label, "roombot log lines while joining (warnings and progress)", sides, lambda e: e.get("log_lines", 0),

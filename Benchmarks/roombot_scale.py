@@ -12,10 +12,17 @@ rooms in bot.json. Reports, as one JSON object on stdout:
 - with `--kill-roomd`: roomd is killed with SIGKILL once all are in, started
   again on the same port and data, and `recovered_s` is the time from the
   restart until every room is RECONNECTED (or LOGINED again) once more;
-  `login_failed_after` and `log_lines_after` count what that cost.
+  `login_failed_after` and `log_lines_after` count what that cost;
+- `roomd_rss_mb`, `roomd_rss_per_session_b`: roomd's RSS with every room in,
+  and its growth since roomd started, per session (VmRSS delta / N);
+- with `--kill-roombot`: then roombot is killed with SIGKILL (after a second
+  of quiet, so its store holds every cursor), started again on the same
+  config and store, and `resumed_s` is the time from that start until every
+  room is LOGINED (or RECONNECTED) again; `login_failed_resume` and
+  `log_lines_resume` count what that cost, `bot_cpu_resume_s` its CPU.
 
 Usage: python3 Benchmarks/roombot_scale.py --rooms 300000 [--kill-roomd]
-       [--bin .build/release] [--timeout 120]
+       [--kill-roombot] [--bin .build/release] [--timeout 120]
 Not part of `make test`; `make scale-bot` runs it.
 """
 import argparse
@@ -127,18 +134,20 @@ def main():
     parser.add_argument("--bin", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".build", "release"))
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--kill-roomd", action="store_true")
+    parser.add_argument("--kill-roombot", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs)")
     parser.add_argument("--roomd-arg", action="append", default=[], help="an extra roomd serve argument")
     parser.add_argument("--wrap", default="", help="a command to run roombot under (e.g. 'perf record -g -o FILE')")
     args = parser.parse_args()
-    print(json.dumps(measure(args.bin, args.rooms, timeout=args.timeout, kill_roomd=args.kill_roomd, keep=args.keep,
-                             roomd_args=args.roomd_arg, wrap=args.wrap)))
+    print(json.dumps(measure(args.bin, args.rooms, timeout=args.timeout, kill_roomd=args.kill_roomd,
+                             kill_roombot=args.kill_roombot, keep=args.keep, roomd_args=args.roomd_arg, wrap=args.wrap)))
 
 
-def measure(bin_dir, rooms, timeout=120, kill_roomd=False, keep=False, roomd_args=(), wrap=""):
+def measure(bin_dir, rooms, timeout=120, kill_roomd=False, kill_roombot=False, keep=False, roomd_args=(), wrap=""):
     """One run (see the module's doc); returns its figures as a dict."""
     work = tempfile.mkdtemp(prefix="roombot-scale-")
     roomd = Roomd(os.path.join(bin_dir, "roomd"), work, list(roomd_args))
+    roomd_rss_start = rss_kb(roomd.process.pid)
     events = os.path.join(work, "events.ndjson")
     config = os.path.join(work, "bot.json")
     with open(config, "w") as file:
@@ -149,10 +158,14 @@ def measure(bin_dir, rooms, timeout=120, kill_roomd=False, keep=False, roomd_arg
     bot_log = open(bot_log_path, "w")
     result = {"rooms": rooms}
     started = time.monotonic()
-    bot = subprocess.Popen([*wrap.split(), os.path.join(bin_dir, "roombot"), "run", "--config", config, "--log-level", "warning"],
-                           stdout=subprocess.DEVNULL, stderr=bot_log)
+
+    def start_bot():
+        return subprocess.Popen([*wrap.split(), os.path.join(bin_dir, "roombot"), "run", "--config", config,
+                                 "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=bot_log)
+
+    bot = start_bot()
     tail = EventTail(events)
-    state = {"logined": set(), "back": set(), "failed": 0, "phase": "first"}
+    state = {"logined": set(), "back": set(), "resumed": set(), "failed": 0, "phase": "logined"}
 
     def on_line(line):
         if b'"roomStateChanged"' not in line:
@@ -161,8 +174,7 @@ def measure(bin_dir, rooms, timeout=120, kill_roomd=False, keep=False, roomd_arg
             state["failed"] += 1
             return
         if b'"LOGINED"' in line or b'"RECONNECTED"' in line:
-            room = json.loads(line)["room"]
-            (state["logined"] if state["phase"] == "first" else state["back"]).add(room)
+            state[state["phase"]].add(json.loads(line)["room"])
 
     def wait(target, label):
         deadline = time.monotonic() + timeout
@@ -193,14 +205,16 @@ def measure(bin_dir, rooms, timeout=120, kill_roomd=False, keep=False, roomd_arg
         result["rss_per_room_b"] = round(rss * 1024 / rooms)
         result["rss_before_first_login_mb"] = round((first_rss or 0) / 1024, 1)
         result["peak_rss_mb"] = round(rss_kb(bot.pid, "VmHWM") / 1024, 1)
-        result["roomd_rss_mb"] = round(rss_kb(roomd.process.pid) / 1024, 1)
+        roomd_rss = rss_kb(roomd.process.pid)
+        result["roomd_rss_mb"] = round(roomd_rss / 1024, 1)
+        result["roomd_rss_per_session_b"] = round((roomd_rss - roomd_rss_start) * 1024 / rooms)
         result["login_failed"] = state["failed"]
         bot_log.flush()
         result["log_lines"] = count_lines(bot_log_path)
         if kill_roomd and done:
             log_offset = os.path.getsize(bot_log_path)
             failed_before = state["failed"]
-            state["phase"] = "after"
+            state["phase"] = "back"
             roomd.kill()
             time.sleep(1)
             restarted = time.monotonic()
@@ -213,6 +227,23 @@ def measure(bin_dir, rooms, timeout=120, kill_roomd=False, keep=False, roomd_arg
             result["log_lines_after"] = count_lines(bot_log_path, log_offset)
             rss = rss_kb(bot.pid)
             result["rss_after_mb"] = round(rss / 1024, 1)
+        if kill_roombot and done and (not kill_roomd or result.get("recovered_s") is not None):
+            time.sleep(1)  # quiet: the store holds every session's cursor
+            bot.send_signal(signal.SIGKILL)
+            bot.wait()
+            tail.read(on_line)
+            log_offset = os.path.getsize(bot_log_path)
+            failed_before = state["failed"]
+            state["phase"] = "resumed"
+            restarted = time.monotonic()
+            bot = start_bot()
+            back, _ = wait("resumed", "resumed after the roombot kill")
+            result["resumed_s"] = round(back - restarted, 2) if back else None
+            result["resumed"] = len(state["resumed"])
+            result["bot_cpu_resume_s"] = round(cpu_s(bot.pid), 2)
+            result["login_failed_resume"] = state["failed"] - failed_before
+            result["log_lines_resume"] = count_lines(bot_log_path, log_offset)
+            result["rss_resume_mb"] = round(rss_kb(bot.pid) / 1024, 1)
     finally:
         bot.send_signal(signal.SIGKILL)
         bot.wait()

@@ -44,6 +44,7 @@ extension RoomServer {
                     if leave { pushLeave(session, now: now) }
                 }
                 session.room.sessions.removeValue(forKey: session.id)
+                sessionSchedule.remove(session)
                 try? store.deleteSession(session.id)
                 return link.send(ServerMessage.reply(id: id, ["seq": .int(session.room.seq)]))
             default:

@@ -51,6 +51,18 @@ extension RoomServer {
         logger.info("kicked", metadata: ["room": "\(session.room.id)", "user": "\(session.userId)", "code": .stringConvertible(code.rawValue)])
     }
 
+    /// The sweep's period (ms): a tenth of the shorter of the heartbeat
+    /// timeout and the token notice, between 20 ms and 1 s.
+    static func sweepPeriod(_ configuration: ServerConfiguration) -> Int64 {
+        max(20, min(1000, min(configuration.heartbeatTimeout.milliseconds, configuration.tokenExpiryNotice.milliseconds) / 10))
+    }
+
+    /// Puts `session` in the sweep's schedule at the first time its rules
+    /// may act (`SessionSchedule`); called after every change of its rules.
+    func schedule(_ session: ServerSession) {
+        sessionSchedule.schedule(session, due: SessionSchedule.due(session.rules, clocks: sessionClocks))
+    }
+
     /// Sends the token warning the rules asked for, if any.
     func send(_ token: SessionRules.TokenResult, to session: ServerSession) {
         switch token {
@@ -76,16 +88,15 @@ extension RoomServer {
             detachSessions(of: link, now: now)
             link.connection.close(code: 1001, reason: "heartbeat timeout", discardQueued: true)
         }
-        // Every session's clocks tick in place; only those with something
-        // to do are kept (acting on one may change its room's table): a copy
-        // of every room's table, every second, was a quarter of roomd's CPU
-        // with 300,000 rooms logging in (issue #26).
+        // Only the sessions whose rules may act by now are ticked
+        // (`SessionSchedule`): a walk of every room's sessions each second
+        // was most of roomd's core with 1,000,000 sessions (issue #26).
+        // Acting on one may change its room's table, so they are all ticked first.
         var due: [(ServerSession, SessionRules.TickResult)] = []
-        for room in rooms.values {
-            for session in room.sessions.values {
-                let result = session.rules.tick(now: now, clocks: sessionClocks)
-                if result != .none { due.append((session, result)) }
-            }
+        for session in sessionSchedule.takeDue(now: now) {
+            // A session forgotten without leaving the schedule is dropped here.
+            guard session.room.sessions[session.id] === session else { continue }
+            due.append((session, session.rules.tick(now: now, clocks: sessionClocks)))
         }
         for (session, result) in due {
             switch result {
@@ -101,8 +112,11 @@ extension RoomServer {
             case .forget(let leave):
                 if leave { pushLeave(session, now: now) }
                 session.room.sessions.removeValue(forKey: session.id)
+                sessionSchedule.remove(session)
                 try? store.deleteSession(session.id)
+                continue
             }
+            schedule(session)
         }
         if now - metrics.lastRateSample.at >= 1000 {
             let elapsed = Double(now - metrics.lastRateSample.at) / 1000

@@ -20,6 +20,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     let store: RoomStore
     let signer: TokenSigner
     var rooms: [String: ServerRoom] = [:]
+    /// When the sweep must look at each retained session (RoomServer+Sessions.swift).
+    var sessionSchedule: SessionSchedule
     var links: [ObjectIdentifier: ClientLink] = [:]
     var metrics = ServerMetrics()
     /// Rate limit of the "token rejected" lines (RoomServer+AuthLog.swift).
@@ -90,6 +92,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         sessionClocks = SessionClocks(heartbeatTimeout: configuration.heartbeatTimeout.milliseconds,
                                       sessionRetention: configuration.sessionRetention.milliseconds,
                                       tokenExpiryNotice: configuration.tokenExpiryNotice.milliseconds)
+        sessionSchedule = SessionSchedule(slot: Self.sweepPeriod(configuration))
         store = try RoomStore(directory: configuration.dataDirectory,
                               synchronous: configuration.synchronousFull ? .full : .normal)
         try restore(now: startedAt)
@@ -105,8 +108,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         web.maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
         state = .running(try WebServer(loop: loop, configuration: web, delegate: self, logger: logger))
         try startAdminListener()
-        let tick = Duration.milliseconds(max(20, min(1000, min(configuration.heartbeatTimeout.milliseconds,
-                                                                configuration.tokenExpiryNotice.milliseconds) / 10)))
+        let tick = Duration.milliseconds(Self.sweepPeriod(configuration))
         sweeper = try loop.scheduleTimer(after: tick, repeating: tick) { [weak self] timer in
             // A server dropped without stop() stops its own timer here.
             guard let self else { return timer.cancel() }
@@ -221,6 +223,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             try refillRecovery(room, now: now)
             rooms[stored.room] = room
         }
+        var schedule = SessionSchedule(slot: Self.sweepPeriod(configuration))
         for stored in try store.loadSessions() {
             guard let room = rooms[stored.room] else { continue }
             // Each retained session counts its heartbeat timeout from our start.
@@ -230,7 +233,13 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
             let session = ServerSession(id: stored.id, room: room, userId: stored.userId, memberId: stored.memberId,
                                         role: stored.role, wantsWritable: stored.wantsWritable, rules: rules)
             room.sessions[session.id] = session
+            // Each looked at by the first sweep: a reload after a failed
+            // commit attaches some again (RoomServer+Commit.swift), whose
+            // token clock may then come before this detached one.
+            schedule.schedule(session, due: now)
         }
+        // Only now: a restore that throws leaves the server as it was (RoomServer+Commit.swift).
+        sessionSchedule = schedule
         logger.info("restored", metadata: ["rooms": .stringConvertible(rooms.count),
                                            "sessions": .stringConvertible(rooms.values.reduce(0) { $0 + $1.sessions.count })])
     }
@@ -252,7 +261,10 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
                                  mutation: mutation, recipients: recipients, now: now)
     }
 
+    /// Stores `session` after a change of its rules, and schedules its next
+    /// look by the sweep (`SessionSchedule`).
     func persist(_ session: ServerSession) {
+        schedule(session)
         do {
             try store.save(session.stored)
         } catch {
