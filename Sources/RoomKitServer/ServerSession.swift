@@ -136,6 +136,11 @@ final class ClientLink: WebSocketDelegate {
     /// `kind` says what to do with it if that commit fails.
     func send(_ frame: WebSocketFrame, kind: HeldSend.Kind = .plain) {
         if server.store.inTransaction {
+            // A batching connection's messages wait in its batch, unreleased
+            // until the commit (PushBatcher.swift); nothing it was sent
+            // earlier is still in `held` (the hello reply that turned
+            // batching on left `held` before anything else could follow it).
+            if batch.isOn { return hold(frame, unreleased: kind) }
             server.held.append(HeldSend(link: self, frame: frame, kind: kind))
             return
         }
