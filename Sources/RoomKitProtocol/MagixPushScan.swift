@@ -58,6 +58,30 @@ extension ServerPush {
     }
 }
 
+/// The fields one kind of magix message extracts (`MagixScanner.Found`,
+/// `FoundRequest`): its key table, and how each known member's value is
+/// read. `MagixScanner.scanMessage` walks the message for both.
+protocol MagixMessageFields {
+    /// The bits of the members that must be present.
+    static var required: UInt8 { get }
+    /// The bit of a known key (one bit each, at most 8 keys), 0 for any other key.
+    static func bit(ofKey start: Int, _ stop: Int, in scanner: MagixScanner) -> UInt8
+    /// Reads the value of the known member `bit` at `scanner.pos`; false declines.
+    mutating func read(_ bit: UInt8, from scanner: inout MagixScanner) -> Bool
+}
+
+/// A payload member read by `MagixScanner.scanPayload`.
+struct ScannedPayload {
+    /// Where its text is in the message.
+    let range: Range<Int>
+    /// Whether the text is canonical (``JSONText``).
+    let canonical: Bool
+    /// Whether every object in it has its keys in ascending byte order.
+    let sorted: Bool
+    /// Its value when not canonical (`.null` otherwise).
+    let value: JSON
+}
+
 /// The byte-level reader behind `ServerPush.scanMagix`. Every `scan…`
 /// returns nil (or false) to decline: invalid input, or a form left to the
 /// full decoder.
@@ -88,7 +112,7 @@ struct MagixScanner {
         self.keys = keys
     }
 
-    struct Found {
+    struct Found: MagixMessageFields {
         var room = ""
         var seq: Int64 = 0
         var from: Int64 = 0
@@ -96,6 +120,50 @@ struct MagixScanner {
         var payload: Range<Int>?
         var payloadCanonical = false
         var payloadValue: JSON = .null
+
+        /// op, room, seq, from, event (payload may be absent).
+        static var required: UInt8 { 31 }
+
+        /// op 1, room 2, seq 4, from 8, event 16, payload 32; 0 for any other key.
+        @inline(__always)
+        static func bit(ofKey start: Int, _ stop: Int, in scanner: MagixScanner) -> UInt8 {
+            switch stop - start {
+            case 2: return scanner.equals(start, stop, "op") ? 1 : 0
+            case 3: return scanner.equals(start, stop, "seq") ? 4 : 0
+            case 4:
+                if scanner.bytes[start] == UInt8(ascii: "r") { return scanner.equals(start, stop, "room") ? 2 : 0 }
+                return scanner.equals(start, stop, "from") ? 8 : 0
+            case 5: return scanner.equals(start, stop, "event") ? 16 : 0
+            case 7: return scanner.equals(start, stop, "payload") ? 32 : 0
+            default: return 0
+            }
+        }
+
+        @inline(__always)
+        mutating func read(_ bit: UInt8, from scanner: inout MagixScanner) -> Bool {
+            switch bit {
+            case 1:
+                return scanner.scanMagixOp()
+            case 2:
+                guard let room = scanner.scanRoomID() else { return false }
+                self.room = room
+            case 4:
+                guard let seq = scanner.scanInteger(), seq >= 0 else { return false }
+                self.seq = seq
+            case 8:
+                guard let from = scanner.scanInteger() else { return false }
+                self.from = from
+            case 16:
+                guard let event = scanner.scanEventName() else { return false }
+                self.event = event
+            case 32:
+                guard let scanned = scanner.scanPayload() else { return false }
+                (payload, payloadCanonical, payloadValue) = (scanned.range, scanned.canonical, scanned.value)
+            default:
+                return false  // not a bit of this table
+            }
+            return true
+        }
     }
 
     @inline(__always)
@@ -129,94 +197,91 @@ struct MagixScanner {
 
     mutating func scanPush() -> Found? {
         var found = Found()
-        var seen: UInt8 = 0  // op, room, seq, from, event, payload
+        return scanMessage(into: &found) ? found : nil
+    }
+
+    /// The one walk over a magix message's members, for pushes (`Found`)
+    /// and requests (`FoundRequest`): an object of plain keys (no escapes;
+    /// ASCII for the unknown ones), each known key's value read by
+    /// `Fields.read`, unknown members validated and ignored, no key
+    /// repeated, nothing after the object but whitespace, and every key of
+    /// `Fields.required` present. False to decline.
+    mutating func scanMessage<Fields: MagixMessageFields>(into fields: inout Fields) -> Bool {
+        var seen: UInt8 = 0
         var otherKeys: [Range<Int>] = []
         skipWhitespace()
-        guard pos < end, bytes[pos] == UInt8(ascii: "{") else { return nil }
+        guard pos < end, bytes[pos] == UInt8(ascii: "{") else { return false }
         pos += 1
         skipWhitespace()
-        guard pos < end, bytes[pos] != UInt8(ascii: "}") else { return nil }
+        guard pos < end, bytes[pos] != UInt8(ascii: "}") else { return false }
         while true {
-            // A key: plain text only (no escapes), ASCII for the unknown ones.
             guard pos < end, bytes[pos] == UInt8(ascii: "\""),
-                  let key = scanString(), !key.escaped else { return nil }
+                  let key = scanString(), !key.escaped else { return false }
             skipWhitespace()
-            guard pos < end, bytes[pos] == UInt8(ascii: ":") else { return nil }
+            guard pos < end, bytes[pos] == UInt8(ascii: ":") else { return false }
             pos += 1
             skipWhitespace()
-            guard pos < end else { return nil }
-            let bit = knownKey(key.start, key.end)
-            switch bit {
-            case 1:  // op
-                guard bytes[pos] == UInt8(ascii: "\""), let op = scanString(), !op.escaped,
-                      equals(op.start, op.end, "magix") else { return nil }
-            case 2:  // room
-                guard bytes[pos] == UInt8(ascii: "\""), let room = scanString(), !room.escaped else { return nil }
-                let text = UnsafeBufferPointer(rebasing: bytes[room.start..<room.end])
-                guard RoomID.isValid(bytes: text) else { return nil }
-                found.room = String(decoding: text, as: UTF8.self)
-            case 4:  // seq
-                guard let seq = scanInteger(), seq >= 0 else { return nil }
-                found.seq = seq
-            case 8:  // from
-                guard let from = scanInteger() else { return nil }
-                found.from = from
-            case 16:  // event
-                guard bytes[pos] == UInt8(ascii: "\""), let event = scanString() else { return nil }
-                if event.escaped {
-                    // Escapes (and their surrogate pairs) decoded by the parser.
-                    let literal = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[(event.start - 1)..<(event.end + 1)])
-                    guard let value = (try? JSON.parse(literal))?.stringValue else { return nil }
-                    found.event = value
-                } else {
-                    found.event = String(decoding: UnsafeBufferPointer(rebasing: bytes[event.start..<event.end]), as: UTF8.self)
-                }
-            case 32:  // payload
-                let start = pos
-                guard let (canonical, value) = scanMember() else { return nil }
-                found.payload = start..<pos
-                found.payloadCanonical = canonical
-                if let value { found.payloadValue = value }
-            default:
+            guard pos < end else { return false }
+            let bit = Fields.bit(ofKey: key.start, key.end, in: self)
+            if bit != 0 {
+                guard fields.read(bit, from: &self) else { return false }
+            } else {
                 // An unknown member: validated (the full parser would fail on
                 // it) and ignored; its key must not repeat.
-                guard !key.nonASCII else { return nil }
-                for other in otherKeys where equals(other, key.start, key.end) { return nil }
+                guard !key.nonASCII else { return false }
+                for other in otherKeys where equals(other, key.start, key.end) { return false }
                 otherKeys.append(key.start..<key.end)
-                guard scanMember() != nil else { return nil }
+                guard scanMember() != nil else { return false }
             }
-            guard seen & bit == 0 else { return nil }  // a repeated key
+            guard seen & bit == 0 else { return false }  // a repeated key
             seen |= bit
             skipWhitespace()
-            guard pos < end else { return nil }
+            guard pos < end else { return false }
             if bytes[pos] == UInt8(ascii: ",") {
                 pos += 1
                 skipWhitespace()
                 continue
             }
-            guard bytes[pos] == UInt8(ascii: "}") else { return nil }
+            guard bytes[pos] == UInt8(ascii: "}") else { return false }
             pos += 1
             break
         }
         skipWhitespace()
-        guard pos == end, seen & 31 == 31 else { return nil }
-        return found
+        return pos == end && seen & Fields.required == Fields.required
     }
 
-    /// The bit of a known member's key (op 1, room 2, seq 4, from 8, event
-    /// 16, payload 32), 0 for any other key.
-    @inline(__always)
-    func knownKey(_ start: Int, _ stop: Int) -> UInt8 {
-        switch stop - start {
-        case 2: return equals(start, stop, "op") ? 1 : 0
-        case 3: return equals(start, stop, "seq") ? 4 : 0
-        case 4:
-            if bytes[start] == UInt8(ascii: "r") { return equals(start, stop, "room") ? 2 : 0 }
-            return equals(start, stop, "from") ? 8 : 0
-        case 5: return equals(start, stop, "event") ? 16 : 0
-        case 7: return equals(start, stop, "payload") ? 32 : 0
-        default: return 0
+    // MARK: Members both messages have
+
+    /// `"magix"` at `pos`, as a plain string.
+    mutating func scanMagixOp() -> Bool {
+        guard bytes[pos] == UInt8(ascii: "\""), let op = scanString(), !op.escaped else { return false }
+        return equals(op.start, op.end, "magix")
+    }
+
+    /// A valid room ID at `pos`, as a plain string.
+    mutating func scanRoomID() -> String? {
+        guard bytes[pos] == UInt8(ascii: "\""), let room = scanString(), !room.escaped else { return nil }
+        let text = UnsafeBufferPointer(rebasing: bytes[room.start..<room.end])
+        guard RoomID.isValid(bytes: text) else { return nil }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// A string at `pos`; escapes (and their surrogate pairs) decoded by the parser.
+    mutating func scanEventName() -> String? {
+        guard bytes[pos] == UInt8(ascii: "\""), let event = scanString() else { return nil }
+        guard event.escaped else {
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[event.start..<event.end]), as: UTF8.self)
         }
+        let literal = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[(event.start - 1)..<(event.end + 1)])
+        return (try? JSON.parse(literal))?.stringValue
+    }
+
+    /// The payload member's value at `pos`: its range, whether it is
+    /// canonical and sorted, and its parsed value when it is not canonical.
+    mutating func scanPayload() -> ScannedPayload? {
+        let start = pos
+        guard let (canonical, value) = scanMember() else { return nil }
+        return ScannedPayload(range: start..<pos, canonical: canonical, sorted: sorted, value: value ?? .null)
     }
 
     @inline(__always)

@@ -54,7 +54,7 @@ extension ClientEnvelope {
 }
 
 extension MagixScanner {
-    struct FoundRequest {
+    struct FoundRequest: MagixMessageFields {
         var id: Int64 = 0
         var room = ""
         var event = ""
@@ -63,103 +63,58 @@ extension MagixScanner {
         var payloadSorted = false
         var payloadValue: JSON = .null
         var to: [String]?
+
+        /// op, id, room, event (payload and to may be absent).
+        static var required: UInt8 { 15 }
+
+        /// op 1, id 2, room 4, event 8, payload 16, to 32; 0 for any other key.
+        @inline(__always)
+        static func bit(ofKey start: Int, _ stop: Int, in scanner: MagixScanner) -> UInt8 {
+            switch stop - start {
+            case 2:
+                if scanner.bytes[start] == UInt8(ascii: "o") { return scanner.equals(start, stop, "op") ? 1 : 0 }
+                if scanner.bytes[start] == UInt8(ascii: "i") { return scanner.equals(start, stop, "id") ? 2 : 0 }
+                return scanner.equals(start, stop, "to") ? 32 : 0
+            case 4: return scanner.equals(start, stop, "room") ? 4 : 0
+            case 5: return scanner.equals(start, stop, "event") ? 8 : 0
+            case 7: return scanner.equals(start, stop, "payload") ? 16 : 0
+            default: return 0
+            }
+        }
+
+        @inline(__always)
+        mutating func read(_ bit: UInt8, from scanner: inout MagixScanner) -> Bool {
+            switch bit {
+            case 1:
+                return scanner.scanMagixOp()
+            case 2:  // a positive integer as written (decode also takes 7.0; left to it)
+                guard let id = scanner.scanInteger(), id > 0 else { return false }
+                self.id = id
+            case 4:
+                guard let room = scanner.scanRoomID() else { return false }
+                self.room = room
+            case 8:  // 1–128 bytes
+                guard let event = scanner.scanEventName(),
+                      TextRules.hasLength(event, atMost: ProtocolLimits.maxEventBytes) else { return false }
+                self.event = event
+            case 16:
+                guard let scanned = scanner.scanPayload() else { return false }
+                (payload, payloadCanonical, payloadSorted, payloadValue) =
+                    (scanned.range, scanned.canonical, scanned.sorted, scanned.value)
+            case 32:  // null, or an array of plain user IDs
+                if scanner.bytes[scanner.pos] == UInt8(ascii: "n") { return scanner.skipLiteral("null") }
+                guard let to = scanner.scanRecipients() else { return false }
+                self.to = to
+            default:
+                return false  // not a bit of this table
+            }
+            return true
+        }
     }
 
     mutating func scanRequest() -> FoundRequest? {
         var found = FoundRequest()
-        var seen: UInt8 = 0  // op 1, id 2, room 4, event 8, payload 16, to 32
-        var otherKeys: [Range<Int>] = []
-        skipWhitespace()
-        guard pos < end, bytes[pos] == UInt8(ascii: "{") else { return nil }
-        pos += 1
-        skipWhitespace()
-        guard pos < end, bytes[pos] != UInt8(ascii: "}") else { return nil }
-        while true {
-            // A key: plain text only (no escapes), ASCII for the unknown ones.
-            guard pos < end, bytes[pos] == UInt8(ascii: "\""),
-                  let key = scanString(), !key.escaped else { return nil }
-            skipWhitespace()
-            guard pos < end, bytes[pos] == UInt8(ascii: ":") else { return nil }
-            pos += 1
-            skipWhitespace()
-            guard pos < end else { return nil }
-            let bit = requestKey(key.start, key.end)
-            switch bit {
-            case 1:  // op
-                guard bytes[pos] == UInt8(ascii: "\""), let op = scanString(), !op.escaped,
-                      equals(op.start, op.end, "magix") else { return nil }
-            case 2:  // id: a positive integer as written (decode also takes 7.0; left to it)
-                guard let id = scanInteger(), id > 0 else { return nil }
-                found.id = id
-            case 4:  // room
-                guard bytes[pos] == UInt8(ascii: "\""), let room = scanString(), !room.escaped else { return nil }
-                let text = UnsafeBufferPointer(rebasing: bytes[room.start..<room.end])
-                guard RoomID.isValid(bytes: text) else { return nil }
-                found.room = String(decoding: text, as: UTF8.self)
-            case 8:  // event: 1–128 bytes
-                guard bytes[pos] == UInt8(ascii: "\""), let event = scanString() else { return nil }
-                if event.escaped {
-                    let literal = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[(event.start - 1)..<(event.end + 1)])
-                    guard let value = (try? JSON.parse(literal))?.stringValue else { return nil }
-                    found.event = value
-                } else {
-                    found.event = String(decoding: UnsafeBufferPointer(rebasing: bytes[event.start..<event.end]), as: UTF8.self)
-                }
-                guard TextRules.hasLength(found.event, atMost: ProtocolLimits.maxEventBytes) else { return nil }
-            case 16:  // payload
-                let start = pos
-                guard let (canonical, value) = scanMember() else { return nil }
-                found.payload = start..<pos
-                found.payloadCanonical = canonical
-                found.payloadSorted = sorted
-                if let value { found.payloadValue = value }
-            case 32:  // to: null, or an array of plain user IDs
-                if bytes[pos] == UInt8(ascii: "n") {
-                    guard skipLiteral("null") else { return nil }
-                } else {
-                    guard let to = scanRecipients() else { return nil }
-                    found.to = to
-                }
-            default:
-                // An unknown member: validated (the full parser would fail on
-                // it) and ignored; its key must not repeat.
-                guard !key.nonASCII else { return nil }
-                for other in otherKeys where equals(other, key.start, key.end) { return nil }
-                otherKeys.append(key.start..<key.end)
-                guard scanMember() != nil else { return nil }
-            }
-            guard seen & bit == 0 else { return nil }  // a repeated key
-            seen |= bit
-            skipWhitespace()
-            guard pos < end else { return nil }
-            if bytes[pos] == UInt8(ascii: ",") {
-                pos += 1
-                skipWhitespace()
-                continue
-            }
-            guard bytes[pos] == UInt8(ascii: "}") else { return nil }
-            pos += 1
-            break
-        }
-        skipWhitespace()
-        guard pos == end, seen & 15 == 15 else { return nil }
-        return found
-    }
-
-    /// The bit of a magix request's key (op 1, id 2, room 4, event 8,
-    /// payload 16, to 32), 0 for any other key.
-    @inline(__always)
-    func requestKey(_ start: Int, _ stop: Int) -> UInt8 {
-        switch stop - start {
-        case 2:
-            if bytes[start] == UInt8(ascii: "o") { return equals(start, stop, "op") ? 1 : 0 }
-            if bytes[start] == UInt8(ascii: "i") { return equals(start, stop, "id") ? 2 : 0 }
-            return equals(start, stop, "to") ? 32 : 0
-        case 4: return equals(start, stop, "room") ? 4 : 0
-        case 5: return equals(start, stop, "event") ? 8 : 0
-        case 7: return equals(start, stop, "payload") ? 16 : 0
-        default: return 0
-        }
+        return scanMessage(into: &found) ? found : nil
     }
 
     /// `to` at `pos` (its `[`): at most `maxRecipients` strings without

@@ -31,6 +31,22 @@ struct LinkBatch {
     var pending: [WebSocketFrame] = []
     /// What `pending` will take once sent: payloads and separators.
     var pendingBytes = 0
+    /// The kinds of the last `unreleased.count` messages of `pending`:
+    /// joined while the turn's transaction was open (`ClientLink.send`),
+    /// so not to leave before it commits. A commit releases them
+    /// (`release`); a failed one sorts them (`takeUnreleased`,
+    /// RoomServer+Commit.swift). Holding them here, rather than in the
+    /// server's `held` list, spares each delivery a `HeldSend` and its
+    /// second pass (issue #26).
+    var unreleased: [HeldSend.Kind] = []
+
+    /// Whether messages are joined into batches now.
+    var isOn: Bool {
+        switch mode {
+        case .on: return true
+        case .off, .afterHelloReply: return false
+        }
+    }
 
     /// Whether `frame` is held for the turn's batch (else it is sent now);
     /// the hello reply passing moves `.afterHelloReply` to `.on`.
@@ -46,17 +62,46 @@ struct LinkBatch {
         }
     }
 
-    /// Takes `frame` into the batch; true when it is the turn's first.
-    mutating func append(_ frame: WebSocketFrame) -> Bool {
+    /// Takes `frame` into the batch, unreleased with `kind` when given
+    /// (the turn's transaction is open); true when it is the turn's first.
+    mutating func append(_ frame: WebSocketFrame, unreleased kind: HeldSend.Kind? = nil) -> Bool {
         let first = pending.isEmpty
         pendingBytes += frame.count + (first ? 0 : 1)
         pending.append(frame)
+        if let kind { unreleased.append(kind) }
         return first
+    }
+
+    /// The turn's commit succeeded: every message may leave.
+    mutating func release() {
+        unreleased.removeAll(keepingCapacity: true)
+    }
+
+    /// The turn's commit failed: removes the unreleased messages from the
+    /// batch and returns them with their kinds, in order.
+    mutating func takeUnreleased() -> [(frame: WebSocketFrame, kind: HeldSend.Kind)] {
+        guard !unreleased.isEmpty else { return [] }
+        let start = pending.count - unreleased.count
+        let taken = zip(pending[start...], unreleased).map { (frame: $0, kind: $1) }
+        pending.removeSubrange(start...)
+        unreleased.removeAll()
+        pendingBytes = pending.reduce(max(0, pending.count - 1)) { $0 + $1.count }
+        return taken
+    }
+
+    /// Marks the unreleased messages from index `start` of the tail that
+    /// are `.plain` as part of the answer to request `id` (`tracked`).
+    mutating func markRequest(_ id: Int64, from start: Int) {
+        guard start < unreleased.count else { return }
+        for index in start..<unreleased.count where unreleased[index] == .plain {
+            unreleased[index] = .request(id)
+        }
     }
 
     /// Empties the batch and returns what it held.
     mutating func take() -> [WebSocketFrame] {
         pendingBytes = 0
+        unreleased.removeAll()
         defer { pending = [] }
         return pending
     }
@@ -87,8 +132,10 @@ extension ClientLink {
     /// Holds `frame` for the turn's batch (`deliver` calls this once the
     /// connection batches). The outbound cap counts held bytes as queued
     /// ones: over `maxOutboundBytes` in all, the connection is closed 1013
-    /// as before, and the held messages dropped with the queue.
-    func hold(_ frame: WebSocketFrame) {
+    /// as before, and the held messages dropped with the queue. `kind` is
+    /// given while the turn's transaction is open: the message then waits
+    /// for the commit as well (`ClientLink.send`).
+    func hold(_ frame: WebSocketFrame, unreleased kind: HeldSend.Kind? = nil) {
         guard connection.state == .open else { return }
         var element = frame
         if frame.contains(byte: MessageBatch.separator) {
@@ -100,7 +147,7 @@ extension ClientLink {
             }
             element = WebSocketFrame(bytes: json.serialized())
         }
-        if batch.append(element) { server.batchedLinks.append(self) }
+        if batch.append(element, unreleased: kind) { server.batchedLinks.append(self) }
         if connection.bufferedAmount + batch.pendingBytes > server.configuration.maxOutboundBytes {
             server.logger.warning("closing slow connection", metadata: [
                 "connection": "\(id)", "queued": "\(connection.bufferedAmount + batch.pendingBytes)"])
@@ -112,6 +159,7 @@ extension ClientLink {
     /// Sends the turn's batch: one WebSocket message per run that fits in
     /// `limit` bytes; a run of one message is its shared frame as is.
     func flushBatch(limit: Int) {
+        assert(batch.unreleased.isEmpty, "a batch flushed before its turn's commit")
         let frames = batch.take()
         guard !frames.isEmpty else { return }
         for run in LinkBatch.runs(of: frames, limit: limit) {

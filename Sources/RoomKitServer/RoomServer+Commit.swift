@@ -26,7 +26,9 @@ struct HeldSend {
 /// Every write of a loop turn joins one SQLite transaction (RoomStore+Batch),
 /// and every message the turn sends while it is open is held in `held`. At the
 /// end of the turn (`LoopTurnHook`, also before HTTP requests and at stop)
-/// `commitPending` commits once and then sends what was held, in order. A
+/// `commitPending` commits once and then sends what was held, in order (a
+/// batching connection's messages wait in its batch instead, unreleased
+/// until the commit: PushBatcher.swift). A
 /// request's own failure (its event refused by the store) is still answered
 /// at once with 1009500 and takes nothing else back. When the commit itself
 /// fails, nothing of the turn is stored: the in-memory rooms and sessions are
@@ -40,11 +42,13 @@ extension RoomServer {
     func tracked(id: Int64, link: ClientLink, _ body: () -> Void) {
         let writesBefore = store.writes
         let heldBefore = held.count
+        let unreleasedBefore = link.batch.unreleased.count
         body()
         guard store.writes != writesBefore else { return }
         for index in heldBefore..<held.count where held[index].link === link && held[index].kind == .plain {
             held[index].kind = .request(id)
         }
+        link.batch.markRequest(id, from: unreleasedBefore)
     }
 
     /// Commits the open transaction once it has been open for
@@ -78,26 +82,42 @@ extension RoomServer {
         } catch {
             metrics.commitFailures += 1
             logger.error("turn not stored; its events are dropped", metadata: [
-                "error": "\(error)", "messages": "\(sends.count)",
+                "error": "\(error)", "messages": "\(batchedLinks.reduce(sends.count) { $0 + $1.batch.unreleased.count })",
             ])
             reloadAfterFailedCommit(now: wallMilliseconds())
-            let refusal = ProtocolError(code: .internalError, message: "storage failed")
             var answered = Set<HeldRequest>()
-            for send in sends {
-                switch send.kind {
-                case .event:
-                    continue
-                case .request(let id):
-                    guard answered.insert(HeldRequest(link: ObjectIdentifier(send.link), id: id)).inserted else { continue }
-                    metrics.sent(refusal)
-                    send.link.deliver(WebSocketFrame(bytes: ServerMessage.replyError(id: id, refusal).serialized()))
-                case .plain:
-                    send.link.deliver(send.frame)
+            // Batching connections' messages of the turn wait in their batches.
+            for link in batchedLinks {
+                for (frame, kind) in link.batch.takeUnreleased() {
+                    afterFailedCommit(HeldSend(link: link, frame: frame, kind: kind), answered: &answered)
                 }
+            }
+            for send in sends {
+                afterFailedCommit(send, answered: &answered)
             }
             return
         }
+        for link in batchedLinks {
+            link.batch.release()
+        }
         for send in sends {
+            send.link.deliver(send.frame)
+        }
+    }
+
+    /// What a failed commit does with a message of its turn: an event's
+    /// push is dropped, the first message of a writing request's answer
+    /// becomes the storage error (the rest dropped), anything else is sent.
+    private func afterFailedCommit(_ send: HeldSend, answered: inout Set<HeldRequest>) {
+        switch send.kind {
+        case .event:
+            return
+        case .request(let id):
+            guard answered.insert(HeldRequest(link: ObjectIdentifier(send.link), id: id)).inserted else { return }
+            let refusal = ProtocolError(code: .internalError, message: "storage failed")
+            metrics.sent(refusal)
+            send.link.deliver(WebSocketFrame(bytes: ServerMessage.replyError(id: id, refusal).serialized()))
+        case .plain:
             send.link.deliver(send.frame)
         }
     }

@@ -22,6 +22,7 @@ extension RoomServer {
         links.removeValue(forKey: ObjectIdentifier(link))
         metrics.disconnects[event.code, default: 0] += 1
         detachSessions(of: link, now: wallMilliseconds())
+        if link.attachedSessions != 0 { clearDangling(link) }
         logger.debug("connection closed", metadata: ["connection": "\(link.id)", "code": .stringConvertible(Int(event.code)),
                                                      "how": .string(event.kind)])
         if stopping && links.isEmpty {
@@ -41,6 +42,25 @@ extension RoomServer {
             }
         }
         link.sessions.removeAll()
+    }
+
+    /// Detaches the sessions still attached through a closed `link` that
+    /// its `sessions` did not list (a bug elsewhere: `session.link` and
+    /// `link.sessions` are changed together): walks every room, so that no
+    /// session keeps an unowned reference to a link about to be freed.
+    private func clearDangling(_ link: ClientLink) {
+        logger.error("closed connection still had sessions attached; detaching them",
+                     metadata: ["connection": "\(link.id)", "sessions": "\(link.attachedSessions)"])
+        let now = wallMilliseconds()
+        for room in rooms.values {
+            for session in room.sessions.values where session.link === link {
+                session.link = nil
+                switch session.rules.detach(now: now, lastSeen: link.lastMessageAt) {
+                case .none: break
+                case .persist: persist(session)
+                }
+            }
+        }
     }
 
     func received(_ message: WebSocketMessage, on link: ClientLink) {

@@ -20,7 +20,24 @@ final class ServerSession {
     /// The session rules: feed it every input, do what it answers.
     var rules: SessionRules
     /// The connection it is attached to; nil while detached.
-    weak var link: ClientLink?
+    ///
+    /// Not `weak`: a weak reference gives every `ClientLink` a side table,
+    /// and then every retain and release of a link (several per delivery in
+    /// the fan-out) takes the runtime's slow path (issue #26: ~53% of
+    /// batched roomd's samples). Not counted either: the link's lifetime is
+    /// guaranteed by its owner instead. A link lives in `RoomServer.links`
+    /// until `closed`, and `closed` detaches every session attached through
+    /// it (`detachSessions`, then `clearDangling` should any be left); each
+    /// assignment keeps `ClientLink.attachedSessions` exact, so a link that
+    /// is closed with a session still pointing at it is found and cleared,
+    /// and one freed so would stop the process (`ClientLink.deinit`) rather
+    /// than leave a dangling reference. Loop thread only.
+    unowned(unsafe) var link: ClientLink? {
+        didSet {
+            oldValue?.attachedSessions -= 1
+            link?.attachedSessions += 1
+        }
+    }
 
     init(id: String, room: ServerRoom, userId: String, memberId: Int64, role: TokenRole,
          wantsWritable: Bool, rules: SessionRules) {
@@ -31,6 +48,12 @@ final class ServerSession {
         self.role = role
         self.wantsWritable = wantsWritable
         self.rules = rules
+    }
+
+    deinit {
+        // A session dropped while attached (a room reloaded after a failed
+        // commit, say) no longer points at its link.
+        link?.attachedSessions -= 1
     }
 
     /// Token expiry, ms since the epoch.
@@ -74,6 +97,9 @@ final class ClientLink: WebSocketDelegate {
     var unsolicited: RateBucket
     /// Batched messages, when the hello asked for them (PushBatcher.swift).
     var batch = LinkBatch()
+    /// How many sessions have this link as their `link` (kept by
+    /// `ServerSession.link`'s observer): zero once `closed` has run.
+    var attachedSessions = 0
 
     init(connection: WebSocketConnection, server: RoomServer, now: Int64) {
         id = randomIdentifier("c-")
@@ -82,6 +108,13 @@ final class ClientLink: WebSocketDelegate {
         lastMessageAt = now
         requests = RateBucket(server.rateLimits, now: now)
         unsolicited = RateBucket(server.rateLimits, now: now)
+    }
+
+    deinit {
+        // `ServerSession.link` is unowned(unsafe): a session still pointing
+        // here would be a dangling reference. `RoomServer.closed` clears them
+        // all before the server lets go of a link, so this never fires.
+        precondition(attachedSessions == 0, "connection \(id) freed with \(attachedSessions) sessions attached")
     }
 
     func webSocket(_ connection: WebSocketConnection, didReceive message: WebSocketMessage) {
@@ -103,6 +136,11 @@ final class ClientLink: WebSocketDelegate {
     /// `kind` says what to do with it if that commit fails.
     func send(_ frame: WebSocketFrame, kind: HeldSend.Kind = .plain) {
         if server.store.inTransaction {
+            // A batching connection's messages wait in its batch, unreleased
+            // until the commit (PushBatcher.swift); nothing it was sent
+            // earlier is still in `held` (the hello reply that turned
+            // batching on left `held` before anything else could follow it).
+            if batch.isOn { return hold(frame, unreleased: kind) }
             server.held.append(HeldSend(link: self, frame: frame, kind: kind))
             return
         }

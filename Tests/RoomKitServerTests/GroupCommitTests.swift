@@ -35,6 +35,35 @@ final class GroupCommitTests: ServerTestCase {
         XCTAssertEqual(late["state"]?["globalState"], ["before": true, "kept": true], "the lost patch is not in memory")
     }
 
+    /// Batching connections keep the turn's messages in their batch until
+    /// the commit (PushBatcher.swift): a failed commit must still turn the
+    /// writer's reply into 1009500 and drop the push, for both of them.
+    func testFailedCommit_withBatchingConnections_answersTheWrite1009500_andDropsItsPush() throws {
+        let server = try startServer()
+        func batchingMember(_ user: String) throws -> RawClient {
+            let client = try server.connect(hello: false)
+            XCTAssertEqual(try client.helloBatched()["batch"], true)
+            let reply = try client.login("r1", token: makeToken(user: user, room: "r1"), user: user)
+            XCTAssertEqual(reply["ok"], true, "login of \(user): \(reply)")
+            return client
+        }
+        let writer = try batchingMember("u1")
+        let watcher = try batchingMember("u2")
+        try writer.waitFor("userUpdate", room: "r1")
+        XCTAssertEqual(try writer.ok("magix", room: "r1", ["event": "before"]).int("seq"), 3)
+        XCTAssertEqual(try watcher.waitFor("magix", room: "r1").int("seq"), 3)
+
+        try failNextCommit(server)
+        XCTAssertEqual(try writer.failure("magix", room: "r1", ["event": "lost"]), 1_009_500)
+        try watcher.expectNothing(for: 0.2)
+        try writer.expectNothing("magix", for: 0.1)
+
+        XCTAssertEqual(try writer.ok("magix", room: "r1", ["event": "kept"]).int("seq"), 4, "the lost event took no seq")
+        let kept = try watcher.waitFor("magix", room: "r1")
+        XCTAssertEqual(kept.int("seq"), 4)
+        XCTAssertEqual(kept["event"], "kept")
+    }
+
     func testFailedCommit_ofALogin_refusesIt_andLeavesNoGhostMember() throws {
         let server = try startServer()
         let (first, _) = try server.join("r1", user: "u1")
