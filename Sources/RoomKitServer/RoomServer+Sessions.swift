@@ -60,7 +60,7 @@ extension RoomServer {
     /// Puts `session` in the sweep's schedule at the first time its rules
     /// may act (`SessionSchedule`); called after every change of its rules.
     func schedule(_ session: ServerSession) {
-        sessionSchedule.schedule(session, due: SessionSchedule.due(session.rules, clocks: sessionClocks))
+        sessionSchedule.schedule(session, due: session.rules.nextTick(clocks: sessionClocks))
     }
 
     /// Sends the token warning the rules asked for, if any.

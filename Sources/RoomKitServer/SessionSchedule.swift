@@ -7,7 +7,7 @@ import RoomKitServerCore
 /// with 1,000,000 most of it (a few cache misses per session), so roomd's
 /// cost per login grew with the sessions it held. Now each session sits in
 /// the slot (one sweep period) of the time at or after which its rules may
-/// act (`SessionSchedule.due`), and the sweep ticks only the sessions of
+/// act (`SessionRules.nextTick`), and the sweep ticks only the sessions of
 /// the slots that have come. The rules still decide: a session ticked early
 /// gets `.none` and is put back; one ticked on time acts as before, at the
 /// first sweep at or after its deadline.
@@ -74,23 +74,5 @@ struct SessionSchedule {
             }
         }
         return due
-    }
-
-    /// The first time (ms) at which `rules.tick` may answer anything but
-    /// `.none`: the token's notice (or its expiry once warned) while
-    /// attached; the heartbeat timeout (while still visible) or the end of
-    /// retention while detached; the end of retention once ended. It
-    /// follows `SessionRules.tick`'s conditions exactly
-    /// (SessionScheduleTests checks that, state by state).
-    static func due(_ rules: SessionRules, clocks: SessionClocks) -> Int64 {
-        switch rules.state {
-        case .attached:
-            return rules.warnedOfExpiry ? rules.tokenExpiresAt : min(rules.tokenExpiresAt, rules.tokenExpiresAt - clocks.tokenExpiryNotice)
-        case .detached(let since, let lastSeen, let visible):
-            let forget = since + clocks.sessionRetention
-            return visible ? min(forget, lastSeen + clocks.heartbeatTimeout) : forget
-        case .ended(_, let since):
-            return since + clocks.sessionRetention
-        }
     }
 }

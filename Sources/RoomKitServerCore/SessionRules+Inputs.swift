@@ -226,6 +226,24 @@ extension SessionRules {
         }
     }
 
+    /// The first time (ms) at which `tick` may answer anything but `.none`,
+    /// so a server can leave the session alone until then: the token's
+    /// notice (or its expiry once warned) while attached; the heartbeat
+    /// timeout (while still visible) or the end of retention while
+    /// detached; the end of retention once ended. It states `tick`'s own
+    /// conditions, here beside them, so the two cannot drift apart.
+    public func nextTick(clocks: SessionClocks) -> Int64 {
+        switch state {
+        case .attached:
+            return warnedOfExpiry ? tokenExpiresAt : tokenExpiresAt - max(0, clocks.tokenExpiryNotice)
+        case .detached(let since, let lastSeen, let visible):
+            let forget = since + clocks.sessionRetention
+            return visible ? min(forget, lastSeen + clocks.heartbeatTimeout) : forget
+        case .ended(_, let since):
+            return since + clocks.sessionRetention
+        }
+    }
+
     /// Warns of the current token when attached, within the notice and not
     /// warned of yet; marks it warned.
     private mutating func warnIfDue(now: Int64, clocks: SessionClocks) -> TokenResult {

@@ -36,7 +36,7 @@ final class SessionScheduleTests: XCTestCase {
 
     func testDue_isTheFirstTimeTheRulesTickAct_inEveryState() {
         for (name, rules) in states() {
-            let due = SessionSchedule.due(rules, clocks: clocks)
+            let due = rules.nextTick(clocks: clocks)
             var before = rules
             XCTAssertEqual(before.tick(now: due - 1, clocks: clocks), .none, "\(name): acted before its due time \(due)")
             var at = rules
