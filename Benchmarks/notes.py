@@ -176,7 +176,7 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   the seq'd events every member receives) holds no `userUpdate` after the
   kill: the resumes are invisible while they finish inside the heartbeat
   timeout.
-- **9. No-op python plugin over the wire.** RoomKit only
+- **10. No-op python plugin over the wire.** RoomKit only
   (`Benchmarks/python_plugin_workload.py`). The bot's side of the plugin
   wire (docs/PLUGIN-WIRE.md) is played by the benchmark script, which
   spawns `Benchmarks/plugins/noop_plugin.py` (the `roomkit_plugin` SDK, a
@@ -282,7 +282,41 @@ with two queries. A login that times out after it reached the server still
 leaves a server session, so its retry gets 1009007 and the room is given
 up; the engine should log out such late answers.
 
-**This run against the previous page (2026-11-23).** The machine was
+**This run (2026-11-27) against the previous page (2026-11-26 12:44,
+revision 69d6436).** Read the "Shared" row first: only run 1's first
+workloads had a quiet machine; a clean-clone CI run and then both
+sanitizer halves ran beside the rest, so most medians are loaded figures
+and the peers slowed with us (Python peer service logins 9,139-10,266/s
+against 12,591). What improved beyond that noise: roomd's CPU per durable
+append 24.1 -> 11.5 us (106,848 appends/s in the quiet run 1, the 100,000
+target met there, 88,010 the median); roomd's CPU per delivery to batching
+members 0.41 / 0.31 us in rooms of 100 / 1,000, within 2x Redis's 0.27-0.31
+(the unowned session link and the per-connection batch; without batching
+0.92 / 0.81, under the 1 us row's target now); roombot itself joins
+300,000 rooms in 34.5 s and is back 43.3 s after a roomd kill -9 (both
+<= 60 s) at 1,212 B per room; process plugins: urlInterrupter p99 89.6
+us and a no-op Python plugin at 255,581 events/s (both targets met), but
+one no-op C plugin in a process at 0.70x inline (0.64-0.99; the table's
+"met" is the verdict of the run with the median rate, whose ratio was
+0.99x: by the median ratio the 0.8x target is missed) and 1,759 ns of bot
+CPU per event per process plugin (1,021 in the quiet run: missed). What got worse, and is not only the load:
+the client's CPU per firehose event with 3 inline plugins, 2.18 us on the
+previous page, was 3.98 us in the quiet run 1 (1.56 us with no plugin, as
+before): the amortised inline hook went from 259 ns to ~800 ns. A profile
+of that workload (`perf record -g` of roomkit-bench, 3 s) puts the new cost
+in per-call bookkeeping added since the previous page: the exact dispatch
+latency's `TurnDone.finished`, a dictionary lookup per event (~5% of
+samples with its hashing), the per-room call counter's `Tally.count`, a
+String- and hook-keyed dictionary per call (~3%), and a clock read per call
+in the runtime's run loop (~3%), plus their retains. Next: keep those per
+turn in arrays indexed by plugin and room slot instead of dictionaries, and
+read the clock once per batch. Room logins per second of the engine's
+client also fell (13,023/s against 21,758; 15,783/s in the quiet run 1's
+idle sessions at 100,000 against 21,954), with roomd at 72-92 us of CPU per
+login in an A/B taken under load (batching on or off, commit deadline 10 ms
+or 1 s made no difference); not attributed yet.
+
+**The run before (2026-11-26) against the page before it (2026-11-23).** The machine was
 slower this time for everything, ours or not: the same `redis-server`
 needed 0.24 us of CPU per delivery (0.14 on the previous page), the Python
 peer 7.19 us per firehose event (5.21) and the NIO peer 8.27 (6.34). So

@@ -505,7 +505,7 @@ def python_plugin_rows(table, results):
     py = results.get("pythonplugin")
     if not py:
         return
-    label = f"9. No-op python plugin over the wire (roomkit_plugin, batches of {py['batch']:,})"
+    label = f"10. No-op python plugin over the wire (roomkit_plugin, batches of {py['batch']:,})"
     only = {"roomkit": py}
     figure(table, label, "events/s, socket to handler and back (DONE)", only, lambda e: e["events_per_s"],
            target=">= 100,000", met=lambda a, _: verdict(a >= 100_000), ratios=False)
@@ -578,6 +578,8 @@ def render(results, command):
     merged, limits = build(results)
     runs = len(runs_of(results))
     million_runs = sum(1 for run in runs_of(results) if run.get("million"))
+    # What else ran on the machine (results.json "shared" says it for a run that knows).
+    shared = results.get("shared") or "yes: other engineers' builds and tests ran on the same 2 cores during the run"
     quick = " (BENCH_QUICK smoke run: smaller sizes, not the real figures)" if results["quick"] else ""
     nio = machine.get("nio") or "not built"
     pinning = results.get("pinning") or "none"
@@ -601,7 +603,7 @@ Written by `{command}`{quick}; do not edit by hand.
 | Runs | {runs}: every workload runs once per run, the runs one after another; each figure is the median run, (min-max) when the runs differ; workload 9 (one million rooms, up to 15 minutes) runs in the first {million_runs} only (BENCH_MILLION_RUNS) |
 | Pinning | {pinning} |
 | Machine | {machine['nproc']} cores, {machine['cpu']}, {machine['ram_gib']:.1f} GiB RAM, Linux {machine['kernel']} |
-| Shared | yes: other engineers' builds and tests ran on the same 2 cores during the run |
+| Shared | {shared} |
 | RoomKit | revision {machine['revision']}, {machine['swift']}, release build |
 | Python peer | Python {machine['python']}, websockets {machine['websockets']}, default asyncio event loop, stdlib json |
 | NIO peer | {nio} |
