@@ -134,19 +134,9 @@ extension PluginProcess {
 }
 
 extension PluginProcess.Entry {
-    /// The room and hook of a room or player event record (nil for others).
+    /// The room and hook of a room or player event record (nil for others),
+    /// from the room noted when it was queued: no second decode of the record.
     var roomAndHook: (String, PluginHookKind)? {
-        record.withUnsafeBytes { raw -> (String, PluginHookKind)? in
-            var r = WireReader(raw)
-            let type = UInt32(r.u8())
-            _ = r.u64()
-            _ = r.u64()
-            guard let room = r.string() else { return nil }
-            switch type {
-            case ROOMKIT_WIRE_RECORD_ROOM.rawValue: return (room, .roomEvent)
-            case ROOMKIT_WIRE_RECORD_PLAYER.rawValue: return (room, .playerEvent)
-            default: return nil
-            }
-        }
+        room.map { ($0, hook) }
     }
 }

@@ -30,8 +30,10 @@ extension PluginProcess {
     @discardableResult
     func send(_ record: Record) -> UInt64? {
         let now = DispatchTime.now().uptimeNanoseconds
+        let room: String?
+        if case .player(_, let playerRoom, _) = record { room = playerRoom } else { room = nil }
         return lock.withLock { () -> UInt64? in
-            let seq = appendLocked(posted: now) { seq in
+            let seq = appendLocked(posted: now, room: room) { seq in
                 switch record {
                 case .player(let kind, let room, let payload):
                     return WireRecord.encode(ROOMKIT_WIRE_RECORD_PLAYER, seq: seq, number: Int64(kind), a: room, b: payload.utf8)

@@ -39,7 +39,7 @@ final class PluginProcess: @unchecked Sendable {
         let record: [UInt8]
         /// When it was queued (uptime ns): the start of its call's latency.
         let posted: UInt64
-        /// A room event's room, for the per-room counts at DONE (nil: another kind of record).
+        /// A room or player event's room, for the per-room counts (nil: another kind of record).
         var room: String?
         var skip = false
         /// The child reported its handler failed (FAILED): counted already.
