@@ -9,6 +9,18 @@ enum PluginHookKind: String, Sendable, CaseIterable {
     case throwError = "throw_error"
     case urlInterrupter = "url_interrupter"
     case configChanged = "on_config_changed"
+
+    /// The case's place in `allCases`, for tables indexed by hook: a
+    /// hook-keyed dictionary hashes the raw value's String on every call.
+    var slot: Int {
+        switch self {
+        case .roomEvent: return 0
+        case .playerEvent: return 1
+        case .throwError: return 2
+        case .urlInterrupter: return 3
+        case .configChanged: return 4
+        }
+    }
 }
 
 /// One plugin's instruments (swift-metrics), dimension `plugin`:
@@ -23,7 +35,8 @@ enum PluginHookKind: String, Sendable, CaseIterable {
 final class PluginCallMetrics: Sendable {
     private let calls: Counter
     private let failures: Counter
-    private let latency: [PluginHookKind: Timer]
+    /// By `PluginHookKind.slot`.
+    private let latency: [Timer]
     private let dispatch: Timer
     private let suppressedLogLines: Counter
 
@@ -31,11 +44,9 @@ final class PluginCallMetrics: Sendable {
         let dimensions = [("plugin", plugin)]
         calls = Counter(label: "roomkit_plugin_calls_total", dimensions: dimensions, factory: factory)
         failures = Counter(label: "roomkit_plugin_failures_total", dimensions: dimensions, factory: factory)
-        var latency: [PluginHookKind: Timer] = [:]
-        for hook in PluginHookKind.allCases {
-            latency[hook] = Timer(label: "roomkit_plugin_call_seconds", dimensions: dimensions + [("hook", hook.rawValue)], factory: factory)
+        latency = PluginHookKind.allCases.sorted { $0.slot < $1.slot }.map { hook in
+            Timer(label: "roomkit_plugin_call_seconds", dimensions: dimensions + [("hook", hook.rawValue)], factory: factory)
         }
-        self.latency = latency
         dispatch = Timer(label: "roomkit_plugin_dispatch_seconds", dimensions: dimensions, factory: factory)
         suppressedLogLines = Counter(label: "roomkit_plugin_log_lines_suppressed_total", dimensions: dimensions, factory: factory)
     }
@@ -50,18 +61,18 @@ final class PluginCallMetrics: Sendable {
     func record(nanoseconds: UInt64, failed: Bool, hook: PluginHookKind?) {
         calls.increment()
         if failed { failures.increment() }
-        if let hook { latency[hook]?.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds)) }
+        if let hook { latency[hook.slot].recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds)) }
     }
 
     /// One successful call's latency (its count comes with `countCalls`).
     func recordLatency(nanoseconds: UInt64, hook: PluginHookKind) {
-        latency[hook]?.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds))
+        latency[hook.slot].recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds))
     }
 
     /// `count` successful calls of the same latency (a process plugin's DONE
     /// covers a batch): one lookup of the hook's timer for all of them.
     func recordLatency(nanoseconds: UInt64, hook: PluginHookKind, count: Int) {
-        guard let timer = latency[hook] else { return }
+        let timer = latency[hook.slot]
         for _ in 0..<count { timer.recordNanoseconds(Int64(truncatingIfNeeded: nanoseconds)) }
     }
 

@@ -11,6 +11,9 @@ struct DispatchState {
     /// NUL-terminated; the turn's calls point into it, and every plugin's
     /// batch shares it (one buffer per turn, not one per event).
     var turnPayloads: [UInt8] = []
+    /// How many distinct events the turn's batches hold (each event's
+    /// `TurnCall.index` is its number among them).
+    var turnEvents: Int32 = 0
     /// When the turn's first batched event was raised (uptime ns), the
     /// start of its plugins' dispatch latency.
     var turnStarted: UInt64 = 0
@@ -18,6 +21,12 @@ struct DispatchState {
     /// room globs, ABI), as of `targetsVersion`.
     var targets: [DispatchTarget] = []
     var targetsVersion = -1
+
+    /// The next event's number in this turn.
+    mutating func nextEventIndex() -> Int32 {
+        defer { turnEvents += 1 }
+        return turnEvents
+    }
 }
 
 /// A value only its loop's thread may touch, checked on every access

@@ -26,8 +26,9 @@ public struct PluginRoomCalls: Sendable, Hashable {
 /// One plugin instance's calls per room and hook. Only rooms that had a
 /// call have an entry, and a room's entry goes when the room's session ends
 /// (LOGOUT, after the plugin's calls for it), so the memory follows the live
-/// rooms the plugin serves. A call costs one lock (uncontended: the plugin's
-/// own thread writes, a control-API read is rare) and one dictionary lookup.
+/// rooms the plugin serves: one flat table per hook, an entry per room (no
+/// table per room). A batch of calls costs one lock and one lookup per run
+/// of calls in one room (`Runs`); a failure is counted on its own.
 /// Thread-safe.
 final class PluginRoomTally: Sendable {
     struct Counts: Sendable {
@@ -37,10 +38,26 @@ final class PluginRoomTally: Sendable {
         var lastErrorAt: Int64 = 0
     }
 
+    /// One batch's successful calls per room, gathered on the plugin's
+    /// thread with no lock and no hashing per call: consecutive calls in
+    /// one room make one run (one String comparison per call).
+    struct Runs {
+        fileprivate var runs: [(room: String, calls: Int)] = []
+
+        mutating func add(_ room: String) {
+            if let last = runs.indices.last, runs[last].room == room {
+                runs[last].calls += 1
+            } else {
+                runs.append((room, 1))
+            }
+        }
+    }
+
     /// The longest `lastError` kept (a crash reason can quote a signal and a label).
     static let maxErrorLength = 300
 
-    private let rooms = LockedValue<[String: [PluginHookKind: Counts]]>([:])
+    /// Per hook (by `PluginHookKind.slot`), per room.
+    private let rooms = LockedValue<[[String: Counts]]>(Array(repeating: [:], count: PluginHookKind.allCases.count))
 
     /// Counts one call for `room` to `hook`; a failure when `failure` gives
     /// a text (read only then). Any thread (the plugin's, usually).
@@ -48,30 +65,38 @@ final class PluginRoomTally: Sendable {
         let error = failure()
         let at = error == nil ? 0 : Int64(Date().timeIntervalSince1970 * 1000)
         rooms.withLock { rooms in
-            rooms[room, default: [:]][hook, default: Counts()].add(call: call, error: error, at: at)
+            rooms[hook.slot][room, default: Counts()].add(call: call, error: error, at: at)
         }
     }
 
-    /// Counts `calls[room]` calls to `hook` for each room, under one lock
-    /// (a process plugin's DONE covers a batch). Any thread.
-    func count(calls: [String: Int], _ hook: PluginHookKind) {
+    /// Counts a batch's successful calls to `hook`, under one lock. Any thread.
+    func count(_ runs: Runs, _ hook: PluginHookKind) {
+        guard !runs.runs.isEmpty else { return }
         rooms.withLock { rooms in
-            for (room, count) in calls { rooms[room, default: [:]][hook, default: Counts()].calls += count }
+            for run in runs.runs { rooms[hook.slot][run.room, default: Counts()].calls += run.calls }
         }
     }
 
     /// Forgets `room` (its session ended).
     func forget(_ room: String) {
-        _ = rooms.withLock { $0.removeValue(forKey: room) }
+        rooms.withLock { rooms in
+            for slot in rooms.indices { rooms[slot].removeValue(forKey: room) }
+        }
     }
 
     /// `room`'s counts per hook (empty when it had no call).
     func counts(of room: String) -> [PluginHookKind: Counts] {
-        rooms.withLock { $0[room] ?? [:] }
+        rooms.withLock { rooms in
+            var counts: [PluginHookKind: Counts] = [:]
+            for hook in PluginHookKind.allCases { counts[hook] = rooms[hook.slot][room] }
+            return counts
+        }
     }
 
     /// How many rooms have an entry (tests: the memory bound).
-    var roomCount: Int { rooms.withLock { $0.count } }
+    var roomCount: Int {
+        rooms.withLock { rooms in rooms.reduce(into: Set<String>()) { $0.formUnion($1.keys) }.count }
+    }
 }
 
 extension PluginRoomTally.Counts {

@@ -294,7 +294,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             state.targets = runtimes.withLock { $0 }.map(DispatchTarget.init)
             state.targetsVersion = version
         }
-        var payload: Range<Int>?
+        var payload: (Range<Int>, Int32)?
         var holding: Bool?
         for target in state.targets {
             guard target.room || (isMagix && target.magix) else { continue }
@@ -320,9 +320,9 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
                 runtime.post(roomEvents: [PluginRoomEvent(kind: Int32(kind.rawValue), room: room, payload: own[range])])
                 continue
             }
-            let range = payload ?? Self.appendRoomEventPayload(encoding, to: &state.turnPayloads)
-            payload = range
-            let call = TurnCall(kind: Int32(kind.rawValue), room: room, payload: range)
+            let (range, index) = payload ?? (Self.appendRoomEventPayload(encoding, to: &state.turnPayloads), state.nextEventIndex())
+            payload = (range, index)
+            let call = TurnCall(kind: Int32(kind.rawValue), room: room, payload: range, index: index)
             if state.turnBatch.isEmpty { state.turnStarted = DispatchTime.now().uptimeNanoseconds }
             if let index = state.turnBatch.firstIndex(where: { $0.runtime === runtime }) {
                 state.turnBatch[index].calls.append(call)
@@ -357,20 +357,22 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// loop turn instead of one per event, every plugin's events pointing
     /// into the turn's one payload buffer. Loop thread only.
     func flushTurn() {
-        let (batch, payloads, started) = dispatchState.withValue { state -> ([(runtime: PluginRuntime, calls: [TurnCall])], [UInt8], UInt64) in
-            guard !state.turnBatch.isEmpty else { return ([], [], 0) }
+        let (batch, payloads, events, started) = dispatchState.withValue { state -> ([(runtime: PluginRuntime, calls: [TurnCall])], [UInt8], Int, UInt64) in
+            guard !state.turnBatch.isEmpty else { return ([], [], 0, 0) }
             let batch = state.turnBatch
             let payloads = state.turnPayloads
+            let events = Int(state.turnEvents)
+            state.turnEvents = 0
             state.turnBatch.removeAll(keepingCapacity: true)
             // A new buffer for the next turn (this one now belongs to the plugins' batches).
             state.turnPayloads = []
             state.turnPayloads.reserveCapacity(payloads.count)
-            return (batch, payloads, state.turnStarted)
+            return (batch, payloads, events, state.turnStarted)
         }
         guard !batch.isEmpty else { return }
-        let done = TurnDone(batch: batch, since: started, timer: eventDispatch)
+        let done = TurnDone(events: events, batch: batch, since: started, timer: eventDispatch)
         for (runtime, calls) in batch {
-            runtime.post(roomEvents: calls.map { PluginRoomEvent(kind: $0.kind, room: $0.room, payload: payloads[$0.payload], turn: done) },
+            runtime.post(roomEvents: PluginRoomEvents(payloads: payloads, calls: calls, turn: done),
                          since: started)
         }
     }
@@ -514,10 +516,12 @@ enum Glob {
 
 /// One room event for one plugin in the current turn: its payload is a range
 /// of the turn's payload buffer.
-struct TurnCall {
+struct TurnCall: Sendable {
     let kind: Int32
     let room: String
     let payload: Range<Int>
+    /// The event's number in its turn (`TurnDone`).
+    let index: Int32
 }
 
 /// A runtime with what dispatch checks per event read out once.

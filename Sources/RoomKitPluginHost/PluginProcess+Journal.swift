@@ -10,14 +10,14 @@ import Foundation
 extension PluginProcess {
     /// A loop turn's room events: each encoded once into the journal, then
     /// written in EVENTS frames at once (this is the plugin's queue).
-    func deliver(_ events: [PluginRoomEvent], since: UInt64) {
+    func deliver(_ events: PluginRoomEvents, since: UInt64) {
         let now = DispatchTime.now().uptimeNanoseconds
         let posted = since == 0 ? now : since
         lock.withLock {
-            for event in events {
-                _ = appendLocked(posted: posted, room: event.room) { seq in
-                    WireRecord.encode(ROOMKIT_WIRE_RECORD_ROOM, seq: seq, number: Int64(event.kind),
-                                      a: event.room, b: event.payload.dropLast())
+            for call in events.calls {
+                _ = appendLocked(posted: posted, room: call.room) { seq in
+                    WireRecord.encode(ROOMKIT_WIRE_RECORD_ROOM, seq: seq, number: Int64(call.kind),
+                                      a: call.room, b: events.payloads[call.payload].dropLast())
                 }
             }
             flushScheduled = true  // this flush, now: no second one from the queue
@@ -150,7 +150,7 @@ extension PluginProcess {
     /// `timeoutMs` counts as one failure (PluginCallDeadline).
     func countFinished(through seq: UInt64) {
         var dispatch: [UInt64] = []
-        var rooms: [String: Int] = [:]
+        var rooms = PluginRoomTally.Runs()
         var late: [Entry] = []
         let (tally, hooks, target) = lock.withLock { () -> (PluginRuntime.SuccessTally, [PluginHookKind: (calls: Int, nanoseconds: UInt64)], PluginRuntime?) in
             if let current { trimLocked(done: min(current.doneSeq, seq)) }
@@ -189,7 +189,7 @@ extension PluginProcess {
                 run.nanoseconds &+= elapsed
                 if hook == .roomEvent {
                     dispatch.append(now &- entry.posted)
-                    if let room = entry.room { rooms[room, default: 0] += 1 }
+                    if let room = entry.room { rooms.add(room) }
                 }
             }
             endRun()
@@ -202,7 +202,7 @@ extension PluginProcess {
         }
         guard let target else { return }
         if tally.calls > 0 {
-            if !rooms.isEmpty { target.roomCalls.count(calls: rooms, .roomEvent) }
+            target.roomCalls.count(rooms, .roomEvent)
             target.countFinished(tally, hooks: hooks, dispatch: dispatch)
         }
         for entry in late {

@@ -98,23 +98,18 @@ struct OutstandingCalls {
     }
 }
 
-/// One `on_room_event` call of a loop turn: the room and the payload text
-/// are built once per event and shared by every plugin that gets it.
+/// One `on_room_event` call on its own (a held event, a call posted while
+/// the loop shuts down, tests): its own NUL-terminated payload.
 struct PluginRoomEvent: Sendable {
     let kind: Int32
     let room: String
-    /// The payload's UTF-8 JSON text, NUL-terminated (handed to C as is):
-    /// usually a slice of a loop turn's payload buffer, shared by every
-    /// plugin's batch.
+    /// The payload's UTF-8 JSON text, NUL-terminated (handed to C as is).
     let payload: ArraySlice<UInt8>
-    /// The loop turn it came in, when batched (the dispatch latency's "last plugin done").
-    let turn: TurnDone?
 
-    init(kind: Int32, room: String, payload: ArraySlice<UInt8>, turn: TurnDone? = nil) {
+    init(kind: Int32, room: String, payload: ArraySlice<UInt8>) {
         self.kind = kind
         self.room = room
         self.payload = payload
-        self.turn = turn
     }
 
     init(kind: Int32, room: String, payload: [UInt8]) {
@@ -127,6 +122,45 @@ struct PluginRoomEvent: Sendable {
 
     /// The payload text without its NUL (tests, hand-off).
     var payloadText: String { String(decoding: payload.dropLast(), as: UTF8.self) }
+}
+
+/// A batch of `on_room_event` calls for one plugin: usually a loop turn's,
+/// whose payload texts sit back to back in one buffer (each NUL-terminated)
+/// that every plugin's batch of the turn shares; each call names its room,
+/// kind and range there. Nothing is built per call when the turn is posted
+/// (the calls are the array dispatch filled), and the plugin's thread takes
+/// the buffer's address once per batch.
+struct PluginRoomEvents: Sendable {
+    let payloads: [UInt8]
+    let calls: [TurnCall]
+    /// The loop turn they came in, when batched (the dispatch latency's
+    /// "last plugin done"; each call's `index` is its number there).
+    let turn: TurnDone?
+
+    init(payloads: [UInt8], calls: [TurnCall], turn: TurnDone?) {
+        self.payloads = payloads
+        self.calls = calls
+        self.turn = turn
+    }
+
+    /// Single events, copied into one buffer of their own (not a turn's).
+    init(_ events: [PluginRoomEvent]) {
+        var payloads: [UInt8] = []
+        var calls: [TurnCall] = []
+        calls.reserveCapacity(events.count)
+        for (offset, event) in events.enumerated() {
+            let start = payloads.count
+            payloads.append(contentsOf: event.payload)
+            calls.append(TurnCall(kind: event.kind, room: event.room, payload: start..<payloads.count, index: Int32(offset)))
+        }
+        self.init(payloads: payloads, calls: calls, turn: nil)
+    }
+
+    var count: Int { calls.count }
+    var isEmpty: Bool { calls.isEmpty }
+
+    /// Call `offset`'s payload text, NUL-terminated.
+    func payload(_ offset: Int) -> ArraySlice<UInt8> { payloads[calls[offset].payload] }
 }
 
 /// Work posted to a plugin and not yet taken by its queue, in post order,
@@ -146,7 +180,7 @@ enum PluginWork: Sendable {
     /// One watched call to `hook` (`.calls` without an array per call).
     case call(PluginHookKind, @Sendable () -> Void)
     /// Watched `on_room_event` calls, each counted on its own.
-    case roomEvents([PluginRoomEvent])
+    case roomEvents(PluginRoomEvents)
     /// Not a hook call (on_load, the URL chain, state hand-off): neither
     /// watched nor counted here; `callAndWait` times it.
     case unwatched(@Sendable () -> Void)
@@ -175,9 +209,15 @@ extension PluginRuntime {
     /// A loop turn's room events for this plugin, run in order like
     /// `post(batch:)`, without a closure per call. `since` (uptime ns): the
     /// loop turn that raised them began (0: now), for the dispatch latency.
-    func post(roomEvents events: [PluginRoomEvent], since: UInt64 = 0) {
+    func post(roomEvents events: PluginRoomEvents, since: UInt64 = 0) {
         guard isActive, !events.isEmpty else { return }
         enqueue(.roomEvents(events), watched: watchesCalls ? events.count : 0, since: since)
+    }
+
+    /// Single room events (held ones, or posted outside a loop turn), as one batch.
+    func post(roomEvents events: [PluginRoomEvent]) {
+        guard isActive, !events.isEmpty else { return }
+        post(roomEvents: PluginRoomEvents(events))
     }
 
     /// Appends `work` to the plugin's list and wakes its queue only when no
@@ -245,37 +285,44 @@ extension PluginRuntime {
                 // As `TurnDone` says: a process plugin's call ends when its
                 // events are handed to the process; its room's calls are
                 // counted at the child's DONE (FAILED, a crash: where they arrive).
-                let now = DispatchTime.now().uptimeNanoseconds
-                var done: [(key: Int, at: UInt64)] = []
-                for event in events where event.turn != nil { done.append((event.payload.startIndex, now)) }
-                events.first?.turn?.finished(done)
+                events.turn?.finished(events, at: DispatchTime.now().uptimeNanoseconds)
             }
         }
     }
 
     /// Runs a batch of on_room_event calls in this thread, each timed.
-    private func run(_ events: [PluginRoomEvent], on inline: InlinePluginEndpoint, first: UInt64, since: UInt64, last start: UInt64) {
+    private func run(_ events: PluginRoomEvents, on inline: InlinePluginEndpoint, first: UInt64, since: UInt64, last start: UInt64) {
         var last = start
         // Each call is finished (watchdog) and timed on its own; the
         // batch's successes are counted together at its end.
         var tally = SuccessTally()
-        var done: [(key: Int, at: UInt64)] = []
-        for (offset, event) in events.enumerated() {
-            event.room.withCString { room in
-                event.payload.withUnsafeBufferPointer { payload in
-                    payload.withMemoryRebound(to: CChar.self) { inline.roomEvent(kind: event.kind, room: room, payload: $0.baseAddress) }
+        // The rooms' calls, counted under one lock at the end (no lock or
+        // hashing per call: consecutive calls in one room are one run).
+        var rooms = PluginRoomTally.Runs()
+        var done: [(index: Int32, at: UInt64)] = []
+        if events.turn != nil { done.reserveCapacity(events.count) }
+        events.payloads.withUnsafeBufferPointer { payloads in
+            payloads.withMemoryRebound(to: CChar.self) { payloads in
+                for (offset, call) in events.calls.enumerated() {
+                    call.room.withCString { room in
+                        inline.roomEvent(kind: call.kind, room: room, payload: payloads.baseAddress.map { $0 + call.payload.lowerBound })
+                    }
+                    let now = DispatchTime.now().uptimeNanoseconds
+                    if outstanding.withLock({ $0.finish(first &+ UInt64(offset), now: now) }) {
+                        recordSuccess(nanoseconds: now &- last, into: &tally)
+                        rooms.add(call.room)
+                    } else {
+                        roomCalls.count(call.room, .roomEvent, failure: PluginCallDeadline.failure(spec.timeout))
+                    }
+                    metrics.recordDispatch(nanoseconds: now &- since)
+                    if events.turn != nil { done.append((call.index, now)) }
+                    last = now
                 }
             }
-            let now = DispatchTime.now().uptimeNanoseconds
-            let inTime = outstanding.withLock { $0.finish(first &+ UInt64(offset), now: now) }
-            if inTime { recordSuccess(nanoseconds: now &- last, into: &tally) }
-            roomCalls.count(event.room, .roomEvent, failure: inTime ? nil : PluginCallDeadline.failure(spec.timeout))
-            metrics.recordDispatch(nanoseconds: now &- since)
-            if event.turn != nil { done.append((event.payload.startIndex, now)) }
-            last = now
         }
         flush(&tally)
-        events.first?.turn?.finished(done)
+        roomCalls.count(rooms, .roomEvent)
+        events.turn?.finished(done)
     }
 
     /// Marks watched call `sequence` finished now: a success unless the

@@ -12,17 +12,20 @@ import RoomKitLoop
 /// the event is handed to its process (its proxy's hook), not at the
 /// child's DONE.
 ///
-/// Each plugin reports its batch of the turn once, at the batch's end (one
-/// lock per plugin per turn, not per call); the plugin that finishes an
-/// event last records it. A call the watchdog timed out counts when it
-/// returns. A plugin that never returns, or was quarantined between the
-/// turn and its batch, leaves its events unrecorded. Thread-safe.
+/// The turn's events are numbered 0, 1, … in the order raised
+/// (`TurnCall.index`), and the counts are arrays indexed by that
+/// number: no hashing per call. Each plugin reports its batch of the turn
+/// once, at the batch's end (one lock per plugin per turn, not per call);
+/// the plugin that finishes an event last records it. A call the watchdog
+/// timed out counts when it returns. A plugin that never returns, or was
+/// quarantined between the turn and its batch, leaves its events
+/// unrecorded. Thread-safe.
 final class TurnDone: Sendable {
     private struct Pending {
-        /// Plugins still to finish each event (by its payload's offset in the turn's buffer).
-        var left: [Int: Int]
+        /// Plugins still to finish each event of the turn, by its index.
+        var left: [Int32]
         /// The latest finish so far of each event (uptime ns).
-        var last: [Int: UInt64] = [:]
+        var last: [UInt64]
     }
 
     private let pending: LockedValue<Pending>
@@ -30,36 +33,49 @@ final class TurnDone: Sendable {
     let since: UInt64
     let timer: CoreMetrics.Timer
 
-    /// For a turn's batches: each event is counted once per plugin that gets it.
-    init(batch: [(runtime: PluginRuntime, calls: [TurnCall])], since: UInt64, timer: CoreMetrics.Timer) {
-        var left: [Int: Int] = [:]
+    /// For a turn of `events` events and its batches: each event is counted
+    /// once per plugin that gets it.
+    init(events: Int, batch: [(runtime: PluginRuntime, calls: [TurnCall])], since: UInt64, timer: CoreMetrics.Timer) {
+        var left = [Int32](repeating: 0, count: events)
         for (runtime, calls) in batch where runtime.isActive {
-            for call in calls { left[call.payload.lowerBound, default: 0] += 1 }
+            for call in calls { left[Int(call.index)] += 1 }
         }
-        pending = LockedValue(Pending(left: left))
+        pending = LockedValue(Pending(left: left, last: [UInt64](repeating: 0, count: events)))
         self.since = since
         self.timer = timer
     }
 
-    /// One plugin finished its calls of this turn: each event's key (its
-    /// payload's `startIndex`) and when its call ended. Plugin queue.
-    func finished(_ done: [(key: Int, at: UInt64)]) {
+    /// One plugin finished its calls of this turn: each event's index and
+    /// when its call ended. Plugin queue.
+    func finished(_ done: [(index: Int32, at: UInt64)]) {
         let complete = pending.withLock { pending -> [UInt64] in
             var complete: [UInt64] = []
-            for (key, at) in done {
-                guard let left = pending.left[key] else { continue }
-                let last = max(pending.last[key] ?? 0, at)
-                if left <= 1 {
-                    pending.left[key] = nil
-                    pending.last[key] = nil
-                    complete.append(last)
-                } else {
-                    pending.left[key] = left - 1
-                    pending.last[key] = last
-                }
+            for (index, at) in done {
+                Self.finish(index: Int(index), at: at, &pending, into: &complete)
             }
             return complete
         }
         for at in complete { timer.recordNanoseconds(Int64(truncatingIfNeeded: at &- since)) }
+    }
+
+    /// One plugin finished every one of `events` at `at` (a process plugin:
+    /// its batch was handed to the child at once). Plugin queue.
+    func finished(_ events: PluginRoomEvents, at: UInt64) {
+        let complete = pending.withLock { pending -> [UInt64] in
+            var complete: [UInt64] = []
+            for call in events.calls {
+                Self.finish(index: Int(call.index), at: at, &pending, into: &complete)
+            }
+            return complete
+        }
+        for at in complete { timer.recordNanoseconds(Int64(truncatingIfNeeded: at &- since)) }
+    }
+
+    private static func finish(index: Int, at: UInt64, _ pending: inout Pending, into complete: inout [UInt64]) {
+        guard pending.left.indices.contains(index), pending.left[index] > 0 else { return }
+        let last = max(pending.last[index], at)
+        pending.last[index] = last
+        pending.left[index] -= 1
+        if pending.left[index] == 0 { complete.append(last) }
     }
 }

@@ -149,7 +149,10 @@ final class RoomPluginCallsTests: XCTestCase {
         tally.count("a", .roomEvent, failure: "first")
         tally.count("a", .roomEvent, call: false, failure: String(repeating: "x", count: 1000))
         tally.count("b", .playerEvent)
-        tally.count(calls: ["b": 2, "c": 3], .roomEvent)
+        var runs = PluginRoomTally.Runs()
+        for room in ["b", "c", "c", "b", "c"] { runs.add(room) }  // runs: b, c×2, b, c
+        tally.count(runs, .roomEvent)
+        tally.count(PluginRoomTally.Runs(), .roomEvent)  // an empty batch adds nothing
         XCTAssertEqual(tally.roomCount, 3)
         XCTAssertEqual(tally.counts(of: "b")[.roomEvent]?.calls, 2)
         XCTAssertEqual(tally.counts(of: "c")[.roomEvent]?.calls, 3)
