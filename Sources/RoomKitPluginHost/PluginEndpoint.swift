@@ -88,8 +88,9 @@ final class InlinePluginEndpoint: @unchecked Sendable {
         plugin.on_room_event?(plugin.`self`, kind, room, payload)
     }
 
-    func playerEvent(kind: Int32, room: String, payload: String) {
-        room.withCString { r in payload.withCString { plugin.on_player_event?(plugin.`self`, kind, r, $0) } }
+    /// on_player_event with a NUL-terminated payload in place (a turn's buffer).
+    func playerEvent(kind: Int32, room: UnsafePointer<CChar>, payload: UnsafePointer<CChar>?) {
+        plugin.on_player_event?(plugin.`self`, kind, room, payload)
     }
 
     func throwError(domain: String, code: Int64, message: String) {

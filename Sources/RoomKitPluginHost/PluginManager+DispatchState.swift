@@ -7,6 +7,8 @@ struct DispatchState {
     /// The room events raised during the current loop turn, per plugin in
     /// order, posted as one batch per plugin when the turn ends.
     var turnBatch: [(runtime: PluginRuntime, calls: [TurnCall])] = []
+    /// For each of `targets`, its batch's place in `turnBatch` this turn (-1: none yet).
+    var turnSlots: [Int] = []
     /// The payload texts of the turn's events, back to back, each
     /// NUL-terminated; the turn's calls point into it, and every plugin's
     /// batch shares it (one buffer per turn, not one per event).

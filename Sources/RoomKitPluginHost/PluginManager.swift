@@ -288,46 +288,67 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
 
     /// `dispatch` with the loop's dispatch state in hand.
     private func dispatch(kind: roomkit_room_event_kind, room: String, _ encoding: EventEncoding, _ state: inout DispatchState) {
-        let isMagix = kind == ROOMKIT_ROOM_MAGIX
+        batch(kind: Int32(kind.rawValue), room: room, hook: .roomEvent, state: &state) { Self.appendRoomEventPayload(encoding, to: &$0) }
+    }
+
+    /// Adds one room event (`hook` `.roomEvent`, of C kind `kind`) or player
+    /// event (`.playerEvent`) to the turn's batch of every plugin that takes
+    /// it; `write` appends its NUL-terminated payload to the turn's buffer,
+    /// once, when the first plugin takes it. Loop thread.
+    private func batch(kind: Int32, room: String, hook: PluginHookKind, state: inout DispatchState,
+                       write: (inout [UInt8]) -> Range<Int>) {
+        let isPlayer = hook == .playerEvent
+        let isMagix = !isPlayer && kind == Int32(ROOMKIT_ROOM_MAGIX.rawValue)
         let version = runtimesVersion.load(ordering: .acquiring)
         if version != state.targetsVersion {
             state.targets = runtimes.withLock { $0 }.map(DispatchTarget.init)
             state.targetsVersion = version
+            // The turn's batches so far stay (they hold their runtimes); new calls start new ones.
+            state.turnSlots = Array(repeating: -1, count: state.targets.count)
         }
         var payload: (Range<Int>, Int32)?
         var holding: Bool?
-        for target in state.targets {
-            guard target.room || (isMagix && target.magix) else { continue }
-            guard target.everyRoom || target.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
-            // Kinds added in ABI 1.1 reach only plugins built against 1.1 or later.
-            if kind == ROOMKIT_ROOM_RESYNC && !target.abi11 { continue }
-            let runtime = target.runtime
-            guard target.hasRoomEventHook, runtime.isActive else { continue }
-            if holding ?? platform.holding {
-                holding = true
-                // Held events get their own payload (the turn's buffer is for the batch).
-                var own: [UInt8] = []
-                let range = Self.appendRoomEventPayload(encoding, to: &own)
-                let held = PluginRoomEvent(kind: Int32(kind.rawValue), room: room, payload: own[range])
-                if platform.hold(runtime.spec.name, held) { continue }
-            } else {
-                holding = false
-            }
-            if state.turnBatch.isEmpty, !host.loop.execute({ [weak self] in self?.flushTurn() }) {
-                // The loop is shutting down: no turn end to wait for.
-                var own: [UInt8] = []
-                let range = Self.appendRoomEventPayload(encoding, to: &own)
-                runtime.post(roomEvents: [PluginRoomEvent(kind: Int32(kind.rawValue), room: room, payload: own[range])])
-                continue
-            }
-            let (range, index) = payload ?? (Self.appendRoomEventPayload(encoding, to: &state.turnPayloads), state.nextEventIndex())
-            payload = (range, index)
-            let call = TurnCall(kind: Int32(kind.rawValue), room: room, payload: range, index: index)
-            if state.turnBatch.isEmpty { state.turnStarted = DispatchTime.now().uptimeNanoseconds }
-            if let index = state.turnBatch.firstIndex(where: { $0.runtime === runtime }) {
-                state.turnBatch[index].calls.append(call)
-            } else {
-                state.turnBatch.append((runtime, [call]))
+        // The targets in place: no copy (and no retain of each runtime) per plugin per event.
+        let targets = state.targets
+        targets.withUnsafeBufferPointer { targets in
+            for slot in targets.indices {
+                if isPlayer {
+                    guard targets[slot].player else { continue }
+                } else {
+                    guard targets[slot].room || (isMagix && targets[slot].magix) else { continue }
+                    // Kinds added in ABI 1.1 reach only plugins built against 1.1 or later.
+                    if kind == Int32(ROOMKIT_ROOM_RESYNC.rawValue) && !targets[slot].abi11 { continue }
+                    guard targets[slot].hasRoomEventHook else { continue }
+                }
+                guard targets[slot].everyRoom || targets[slot].rooms.contains(where: { Glob.matches($0, room) }) else { continue }
+                guard targets[slot].runtime.isActive else { continue }
+                // A reload holds room events back (player events go to the running version, as before).
+                if !isPlayer, holding ?? platform.holding {
+                    holding = true
+                    // Held events get their own payload (the turn's buffer is for the batch).
+                    var own: [UInt8] = []
+                    let range = write(&own)
+                    let held = PluginRoomEvent(kind: kind, room: room, payload: own[range])
+                    if platform.hold(targets[slot].runtime.spec.name, held) { continue }
+                } else if !isPlayer {
+                    holding = false
+                }
+                if state.turnBatch.isEmpty, !host.loop.execute({ [weak self] in self?.flushTurn() }) {
+                    // The loop is shutting down: no turn end to wait for.
+                    var own: [UInt8] = []
+                    let range = write(&own)
+                    targets[slot].runtime.post(roomEvents: [PluginRoomEvent(kind: kind, room: room, payload: own[range], hook: hook)])
+                    continue
+                }
+                let (range, index) = payload ?? (write(&state.turnPayloads), state.nextEventIndex())
+                payload = (range, index)
+                let call = TurnCall(kind: kind, room: room, payload: range, index: index, hook: hook)
+                if state.turnBatch.isEmpty { state.turnStarted = DispatchTime.now().uptimeNanoseconds }
+                if state.turnSlots[slot] < 0 {
+                    state.turnSlots[slot] = state.turnBatch.count
+                    state.turnBatch.append((targets[slot].runtime, []))
+                }
+                state.turnBatch[state.turnSlots[slot]].calls.append(call)
             }
         }
     }
@@ -364,6 +385,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
             let events = Int(state.turnEvents)
             state.turnEvents = 0
             state.turnBatch.removeAll(keepingCapacity: true)
+            for slot in state.turnSlots.indices { state.turnSlots[slot] = -1 }
             // A new buffer for the next turn (this one now belongs to the plugins' batches).
             state.turnPayloads = []
             state.turnPayloads.reserveCapacity(payloads.count)
@@ -378,20 +400,34 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     }
 
     /// Fans a player event out to plugins declaring `player`, from its one
-    /// encoding (`Player.addEncodedObserver`; the event log reads the same).
+    /// encoding (`Player.addEncodedObserver`; the event log reads the same),
+    /// by the room events' route: into the loop turn's batches, in order with
+    /// them (one queue hop per plugin per turn, the payload written once into
+    /// the turn's buffer). A player on another loop hands it over to this one.
     public func dispatchPlayerEvent(kind: Int32, room: String, encoding: EventEncoding) {
-        guard runtimes.withLock({ $0 }).contains(where: { $0.isActive && $0.spec.hooks.contains(.player) }) else { return }
-        var bytes: [UInt8] = []
-        encoding.appendObject(to: &bytes)
-        dispatchPlayerEvent(kind: kind, room: room, text: String(decoding: bytes, as: UTF8.self))
+        guard host.loop.inEventLoop else {
+            _ = host.loop.execute { [weak self] in self?.dispatchPlayerEvent(kind: kind, room: room, encoding: encoding) }
+            return
+        }
+        dispatchState.withValue { state in
+            batch(kind: kind, room: room, hook: .playerEvent, state: &state) { Self.appendRoomEventPayload(encoding, to: &$0) }
+        }
     }
 
-    /// Fans a player event whose payload is the JSON text `text` out to plugins declaring `player`.
+    /// A player event whose payload is the JSON object text `text` (the
+    /// benchmarks' door), by the same route.
     func dispatchPlayerEvent(kind: Int32, room: String, text: String) {
-        // The list itself (one retain), not `active` (a filtered copy per event).
-        for runtime in runtimes.withLock({ $0 }) where runtime.isActive && runtime.spec.hooks.contains(.player) {
-            guard runtime.spec.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
-            runtime.playerEvent(kind: kind, room: room, payload: text)
+        guard host.loop.inEventLoop else {
+            _ = host.loop.execute { [weak self] in self?.dispatchPlayerEvent(kind: kind, room: room, text: text) }
+            return
+        }
+        dispatchState.withValue { state in
+            batch(kind: kind, room: room, hook: .playerEvent, state: &state) { buffer in
+                let start = buffer.count
+                buffer.append(contentsOf: text.utf8)
+                buffer.append(0)
+                return start..<buffer.count
+            }
         }
     }
 
@@ -514,14 +550,16 @@ enum Glob {
     }
 }
 
-/// One room event for one plugin in the current turn: its payload is a range
-/// of the turn's payload buffer.
+/// One room or player event for one plugin in the current turn: its
+/// payload is a range of the turn's payload buffer.
 struct TurnCall: Sendable {
     let kind: Int32
     let room: String
     let payload: Range<Int>
     /// The event's number in its turn (`TurnDone`).
     let index: Int32
+    /// `.roomEvent` (on_room_event) or `.playerEvent` (on_player_event).
+    var hook: PluginHookKind = .roomEvent
 }
 
 /// A runtime with what dispatch checks per event read out once.
@@ -537,6 +575,9 @@ struct DispatchTarget {
     /// Built against ABI 1.1 or later (takes the 1.1 kinds).
     let abi11: Bool
     let hasRoomEventHook: Bool
+    /// Declares `player` and has the hook to take it (inline: the
+    /// library's `on_player_event`; a process: its child gets the records).
+    let player: Bool
 
     init(_ runtime: PluginRuntime) {
         self.runtime = runtime
@@ -547,5 +588,9 @@ struct DispatchTarget {
         rooms = spec.rooms
         abi11 = runtime.endpoint.abiMinor >= 1
         hasRoomEventHook = runtime.hasRoomEventHook
+        switch runtime.endpoint {
+        case .inline(let inline): player = spec.hooks.contains(.player) && inline.hasPlayerEvent
+        case .process: player = spec.hooks.contains(.player)
+        }
     }
 }

@@ -8,16 +8,16 @@ import Foundation
 /// (FAILED), and resent to a restarted child. Each finished record is one
 /// call of the plugin, counted as the runtime counts an inline call.
 extension PluginProcess {
-    /// A loop turn's room events: each encoded once into the journal, then
+    /// A loop turn's room and player events: each encoded once into the journal, then
     /// written in EVENTS frames at once (this is the plugin's queue).
     func deliver(_ events: PluginRoomEvents, since: UInt64) {
         let now = DispatchTime.now().uptimeNanoseconds
         let posted = since == 0 ? now : since
         lock.withLock {
             for call in events.calls {
+                let type = call.hook == .playerEvent ? ROOMKIT_WIRE_RECORD_PLAYER : ROOMKIT_WIRE_RECORD_ROOM
                 _ = appendLocked(posted: posted, room: call.room) { seq in
-                    WireRecord.encode(ROOMKIT_WIRE_RECORD_ROOM, seq: seq, number: Int64(call.kind),
-                                      a: call.room, b: events.payloads[call.payload].dropLast())
+                    WireRecord.encode(type, seq: seq, number: Int64(call.kind), a: call.room, b: events.payloads[call.payload].dropLast())
                 }
             }
             flushScheduled = true  // this flush, now: no second one from the queue
@@ -25,18 +25,14 @@ extension PluginProcess {
         flush()
     }
 
-    /// A player event, an error or a config change, queued in order with
-    /// the room events and written with the next flush. Returns its seq (nil: not queued).
+    /// An error or a config change, queued in order with the room and
+    /// player events and written with the next flush. Returns its seq (nil: not queued).
     @discardableResult
     func send(_ record: Record) -> UInt64? {
         let now = DispatchTime.now().uptimeNanoseconds
-        let room: String?
-        if case .player(_, let playerRoom, _) = record { room = playerRoom } else { room = nil }
         return lock.withLock { () -> UInt64? in
-            let seq = appendLocked(posted: now, room: room) { seq in
+            let seq = appendLocked(posted: now) { seq in
                 switch record {
-                case .player(let kind, let room, let payload):
-                    return WireRecord.encode(ROOMKIT_WIRE_RECORD_PLAYER, seq: seq, number: Int64(kind), a: room, b: payload.utf8)
                 case .throwError(let domain, let code, let message):
                     return WireRecord.encode(ROOMKIT_WIRE_RECORD_THROW_ERROR, seq: seq, number: code, a: domain, b: message.utf8)
                 case .configChanged(let room, let config):
@@ -90,6 +86,8 @@ extension PluginProcess {
             trimLocked(done: child.doneSeq)
             guard written < journal.count else { return nil }
             var bytes: [UInt8] = []
+            swap(&bytes, &frameBuffer)  // taken: another flush meanwhile starts a buffer of its own
+            bytes.removeAll(keepingCapacity: true)
             var last: UInt64 = 0
             var frameStart = -1, count: UInt32 = 0
             func close() {
@@ -117,7 +115,12 @@ extension PluginProcess {
         }
         guard let (child, bytes) = batch, !bytes.isEmpty else { return }
         child.send(bytes)
+        // Handed back for the next flush, up to a bound (a burst's buffer is not kept forever).
+        if bytes.capacity <= Self.keptFrameBytes { lock.withLock { if frameBuffer.capacity < bytes.capacity { frameBuffer = bytes } } }
     }
+
+    /// The largest frame buffer a flush keeps for the next one.
+    static let keptFrameBytes = 4 << 20
 
     /// Forgets the events the process has finished (`lock` held): they are
     /// not resent after a crash. Each one that was not skipped waits in

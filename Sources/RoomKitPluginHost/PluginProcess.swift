@@ -76,9 +76,8 @@ final class PluginProcess: @unchecked Sendable {
         }
     }
 
-    /// A call that is not a room event, for `send`.
+    /// A call that is not a room or player event (those come in a turn's batch, `deliver`), for `send`.
     enum Record {
-        case player(kind: Int32, room: String, payload: String)
         case throwError(domain: String, code: Int64, message: String)
         case configChanged(room: String?, config: String)
     }
@@ -114,6 +113,9 @@ final class PluginProcess: @unchecked Sendable {
     var written = 0
     var nextSeq: UInt64 = 0
     var flushScheduled = false
+    /// The bytes of the last flush's frames, kept for the next one (its
+    /// capacity reused: a fresh large buffer per flush cost page faults).
+    var frameBuffer: [UInt8] = []
     var stats = Stats()
     /// Rate of the warnings for failed fire-and-forget calls.
     let failedCallLog = TokenBucket(rate: 1, burst: 5)

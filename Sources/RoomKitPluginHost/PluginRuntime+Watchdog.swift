@@ -98,18 +98,21 @@ struct OutstandingCalls {
     }
 }
 
-/// One `on_room_event` call on its own (a held event, a call posted while
+/// One `on_room_event` (or `on_player_event`) call on its own (a held event, a call posted while
 /// the loop shuts down, tests): its own NUL-terminated payload.
 struct PluginRoomEvent: Sendable {
     let kind: Int32
     let room: String
     /// The payload's UTF-8 JSON text, NUL-terminated (handed to C as is).
     let payload: ArraySlice<UInt8>
+    /// `.roomEvent` (on_room_event) or `.playerEvent` (on_player_event).
+    var hook: PluginHookKind = .roomEvent
 
-    init(kind: Int32, room: String, payload: ArraySlice<UInt8>) {
+    init(kind: Int32, room: String, payload: ArraySlice<UInt8>, hook: PluginHookKind = .roomEvent) {
         self.kind = kind
         self.room = room
         self.payload = payload
+        self.hook = hook
     }
 
     init(kind: Int32, room: String, payload: [UInt8]) {
@@ -124,7 +127,8 @@ struct PluginRoomEvent: Sendable {
     var payloadText: String { String(decoding: payload.dropLast(), as: UTF8.self) }
 }
 
-/// A batch of `on_room_event` calls for one plugin: usually a loop turn's,
+/// A batch of `on_room_event` and `on_player_event` calls for one plugin,
+/// in the order raised: usually a loop turn's,
 /// whose payload texts sit back to back in one buffer (each NUL-terminated)
 /// that every plugin's batch of the turn shares; each call names its room,
 /// kind and range there. Nothing is built per call when the turn is posted
@@ -151,7 +155,8 @@ struct PluginRoomEvents: Sendable {
         for (offset, event) in events.enumerated() {
             let start = payloads.count
             payloads.append(contentsOf: event.payload)
-            calls.append(TurnCall(kind: event.kind, room: event.room, payload: start..<payloads.count, index: Int32(offset)))
+            calls.append(TurnCall(kind: event.kind, room: event.room, payload: start..<payloads.count, index: Int32(offset),
+                                  hook: event.hook))
         }
         self.init(payloads: payloads, calls: calls, turn: nil)
     }
@@ -290,7 +295,9 @@ extension PluginRuntime {
         }
     }
 
-    /// Runs a batch of on_room_event calls in this thread, each timed.
+    /// Runs a batch of on_room_event and on_player_event calls in this
+    /// thread, each timed (room events are also counted per room and in the
+    /// dispatch latency, as before player events took this route).
     private func run(_ events: PluginRoomEvents, on inline: InlinePluginEndpoint, first: UInt64, since: UInt64, last start: UInt64) {
         var last = start
         // Each call is finished (watchdog) and timed on its own; the
@@ -304,18 +311,26 @@ extension PluginRuntime {
         events.payloads.withUnsafeBufferPointer { payloads in
             payloads.withMemoryRebound(to: CChar.self) { payloads in
                 for (offset, call) in events.calls.enumerated() {
+                    let isRoomEvent = call.hook == .roomEvent
                     call.room.withCString { room in
-                        inline.roomEvent(kind: call.kind, room: room, payload: payloads.baseAddress.map { $0 + call.payload.lowerBound })
+                        let payload = payloads.baseAddress.map { $0 + call.payload.lowerBound }
+                        if isRoomEvent {
+                            inline.roomEvent(kind: call.kind, room: room, payload: payload)
+                        } else {
+                            inline.playerEvent(kind: call.kind, room: room, payload: payload)
+                        }
                     }
                     let now = DispatchTime.now().uptimeNanoseconds
                     if outstanding.withLock({ $0.finish(first &+ UInt64(offset), now: now) }) {
-                        recordSuccess(nanoseconds: now &- last, into: &tally)
-                        rooms.add(call.room)
-                    } else {
+                        recordSuccess(nanoseconds: now &- last, hook: call.hook, into: &tally)
+                        if isRoomEvent { rooms.add(call.room) }
+                    } else if isRoomEvent {
                         roomCalls.count(call.room, .roomEvent, failure: PluginCallDeadline.failure(spec.timeout))
                     }
-                    metrics.recordDispatch(nanoseconds: now &- since)
-                    if events.turn != nil { done.append((call.index, now)) }
+                    if isRoomEvent {
+                        metrics.recordDispatch(nanoseconds: now &- since)
+                        if events.turn != nil { done.append((call.index, now)) }
+                    }
                     last = now
                 }
             }

@@ -152,17 +152,6 @@ final class PluginRuntime: @unchecked Sendable {
     /// room events to it as one batch (`post(roomEvents:)`).
     var hasRoomEventHook: Bool { endpoint.hasRoomEventHook(spec) }
 
-    func playerEvent(kind: Int32, room: String, payload: String) {
-        switch endpoint {
-        case .inline(let inline):
-            guard inline.hasPlayerEvent else { return }
-            post(hook: .playerEvent) { inline.playerEvent(kind: kind, room: room, payload: payload) }
-        case .process(let process):
-            guard spec.hooks.contains(.player) else { return }
-            post(hook: .playerEvent) { process.send(.player(kind: kind, room: room, payload: payload)) }
-        }
-    }
-
     /// The host's error, or a failed action of the plugin's own (a process
     /// plugin gets the latter whether or not it declares the hook).
     func throwError(domain: String, code: Int64, message: String) {
@@ -272,8 +261,8 @@ final class PluginRuntime: @unchecked Sendable {
     /// keeps every call's), the rest in `tally`; at once when a failure is
     /// waiting to be reset, so a run of failures is never counted across a
     /// success (quarantine sees what per-call counting would show).
-    func recordSuccess(nanoseconds elapsed: UInt64, into tally: inout SuccessTally) {
-        metrics.recordLatency(nanoseconds: elapsed, hook: .roomEvent)
+    func recordSuccess(nanoseconds elapsed: UInt64, hook: PluginHookKind = .roomEvent, into tally: inout SuccessTally) {
+        metrics.recordLatency(nanoseconds: elapsed, hook: hook)
         tally.calls += 1
         tally.nanoseconds &+= elapsed
         tally.failuresAtLastSuccess = failureCount.load(ordering: .acquiring)

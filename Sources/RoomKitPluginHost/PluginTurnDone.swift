@@ -38,7 +38,8 @@ final class TurnDone: Sendable {
     init(events: Int, batch: [(runtime: PluginRuntime, calls: [TurnCall])], since: UInt64, timer: CoreMetrics.Timer) {
         var left = [Int32](repeating: 0, count: events)
         for (runtime, calls) in batch where runtime.isActive {
-            for call in calls { left[Int(call.index)] += 1 }
+            // Player events share the turn but not this latency (it is the room events').
+            for call in calls where call.hook == .roomEvent { left[Int(call.index)] += 1 }
         }
         pending = LockedValue(Pending(left: left, last: [UInt64](repeating: 0, count: events)))
         self.since = since

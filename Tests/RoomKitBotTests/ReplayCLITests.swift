@@ -81,6 +81,16 @@ final class ReplayPluginTests: XCTestCase {
         """
 
     func testReplayWithAManifest_deliversPlayerEventsToThePlayerHook() async throws {
+        try await replayDeliversPlayerEvents(isolation: "inline")
+    }
+
+    /// The same plugin in its own process: player events take the room
+    /// events' route (the turn's batch, PLAYER records in EVENTS frames).
+    func testReplayWithAManifest_deliversPlayerEventsToAProcessPlugin() async throws {
+        try await replayDeliversPlayerEvents(isolation: "process")
+    }
+
+    private func replayDeliversPlayerEvents(isolation: String) async throws {
         let harness = try BotHarness()
         defer { try? harness.close() }
         let watcher = try Watcher(url: harness.serverURL)
@@ -91,7 +101,8 @@ final class ReplayPluginTests: XCTestCase {
         let library = try compilePlugin("player", source: Self.playerPlugin, in: harness.directory)
         let events = harness.directory + "/player-events.txt"
         let manifest = try harness.writeConfig(["manifestVersion": 1, "plugins": [
-            ["name": "recorder", "library": .string(library), "abi": 1, "hooks": ["player"], "config": ["file": .string(events)]],
+            ["name": "recorder", "library": .string(library), "abi": 1, "hooks": ["player"], "config": ["file": .string(events)],
+             "isolation": .string(isolation)],
         ]], name: "plugins.json")
         let replay = try ChildProcess("roombot", ["replay", "--server", harness.serverURL, "--room", "played",
                                                   "--token", harness.token("viewer"), "--speed", "16", "--manifest", manifest])
