@@ -121,6 +121,12 @@ int roomkit_lws_http_query(struct lws *wsi, char *buf, int len) {
     return out;
 }
 
+int roomkit_lws_http_query_argument(struct lws *wsi, int index, char *buf, int len) {
+    /* One '&'-separated argument, as lws stores it: already percent-decoded. */
+    if (len <= 0) return -1;
+    return lws_hdr_copy_fragment(wsi, buf, len, WSI_TOKEN_HTTP_URI_ARGS, index);
+}
+
 int roomkit_lws_header(struct lws *wsi, enum roomkit_header which, char *buf, int len) {
     switch (which) {
     case ROOMKIT_HEADER_AUTHORIZATION: return roomkit_copy(wsi, WSI_TOKEN_HTTP_AUTHORIZATION, buf, len);

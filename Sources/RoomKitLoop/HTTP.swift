@@ -8,8 +8,13 @@ public struct HTTPRequest: Sendable {
     public let method: String
     /// The path, without the query (percent-encoding as sent).
     public let path: String
-    /// The raw query string without `?` (empty when none).
+    /// The query without `?` (empty when none), for logs and display: as
+    /// received from a client, its arguments are already percent-decoded
+    /// (by libwebsockets) and joined by `&`, so an argument whose value held
+    /// an encoded `&` cannot be told apart here. Read values with `queryValue`.
     public let query: String
+    /// The query's `name=value` arguments, each percent-decoded once.
+    public let queryArguments: [String]
     /// The `Authorization` header, if sent.
     public let authorization: String?
     /// The `Content-Type` header, if sent.
@@ -22,11 +27,24 @@ public struct HTTPRequest: Sendable {
     /// The request body (empty for GET).
     public let body: [UInt8]
 
+    /// A request whose `query` is in its raw form (percent-encoded, `+` for
+    /// a space), as a client sends it: its arguments are decoded here.
     public init(method: String, path: String, query: String = "", authorization: String? = nil,
                 contentType: String? = nil, host: String? = nil, origin: String? = nil, body: [UInt8] = []) {
+        let arguments = query.split(separator: "&").map { argument in
+            String(argument).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(argument)
+        }
+        self.init(method: method, path: path, query: query, arguments: arguments, authorization: authorization,
+                  contentType: contentType, host: host, origin: origin, body: body)
+    }
+
+    /// A request with its query's arguments already decoded (`WebServer`: libwebsockets decodes them).
+    init(method: String, path: String, query: String, arguments: [String], authorization: String?,
+         contentType: String?, host: String?, origin: String?, body: [UInt8]) {
         self.method = method
         self.path = path
         self.query = query
+        self.queryArguments = arguments
         self.authorization = authorization
         self.contentType = contentType
         self.host = host
@@ -36,16 +54,17 @@ public struct HTTPRequest: Sendable {
 
     /// This request with `body` as its body (the head arrives before the body).
     func with(body: [UInt8]) -> HTTPRequest {
-        HTTPRequest(method: method, path: path, query: query, authorization: authorization,
+        HTTPRequest(method: method, path: path, query: query, arguments: queryArguments, authorization: authorization,
                     contentType: contentType, host: host, origin: origin, body: body)
     }
 
-    /// The first value of query parameter `name`, percent-decoded.
+    /// The first value of query parameter `name`, percent-decoded once (an
+    /// encoded `%`, `&` or `=` stays in the value as that character).
     public func queryValue(_ name: String) -> String? {
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if parts.first.map(String.init)?.removingPercentEncoding == name {
-                return parts.count > 1 ? String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding : ""
+        for argument in queryArguments {
+            let parts = argument.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            if parts.first.map(String.init) == name {
+                return parts.count > 1 ? String(parts[1]) : ""
             }
         }
         return nil

@@ -268,12 +268,17 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
         let path = header(wsi) { roomkit_lws_http_path(wsi, $0, $1) }
             ?? input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "/"
         let query = header(wsi, capacity: 8192) { roomkit_lws_http_query(wsi, $0, $1) } ?? ""
+        var arguments: [String] = []
+        while arguments.count < Self.maxQueryArguments,
+              let argument = header(wsi, capacity: 8192, { roomkit_lws_http_query_argument(wsi, Int32(arguments.count), $0, $1) }) {
+            arguments.append(argument)
+        }
         responder.request = HTTPRequest(
-            method: method, path: path, query: query,
+            method: method, path: path, query: query, arguments: arguments,
             authorization: header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_AUTHORIZATION, $0, $1) },
             contentType: header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_CONTENT_TYPE, $0, $1) },
             host: header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_HOST, $0, $1) },
-            origin: header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_ORIGIN, $0, $1) })
+            origin: header(wsi) { roomkit_lws_header(wsi, ROOMKIT_HEADER_ORIGIN, $0, $1) }, body: [])
         context.attach(responder, to: wsi)
         if method == "POST" || method == "PUT" {
             // The body follows in LWS_CALLBACK_HTTP_BODY; dispatch on completion.
@@ -304,6 +309,9 @@ public final class WebServer: LWSCallbackTarget, @unchecked Sendable {
     }
 
     /// Reads a header through a shim that fills a C buffer.
+    /// The most query arguments a request's `queryArguments` keeps (the rest are ignored).
+    static let maxQueryArguments = 64
+
     private func header(_ wsi: OpaquePointer, capacity: Int = 4096,
                         _ read: (UnsafeMutablePointer<CChar>, Int32) -> Int32) -> String? {
         var buffer = [CChar](repeating: 0, count: capacity)

@@ -48,6 +48,11 @@ final class EchoServer: WebServerDelegate, WebSocketDelegate, @unchecked Sendabl
         case ("POST", "/echo"):
             responder.respond(HTTPResponse(status: 200, contentType: "application/octet-stream",
                                            headers: [("X-Query", request.query)], body: request.body))
+        case ("GET", "/query"):
+            // Each named argument as `queryValue` decodes it, one per line ("-" when absent).
+            let names = ["x", "y", "z", "a b"]
+            responder.respond(status: 200, contentType: "text/plain",
+                              text: names.map { request.queryValue($0) ?? "-" }.joined(separator: "\n"))
         case ("GET", "/later"):
             // Answered after a delay, from another thread.
             DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) {

@@ -208,6 +208,20 @@ final class TransportTests: XCTestCase {
         XCTAssertEqual(try onLoop(loop) { recorder.closeEvent?.code }, 1009)
     }
 
+    /// A query argument is percent-decoded exactly once: `%2541` is the
+    /// text `%41`, not `A`; an encoded `&` or `=` stays in its value; `+`
+    /// is a space (form encoding); a name may be encoded too.
+    func testHTTP_queryValue_decodesEachArgumentOnce() throws {
+        let echo = EchoServer()
+        let server = try startServer(echo)
+        let reply = rawExchange(port: server.port,
+                                "GET /query?x=%2541&y=a%26b%3Dc&z=1+2&a%20b=%E2%9C%93 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        XCTAssertTrue(reply.hasPrefix("HTTP/1.1 200"), reply)
+        let body = reply.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+        XCTAssertEqual(body.split(separator: "\n", omittingEmptySubsequences: false).map(String.init),
+                       ["%41", "a&b=c", "1 2", "\u{2713}"], reply)
+    }
+
     func testHTTP_getAndPostAreRoutedOnTheWebSocketListener() throws {
         let echo = EchoServer()
         let server = try startServer(echo)

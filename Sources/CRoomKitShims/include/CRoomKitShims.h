@@ -61,6 +61,8 @@ int roomkit_lws_http_path(struct lws *wsi, char *buf, int len);
 
 /** Copies the raw query string ("a=1&b=2") into buf; returns its length (0 if none). */
 int roomkit_lws_http_query(struct lws *wsi, char *buf, int len);
+/* The query's argument `index` ("name=value", percent-decoded by lws), or -1 past the last. */
+int roomkit_lws_http_query_argument(struct lws *wsi, int index, char *buf, int len);
 
 /** Well-known request headers we read. */
 enum roomkit_header {
