@@ -66,9 +66,18 @@ static char *host_room_state_json(void *c, const char *room) {
     call(ROOMKIT_WIRE_ROOM_STATE, 0, 1, args, &text);
     return text;
 }
+/* The longest timer delay or period, as the bot's own (PluginRuntime.maxTimerMilliseconds):
+ * 10^12 ms, about 31 years. A plugin's numbers are outside input: without the clamp,
+ * UINT64_MAX ms times 10^6 wrapped round, and such a timer was due at once (a period
+ * of it fired in a busy loop that starved every other timer). */
+#define MAX_TIMER_MS 1000000000000ull
+static uint64_t clamp_ms(uint64_t ms) { return ms > MAX_TIMER_MS ? MAX_TIMER_MS : ms; }
+
 static uint64_t host_set_timer(void *c, uint64_t delay_ms, uint64_t repeat_ms, roomkit_timer_fn fire, void *user) {
     (void)c;
     if (!fire) return 0;
+    delay_ms = clamp_ms(delay_ms);
+    repeat_ms = clamp_ms(repeat_ms);
     channel_lock();
     if (timer_count == timer_cap) {
         timer_cap = timer_cap ? timer_cap * 2 : 8;

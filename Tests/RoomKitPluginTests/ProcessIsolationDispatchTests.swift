@@ -111,15 +111,20 @@ final class ProcessIsolationDispatchTests: XCTestCase {
     /// A plugin's timer numbers are outside input too: `set_timer` with
     /// UINT64_MAX trapped the bot (inline) in `Int(delay)`. Now it is clamped
     /// (10^12 ms) and a short timer set next still fires; the bot stays up.
-    /// (Inline only: the process host's C timers are the plugin wire's.)
+    /// In a process, roomkit-plugin-host's own timers clamp the same way:
+    /// there UINT64_MAX ms wrapped round to "due now", and its period fired
+    /// in a busy loop that starved the short timer.
     static let hugeTimer = TestPlugins.plugin(hooks: ".on_room_event = probe,", body: """
         #include <stdio.h>
         static char room_copy[128];
+        static int never_fired;
         static void tick(void *user, uint64_t id) {
             (void)user; (void)id;
-            host->dispatch_magix(host->context, room_copy, "tick", "\\"after the huge ones\\"", NULL);
+            char text[64];
+            snprintf(text, sizeof text, "\\"after the huge ones: %d\\"", never_fired);
+            host->dispatch_magix(host->context, room_copy, "tick", text, NULL);
         }
-        static void never(void *user, uint64_t id) { (void)user; (void)id; }
+        static void never(void *user, uint64_t id) { (void)user; (void)id; never_fired++; }
         static void probe(void *self, int32_t kind, const char *room, const char *payload) {
             (void)self;
             if (kind != ROOMKIT_ROOM_MAGIX || !strstr(payload, "\\"probe\\"")) return;
@@ -132,7 +137,7 @@ final class ProcessIsolationDispatchTests: XCTestCase {
         """)
 
     func testSetTimer_withUInt64Max_isClamped_andTheBotStaysUp() async throws {
-        for isolation in ["inline"] {
+        for isolation in ["inline", "process"] {
             let harness = try PluginHarness()
             let plugin = try compilePlugin("hugetimer", source: Self.hugeTimer, in: harness.directory)
             let (bot, errors) = try harness.botHost(manifest: manifest([
@@ -145,7 +150,8 @@ final class ProcessIsolationDispatchTests: XCTestCase {
             let listener = room.addMagixEventListener("tick") { ticks.add($0) }
             try await room.dispatchMagixEvent("command", payload: "probe")
             await eventually(5, "\(isolation): the short timer fired") { ticks.all.count == 1 }
-            XCTAssertEqual(ticks.all.first?.payload, "after the huge ones")
+            // Of the huge ones only the 1 ms timer fired, once (its period is the clamp's 31 years).
+            XCTAssertEqual(ticks.all.first?.payload, "after the huge ones: 1", "\(isolation): a huge delay or period fired")
             XCTAssertEqual(harness.manager.reports.first?.status, .loaded, isolation)
             listener.cancel()
             try await harness.close()
