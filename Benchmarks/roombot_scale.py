@@ -6,6 +6,10 @@ rooms in bot.json. Reports, as one JSON object on stdout:
 - `logined_s`: seconds from the bot's start until every room is LOGINED;
 - `rss_mb`, `rss_per_room_b`: the bot's RSS then (VmRSS, not after any trim),
   and `peak_rss_mb` (VmHWM);
+- `bot_cpu_s`, `roomd_cpu_s`: each one's CPU (user+system) until then, and
+  `bot_write_calls`, `roomd_write_calls`: their write-type system calls
+  (`syscw` of /proc/PID/io: the event log's writes, the sockets', SQLite's),
+  a count the load does not move;
 - `login_failed`: LOGIN_FAILED lines in the event log (failed attempts);
 - `log_lines`: lines the bot wrote on stderr (warnings and above, plus the
   progress lines);
@@ -49,6 +53,19 @@ def jwt(secret, user, role):
     claims = encode(json.dumps({"sub": user, "room": "*", "role": role, "exp": now + 86400, "iat": now}).encode())
     signature = encode(hmac.new(secret.encode(), header + b"." + claims, hashlib.sha256).digest())
     return (header + b"." + claims + b"." + signature).decode()
+
+
+def write_calls(pid):
+    """The write-type system calls `pid` made so far (`syscw` in /proc/PID/io),
+    a count the machine's load does not move, unlike CPU time."""
+    try:
+        with open(f"/proc/{pid}/io") as io:
+            for line in io:
+                if line.startswith("syscw:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def cpu_s(pid):
@@ -198,6 +215,8 @@ def measure(bin_dir, rooms, timeout=120, kill_roomd=False, kill_roombot=False, k
         result["logined"] = len(state["logined"])
         result["bot_cpu_s"] = round(cpu_s(bot.pid), 2)
         result["roomd_cpu_s"] = round(cpu_s(roomd.process.pid), 2)
+        result["bot_write_calls"] = write_calls(bot.pid)
+        result["roomd_write_calls"] = write_calls(roomd.process.pid)
         result["load"] = os.getloadavg()[0]
         time.sleep(1)
         rss = rss_kb(bot.pid)

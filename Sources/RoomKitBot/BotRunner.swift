@@ -120,6 +120,8 @@ public final class BotRunner: @unchecked Sendable {
         events = try EventLog(destination: config.events)
         store.follow(eventLogSize: { [events] in events.writtenSize })
         loop = try EventLoop(name: "roombot", logger: logger)
+        // One write(2) per loop turn, not per line; `close()` (a graceful stop) writes the rest.
+        events.flushOnce(per: loop)
         var hostConfiguration = RoomHostConfiguration(serverURL: config.server)
         hostConfiguration.loginTimeout = config.loginTimeout
         hostConfiguration.reconnectWindow = config.reconnectWindow

@@ -16,24 +16,27 @@ extension RoomServer {
                                           resuming: login.resume?.session,
                                           lookup: { room.sessions[$0]?.rules },
                                           sessions: room.sessions.values.lazy.map(\.rules))
-        if case .alreadyOnConnection = decision {
-            // Before the fence: a refused login must not raise it.
-            throw ProtocolError(code: .alreadyLoggedIn, message: "already logged in to \(roomID) on this connection")
-        }
-        if let fence = login.fence, !admitFence(fence, room: roomID, user: login.user.id, id: id, link: link) {
-            return
+        /// Whether the login's fence (if any) admits it; admitted only once
+        /// the login is not refused as a second one on this connection.
+        func fenceAdmits() -> Bool {
+            guard let fence = login.fence else { return true }
+            return admitFence(fence, room: roomID, user: login.user.id, id: id, link: link)
         }
         switch decision {
         case .alreadyOnConnection:
-            return  // thrown above
+            // Before the fence: a refused login must not raise it.
+            throw ProtocolError(code: .alreadyLoggedIn, message: "already logged in to \(roomID) on this connection")
         case .refuse(let code):
+            guard fenceAdmits() else { return }
             throw ProtocolError(code: code, message: "the session was ended (kicked)")
         case .resume(let sessionID):
+            guard fenceAdmits() else { return }
             guard let session = room.sessions[sessionID], let resume = login.resume else {
                 throw ProtocolError(code: .internalError, message: "resumed session \(sessionID) is gone")
             }
             try self.resume(session, resume, login: login, claims: claims, id: id, link: link, now: now)
         case .fresh(let kick, let resumeExpired):
+            guard fenceAdmits() else { return }
             // A resume of a session no longer retained becomes a fresh login.
             if resumeExpired { metrics.recoveries["expired", default: 0] += 1 }
             for other in kick.compactMap({ room.sessions[$0] }) {

@@ -220,7 +220,7 @@ extension RoomServer {
                 connection: String? = nil) throws(ProtocolError) -> TokenClaims {
         let claims: TokenClaims
         do {
-            claims = try signer.verify(token, now: now / 1000)
+            claims = try verifiedTokens.verify(token, now: now / 1000)
         } catch {
             noteTokenRejected("\(error)", in: context, room: room, connection: connection, now: now)
             throw ProtocolError(code: .tokenInvalid, message: "token rejected: \(error.reason)")

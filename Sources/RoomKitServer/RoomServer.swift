@@ -19,6 +19,9 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     let logger: Logger
     let store: RoomStore
     let signer: TokenSigner
+    /// `signer`'s verdicts on login and renewal tokens, kept per token
+    /// string (a bot signs all its logins with one token; issue #26).
+    let verifiedTokens: VerifiedTokenCache
     var rooms: [String: ServerRoom] = [:]
     /// When the sweep must look at each retained session (RoomServer+Sessions.swift).
     var sessionSchedule: SessionSchedule
@@ -87,6 +90,7 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         signer = TokenSigner(secret: configuration.secret)
+        verifiedTokens = VerifiedTokenCache(signer: signer)
         exporter = ServerMetricsExporter(version: configuration.buildVersion, revision: configuration.buildRevision)
         startedAt = wallMilliseconds()
         sessionClocks = SessionClocks(heartbeatTimeout: configuration.heartbeatTimeout.milliseconds,

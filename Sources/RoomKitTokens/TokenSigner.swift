@@ -89,6 +89,14 @@ public struct TokenSigner: Sendable, CustomStringConvertible, CustomDebugStringC
             throw TokenError(reason: .malformed, message: "token payload is not a base64url JSON object")
         }
         let claims = try Self.claims(from: payload)
+        try Self.checkTimes(claims, now: now, leeway: leeway)
+        return claims
+    }
+
+    /// The time checks of `verify(_:now:leeway:)`, alone: `exp > now - leeway`
+    /// and `nbf <= now + leeway` (seconds; a negative leeway counts as 0).
+    /// `VerifiedTokenCache` runs them on every use of a cached token.
+    public static func checkTimes(_ claims: TokenClaims, now: Int64, leeway: Int64 = 0) throws(TokenError) {
         let slack = max(0, leeway)
         let (earliest, lowOverflow) = now.subtractingReportingOverflow(slack)
         guard claims.exp > (lowOverflow ? .min : earliest) else {
@@ -98,7 +106,6 @@ public struct TokenSigner: Sendable, CustomStringConvertible, CustomDebugStringC
         if let nbf = claims.nbf, nbf > (highOverflow ? .max : latest) {
             throw TokenError(reason: .notYetValid, message: "token not yet valid")
         }
-        return claims
     }
 
     // MARK: Helpers

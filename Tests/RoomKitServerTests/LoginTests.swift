@@ -67,6 +67,17 @@ final class LoginTests: ServerTestCase {
         XCTAssertEqual(try client.login("r1", token: makeToken(user: "u1", room: "r1"), user: "u1")["ok"], true)
     }
 
+    func testLogin_withATokenVerifiedBefore_isRefusedOnceItExpired() throws {
+        let server = try startServer()
+        let now = Int64(Date().timeIntervalSince1970)
+        let token = makeToken(user: "u1", exp: now + 2)
+        XCTAssertEqual(try server.connect().login("r1", token: token, user: "u1")["ok"], true)
+        XCTAssertEqual(try server.connect().login("r2", token: token, user: "u1")["ok"], true, "the same token again (kept verified)")
+        while Int64(Date().timeIntervalSince1970) < now + 2 { usleep(50_000) }
+        let reply = try server.connect().login("r3", token: token, user: "u1")
+        XCTAssertEqual(reply.code, 1_002_033, "expired: refused although its signature was verified before")
+    }
+
     func testLogin_withReaderTokenAskingWritable_succeedsReadOnly() throws {
         let server = try startServer()
         let client = try server.connect()
