@@ -191,7 +191,7 @@ public final class Player: Sendable {
     }
 
     var globalStateCheck: PlayerStateModel.GlobalStateCheck? {
-        customGlobalState.withLock { $0 } ?? host?.globalStateType
+        customGlobalState.current ?? host?.globalStateType
     }
 
     /// Hands `input` to the driver on the loop, after everything asked before.

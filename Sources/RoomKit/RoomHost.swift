@@ -144,7 +144,7 @@ public final class RoomHost: @unchecked Sendable {
         customGlobalState.withLock { $0 = ("\(type)", check) }
     }
 
-    var globalStateType: (name: String, check: @Sendable (JSON) throws -> Void)? { customGlobalState.withLock { $0 } }
+    var globalStateType: (name: String, check: @Sendable (JSON) throws -> Void)? { customGlobalState.current }
 
     /// Every event, in the order the engine raised it, as an `AsyncSequence`.
     /// Each call makes a new subscription that keeps the newest `limit` events;

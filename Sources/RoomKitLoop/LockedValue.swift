@@ -34,6 +34,19 @@ public final class LockedValue<Value>: @unchecked Sendable {
         return try body(&valueStorage)
     }
 
+    /// The value, read under the lock. Read a closure (or a value holding
+    /// one) this way, not with `withLock { $0 }`: that writes the value back
+    /// through the generic storage, and a closure comes back wrapped in one
+    /// more reabstraction thunk each time, so each later call walks a longer
+    /// chain (roombot's store did, once per save: 13% of its samples at
+    /// 300,000 rooms). This read writes nothing back.
+    @inlinable
+    public var current: Value {
+        lock()
+        defer { unlock() }
+        return valueStorage
+    }
+
     @usableFromInline
     var valueStorage: Value {
         get { value }

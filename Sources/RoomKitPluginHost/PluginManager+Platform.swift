@@ -150,7 +150,7 @@ extension PluginManager: PluginPlatformActions {
     }
 
     func pluginLoginRoom(_ plugin: String, room: String) -> Bool {
-        guard RoomID.isValid(room), covers(plugin, room), let login = platform.login.withLock({ $0 }) else { return false }
+        guard RoomID.isValid(room), covers(plugin, room), let login = platform.login.current else { return false }
         background(plugin, "login_room", room: room) { try await login(room) }
         return true
     }
