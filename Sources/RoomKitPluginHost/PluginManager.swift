@@ -220,6 +220,13 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// hanging) is left behind with a warning; its code stays mapped.
     public func unloadAll(wait: Duration = .seconds(1)) {
         cancelRecovery(nil)
+        // The loop turn's batch first, so the plugins get the last events
+        // raised before this call (a replay's "ended" comes just before it).
+        if host.loop.inEventLoop {
+            flushTurn()
+        } else {
+            try? host.loop.runAndWait { [self] in flushTurn() }
+        }
         let all = runtimes.withLock { list -> [PluginRuntime] in
             defer {
                 list.removeAll()
