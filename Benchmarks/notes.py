@@ -268,14 +268,49 @@ login against 105 us at 300,000: the bot's cost now grows with its rooms,
 the next profile to take there); bot RSS 1,107 B per room (1,056 MB; target
 1 KiB), roomd 1,440 B per session (1,402 MB; target 1.5 KiB).
 Of the 60 s targets only the roombot restart's was met, once, at load
-5.9; the joins and roomd's restart miss them on this loaded machine. Next,
-by the profiles: in
-roomd, `TokenSigner.verify` per login (7.7% at 1,000,000; one bot signs all
-its logins with one token, so a verification cached per token string) and
-the reply and the empty room's snapshot built as `JSON` trees (6%); in the
-bot (105 us per login), the event log's one write(2) per line (16% of the
-bot's samples: LOGINING and LOGINED per room), `BotStore.save` and
-`flushCursors` (9% each); the task hop per login is ~6%. Then the stalled
+5.9; the joins and roomd's restart miss them on this loaded machine. The
+profiles then said: in roomd, `TokenSigner.verify` per login (7.7% at
+1,000,000; one bot signs all its logins with one token) and the reply and
+the empty room's snapshot built as `JSON` trees (6%); in the bot (105 us
+per login), the event log's one write(2) per line (16% of the bot's
+samples: LOGINING and LOGINED per room), `BotStore.save` and
+`flushCursors` (9% each), the task hop per login ~6%. What this step did
+(2026-11-27, revision 924b42f; no kill phases): the event log writes a loop
+turn's lines with one write(2) at its end; roomd keeps the claims of the
+tokens it verified (`VerifiedTokenCache`, `exp`/`nbf` checked on every
+use); and `perf record -g` of the bot then showed what made its cost grow
+with its rooms: 13% of its samples in reabstraction thunks of the closure
+through which `BotStore.save` reads the event log's size. A closure stored
+in the generic `LockedValue` and read through `withLock` was wrapped in two
+more thunks on every read (`_modify` writes it back), so each save walked a
+chain as long as the saves before it; the store now keeps it in a class.
+300,000 rooms, the same minute, load 3.0-3.2 (a debug build of this
+branch running beside; CPU figures move by +-30% between runs here, the
+system-call counts do not): before (main's release build, revision
+b204dde) all LOGINED in 53.1 s, the bot 28.1 s of CPU (94 us per login)
+and 1,627,887 write-type system calls (5.4 per login; `syscw`, now in the
+script's output), roomd 24.8 s (83 us); after, 38.2 s, the bot 25.6 s (85
+us) and 132,048 write calls (0.44 per login), roomd 18.7 s (62 us); 0
+failed attempts and only progress lines in both, bot RSS 1,199 / 1,209 B
+per room, roomd 1,584 / 1,585 B per session. Three more runs before
+(load 1.9-3.9) ranged 27.4-41.9 s of bot CPU and 24.3-35.6 s of roomd
+CPU; four more after (load 1.2-3.4, two with `perf record` attached),
+23.0-36.7 and 16.3-22.8 s (the 23.0 s and 16.3 s with the thunk fix, the
+others without it). 1,000,000 rooms after (one run, load
+up to 4.1): all LOGINED in 122.2 s (437.7 s before, at load 7.4-8.8), 0
+failed attempts, 121 log lines (all progress); the bot 76.9 s of CPU (77
+us per login, against 160 us: its cost per login no longer grows with its
+rooms) and 437,345 write calls, roomd 55.3 s (55 us, against 86 us); bot
+RSS 1,112 B per room (1,060 MB; target 1 KiB), roomd 1,445 B per session
+(1,406 MB). The 60 s target is still missed at 1,000,000. Next, by the
+profile of the bot after this step (300,000 rooms, 20 s): `loginAnswered`
+20%, of it `flushCursors` into `BotStore.save` 10% (one SQLite
+transaction per loop turn, a few logins each: batching them per interval
+would change what a `kill -9` leaves, which BotRestartTests pin, so it is
+not done), the event log's lines 10% (encoding, not the write: 0.7%),
+retain/release and dictionary hashing 20% spread over the engine. In
+roomd, the reply and snapshot as `JSON` trees (not done).
+Then the stalled
 roombot restart seen with the old roomd (to reproduce and profile), the
 bot's RSS at 1,000,000 rooms, and roomd's restart, which loads each room
 with two queries. A login that times out after it reached the server still
