@@ -317,7 +317,60 @@ with two queries. A login that times out after it reached the server still
 leaves a server session, so its retry gets 1009007 and the room is given
 up; the engine should log out such late answers.
 
-**This run (2026-11-27) against the previous page (2026-11-26 12:44,
+**This run (2026-11-27 03:32, revision 7923bbf) against the previous
+page (2026-11-27 00:55, revision b204dde).** Runs 1 and 2 had a quiet
+machine, so the medians are quieter figures than the previous page's
+(read its "Shared" row: most of its medians were loaded); compare the
+ratios to the peers first. The inline plugin path: the amortised inline
+hook under load 471 ns (417-692) against 1,286 (810-1,394), and the client's
+CPU per firehose event with 3 plugins 3.21 us against 5.79 (0.37x the
+Python peer, 0.54x before); through `PluginManager` one C hook call costs
+304 ns of wall time against 1,045. What did it: a loop turn's calls reach
+a plugin as the array dispatch filled (`PluginRoomEvents`, the turn's
+shared buffer and its calls: no per-call `PluginRoomEvent` with its three
+retains), the dispatch latency counts by each event's number in its turn
+(`TurnDone`: arrays, no dictionary), a batch's calls per room are counted
+per run of one room under one lock, hook tables are indexed by the hook's
+slot (a `PluginHookKind` dictionary key hashed its raw String per call),
+and dispatch walks its targets in place (a `DispatchTarget` copy per
+plugin per event retained the runtime through its side table). Still
+above the page of 2026-11-26 (259 ns, 2.18 us per event, 0.31x Python),
+so issue 29's "no regression" is not met on this row; a profile of the
+firehose client now (`perf record -g`, 5 s, 3 plugins) puts the plugin
+threads at ~12% of the client's samples (was ~19%) and the dispatch on the
+loop at ~13%, of which the event's one encoding is the most
+(`EventEncoding.members`, ~8%: its members are written into an array of
+their own, then copied into the turn's buffer; before the one-encoding
+rule the payload was written into the turn's buffer directly). Next:
+write the members straight into the turn's buffer when a plugin is the
+first sink, and let a later sink of the same raise copy them from there.
+Process plugins: player events now take the room events' route (the loop
+turn's batch; isolation-bench dispatches them on the loop, 256 per loop
+callback, and waits for the loop before it counts), so one no-op C
+plugin in a process runs at 1,237,673 events/s against 775,709, and the
+bot's CPU per event per process plugin is 788 ns against 1,759 (the
+<= 1,000 ns target met); but inline gained more (2,696,725 against
+914,729), so process / inline is 0.46x (0.43-0.46), the 0.8x target
+missed further. What a process plugin's event costs the bot now
+(`perf record -g` of isolation-bench, process only): the journal (each
+record its own array, kept until DONE, copied into `uncounted` at trim:
+~25% with `Entry` copies and releases), the EVENTS frames built from it
+(~19%), and page faults from the journal's growth while 1,000,000 events
+are posted at once (~25%: a burst the child cannot keep up with; a
+steady rate would not grow it). Next: the journal as one byte buffer
+with an index of offsets, counted at trim without the copy. roombot at
+scale (the helper's paragraph above): 300,000 rooms LOGINED in 28.2 s
+(34.5) and back 26.7 s after a roomd kill -9 (43.3); 1,000,000 rooms
+LOGINED in 111 s (221), back 138 s after a roomd kill -9 (248) and 135 s
+after a roombot kill -9 (143), all with 0 failed attempts; bot RSS 1,101 B
+per room (target 1 KiB, missed), roomd 1,445 B per session (met). Not
+changed by this step and flat: room logins per second of the engine's
+client (13,240/s against 13,023; 21,758 on 2026-11-26, still not
+attributed), durable appends (76,505/s against 88,010; CPU per append 13.8
+us against 11.5: run 2 was the slow one, 57,526/s), p99 dispatch latency
+at half load 18.6 ms (35.6 ms; 21.7 ms on 2026-11-26).
+
+**The run before (2026-11-27 00:55) against the page before it (2026-11-26 12:44,
 revision 69d6436).** Read the "Shared" row first: only run 1's first
 workloads had a quiet machine; a clean-clone CI run and then both
 sanitizer halves ran beside the rest, so most medians are loaded figures

@@ -6,7 +6,7 @@ import RoomKitLoop
 @_spi(Benchmarks) import RoomKitPluginHost
 import RoomKitProtocol
 
-// isolation-bench: workload 6, what "isolation": "process" costs next to
+// isolation-bench: workload 7, what "isolation": "process" costs next to
 // "inline", with the no-op C plugin (Benchmarks/plugins/bench_noop.c):
 //   events/s  player events through PluginManager.dispatchPlayerEvent to 1
 //             and to 3 plugins, on the loop thread, 256 per loop callback
