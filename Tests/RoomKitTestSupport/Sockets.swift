@@ -19,11 +19,27 @@ public func connectLoopback(port: Int, receiveTimeout: TimeInterval = 5) -> Int3
     let connected = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard connected == 0 else {
+    // Interrupted by a signal, the connection goes on in the background: wait for it.
+    guard connected == 0 || (errno == EINTR && waitConnected(fd)) else {
         close(fd)
         return nil
     }
     return fd
+}
+
+/// After an interrupted `connect`: waits (up to 5 s) until `fd` is writable
+/// and reports whether the connection was made.
+private func waitConnected(_ fd: Int32) -> Bool {
+    var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+    while true {
+        let n = poll(&poller, 1, 5000)
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else { return false }
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+        return error == 0
+    }
 }
 
 /// A TCP socket listening on 127.0.0.1 on a free port (SO_REUSEADDR), and that port.
@@ -60,6 +76,9 @@ public func rawExchange(port: Int, _ request: String, timeout: TimeInterval = 5)
     var buffer = [UInt8](repeating: 0, count: 65536)
     while true {
         let n = recv(fd, &buffer, buffer.count, 0)
+        // A signal (a child process of another test exiting: SIGCHLD) interrupts
+        // the read; that is not the end of the answer.
+        if n < 0 && errno == EINTR { continue }
         if n <= 0 { break }
         response.append(contentsOf: buffer[0..<n])
     }
