@@ -34,12 +34,11 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     private var stored: [String: Int] = [:]
     private let logger: Logger
     /// Reports the event log's size after the lines written so far (nil: no file log).
-    /// In a box (a class), not as a closure in the `LockedValue`: read
-    /// through the generic `withLock`, a stored closure was wrapped in two
-    /// more reabstraction thunks on every read (written back by `_modify`),
-    /// so each call walked a chain as long as the calls before it: 13% of
-    /// the bot's samples while it logged in to 300,000 rooms (issue #26).
-    private let eventLogSize = LockedValue<EventLogSizeSource?>(nil)
+    /// Read with `current`, never `withLock { $0 }`: that writes a closure
+    /// back one reabstraction thunk deeper per read, so each save walked a
+    /// chain as long as the saves before it (13% of the bot's samples while
+    /// it logged in to 300,000 rooms, issue #26; `LockedValue.current`).
+    private let eventLogSize = LockedValue<(@Sendable () -> Int64?)?>(nil)
     /// The event-log size the last commit covered.
     private var committedLogSize: Int64?
     /// Whether an end-of-turn commit of the event log's size is queued.
@@ -116,7 +115,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     /// One transaction per loop turn: the changed cursors and the event-log
     /// size they cover. A failure is logged; the previous commit stays.
     public func save(_ changes: SessionStoreChanges) {
-        let size = eventLogSize.withLock { $0 }?.size()
+        let size = eventLogSize.current?()
         let fingerprints = changes.updated.map { ($0, Self.fingerprint($0)) }
         lock.withLock {
             do {
@@ -182,8 +181,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
 
     /// From now on each commit records the event log's size as `size` reports it.
     public func follow(eventLogSize size: @escaping @Sendable () -> Int64?) {
-        let source = EventLogSizeSource(size: size)
-        eventLogSize.withLock { $0 = source }
+        eventLogSize.withLock { $0 = size }
     }
 
     /// Notes that the event log was written in this loop turn: its size is
@@ -207,7 +205,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     /// Commits the event log's size when lines were written without a cursor
     /// change (call at the end of a loop turn that wrote lines).
     public func commitEventLog() {
-        guard let size = eventLogSize.withLock({ $0 })?.size() else { return }
+        guard let size = eventLogSize.current?() else { return }
         let pending = lock.withLock { size != committedLogSize }
         if pending { save(SessionStoreChanges()) }
     }
@@ -292,10 +290,4 @@ public final class BotStore: SessionStore, @unchecked Sendable {
         checkpointer.stop()
         lock.withLock { database.close() }
     }
-}
-
-/// What reports the event log's size to the store (`BotStore.follow`).
-private final class EventLogSizeSource: Sendable {
-    let size: @Sendable () -> Int64?
-    init(size: @escaping @Sendable () -> Int64?) { self.size = size }
 }
