@@ -50,6 +50,8 @@ final class EventBroadcaster<Event: Sendable>: @unchecked Sendable {
         var version: UInt64 = 0
         var observers: [Observer] = []
         var streams: [AsyncStream<Event>.Continuation] = []
+        /// How many of `observers` take the encoding.
+        var encodedCount = 0
     }
 
     private let state = LockedValue(State())
@@ -129,7 +131,13 @@ final class EventBroadcaster<Event: Sendable>: @unchecked Sendable {
         let current = version.load(ordering: .acquiring)
         if snapshot.version != current {
             snapshot = state.withLock { state in
-                Snapshot(version: state.version, observers: state.observers.map(\.body), streams: Array(state.streams.values))
+                let observers = state.observers.map(\.body)
+                let encoded = observers.reduce(0) { count, observer in
+                    if case .encoded = observer { return count + 1 }
+                    return count
+                }
+                return Snapshot(version: state.version, observers: observers, streams: Array(state.streams.values),
+                                encodedCount: encoded)
             }
         }
         let registry = snapshot
@@ -140,6 +148,7 @@ final class EventBroadcaster<Event: Sendable>: @unchecked Sendable {
                 body(event)
             case .encoded(let body):
                 let encoded = shared ?? encoding()
+                if shared == nil { encoded.soleSink = registry.encodedCount == 1 }
                 shared = encoded
                 body(event, encoded)
             }

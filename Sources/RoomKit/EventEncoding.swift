@@ -3,7 +3,8 @@ import RoomKitProtocol
 /// The one encoding of one raised event (a host's `RoomEvent` or a player's
 /// `PlayerEvent`): its fields as JSON object members, written at most once,
 /// by the first sink that reads them, and shared by every sink of that
-/// event: the event log's line (`logLine`), the dashboard's stream (which
+/// event (a sole sink gets them written straight into its own buffer, with
+/// no copy kept): the event log's line (`logLine`), the dashboard's stream (which
 /// taps the log's lines) and plugins' payloads (`appendObject`). A sink
 /// that does not exist costs nothing but this small object, made only when
 /// an encoded observer is registered (`RoomHost.addEncodedObserver`,
@@ -20,6 +21,11 @@ public final class EventEncoding: @unchecked Sendable {
     }
     private let source: Source
     private var cached: [UInt8]?
+    /// Set by the broadcaster when this event has one encoded observer: its
+    /// reads write the members straight into the sink's own buffer, with
+    /// no copy kept (nothing else will read them; a second read by the
+    /// same sink writes them again).
+    var soleSink = false
 
     private init(_ source: Source) {
         self.source = source
@@ -56,12 +62,16 @@ public final class EventEncoding: @unchecked Sendable {
         if let cached { return cached }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(128)
-        switch source {
-        case .room(let event, let replayed): event.appendLogMembers(replayed: replayed, to: &bytes)
-        case .player(let event): EventMembers.append(event.logFields, to: &bytes)
-        }
+        write(to: &bytes)
         cached = bytes
         return bytes
+    }
+
+    private func write(to buffer: inout [UInt8]) {
+        switch source {
+        case .room(let event, let replayed): event.appendLogMembers(replayed: replayed, to: &buffer)
+        case .player(let event): EventMembers.append(event.logFields, to: &buffer)
+        }
     }
 
     /// Whether the members have been written (a sink read them).
@@ -71,7 +81,12 @@ public final class EventEncoding: @unchecked Sendable {
     /// (`on_room_event`, `on_player_event`; docs/PLUGINS.md).
     public func appendObject(to buffer: inout [UInt8]) {
         buffer.append(UInt8(ascii: "{"))
-        buffer.append(contentsOf: members)
+        if cached == nil && soleSink {
+            // The only sink: its buffer is the one copy (no array of our own, no second copy).
+            write(to: &buffer)
+        } else {
+            buffer.append(contentsOf: members)
+        }
         buffer.append(UInt8(ascii: "}"))
     }
 

@@ -29,6 +29,31 @@ final class EventEncodingTests: XCTestCase {
         XCTAssertTrue(encodings[1].isWritten, "the first reader wrote it for the others")
     }
 
+    /// With one encoded observer the payload is written straight into that
+    /// sink's buffer (nothing kept); with two it is kept for the second. The
+    /// bytes are the same either way, and so is a second read by the sole sink.
+    func testSoleEncodedObserver_writesIntoItsBuffer_sameBytesAsShared() {
+        func payloads(observers: Int) -> [[UInt8]] {
+            let broadcaster = EventBroadcaster<RoomEvent>()
+            let seen = LockedValue<[[UInt8]]>([])
+            for _ in 0..<observers {
+                _ = broadcaster.addEncodedObserver { _, encoding in
+                    var buffer: [UInt8] = Array("prefix".utf8)
+                    encoding.appendObject(to: &buffer)
+                    encoding.appendObject(to: &buffer)
+                    XCTAssertEqual(encoding.isWritten, observers > 1, "kept only when another sink may read it")
+                    seen.withLock { $0.append(buffer) }
+                }
+            }
+            broadcaster.yield(magix) { .room(magix, replayed: false) }
+            return seen.withLock { $0 }
+        }
+        let object = #"{"event":"chat","from":3,"payload":{"text":"hi"},"room":"lobby","seq":7}"#
+        let expected = Array(("prefix" + object + object).utf8)
+        XCTAssertEqual(payloads(observers: 1), [expected])
+        XCTAssertEqual(payloads(observers: 2), [expected, expected])
+    }
+
     func testYield_withoutEncodedObservers_makesNoEncoding() {
         let broadcaster = EventBroadcaster<RoomEvent>()
         _ = broadcaster.addObserver { _ in }
