@@ -30,16 +30,18 @@ enum PluginCallDeadline {
 /// healthy plugin, while a stuck call still fails every call behind it, one
 /// timeout apart, until the plugin is quarantined.
 struct OutstandingCalls {
-    private var posted: [UInt64] = []
-    private var head = 0
-    private var nextSequence: UInt64 = 0
+    /// The calls posted so far are numbered 1 … `lastPosted`, in post
+    /// order; `head` is the oldest one not finished or timed out (a serial
+    /// queue finishes them in that order, so a range says it all: no list).
+    private var head: UInt64 = 1
+    private var lastPosted: UInt64 = 0
     /// Uptime (ns) at which the head call became the head.
     private var headSince: UInt64 = 0
     /// Whether a watchdog check is scheduled.
     private var armed = false
 
     /// Calls posted and not yet finished (or timed out): the queue's depth.
-    var depth: Int { posted.count - head }
+    var depth: Int { Int(lastPosted &+ 1 &- head) }
 
     /// Adds a call posted at `now` (uptime ns). Returns its sequence number
     /// and whether the caller must schedule a watchdog check (none pending).
@@ -50,23 +52,19 @@ struct OutstandingCalls {
     /// Adds `count` calls posted together at `now`; returns the first one's
     /// sequence number (the others follow it) and whether to arm.
     mutating func add(count: Int, now: UInt64) -> (sequence: UInt64, arm: Bool) {
-        if head == posted.count { headSince = now }
-        let first = nextSequence &+ 1
-        for _ in 0..<count {
-            nextSequence &+= 1
-            posted.append(nextSequence)
-        }
+        if depth == 0 { headSince = now }
+        let first = lastPosted &+ 1
+        lastPosted &+= UInt64(count)
         defer { armed = true }
         return (first, !armed)
     }
 
     /// Marks call `sequence` finished at `now`; false when the watchdog had
-    /// already timed it out (it was no longer in the list).
+    /// already timed it out (the head had moved past it).
     mutating func finish(_ sequence: UInt64, now: UInt64) -> Bool {
-        guard head < posted.count, posted[head] == sequence else { return false }
-        head += 1
+        guard depth > 0, sequence == head else { return false }
+        head &+= 1
         headSince = now
-        compact()
         return true
     }
 
@@ -74,27 +72,16 @@ struct OutstandingCalls {
     /// how many, and when the next check is due (nil: nothing left, disarmed).
     mutating func expire(now: UInt64, timeout: UInt64) -> (overdue: Int, next: UInt64?) {
         var overdue = 0
-        while head < posted.count, PluginCallDeadline.isLate(since: headSince, now: now, bound: timeout) {
-            head += 1
+        while depth > 0, PluginCallDeadline.isLate(since: headSince, now: now, bound: timeout) {
+            head &+= 1
             headSince &+= timeout
             overdue += 1
         }
-        compact()
-        guard head < posted.count else {
+        guard depth > 0 else {
             armed = false
             return (overdue, nil)
         }
         return (overdue, headSince &+ timeout)
-    }
-
-    private mutating func compact() {
-        if head == posted.count {
-            posted.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head > 1024 && head * 2 > posted.count {
-            posted.removeFirst(head)
-            head = 0
-        }
     }
 }
 
@@ -310,28 +297,31 @@ extension PluginRuntime {
         if events.turn != nil { done.reserveCapacity(events.count) }
         events.payloads.withUnsafeBufferPointer { payloads in
             payloads.withMemoryRebound(to: CChar.self) { payloads in
-                for (offset, call) in events.calls.enumerated() {
-                    let isRoomEvent = call.hook == .roomEvent
-                    call.room.withCString { room in
-                        let payload = payloads.baseAddress.map { $0 + call.payload.lowerBound }
-                        if isRoomEvent {
-                            inline.roomEvent(kind: call.kind, room: room, payload: payload)
-                        } else {
-                            inline.playerEvent(kind: call.kind, room: room, payload: payload)
+                // The calls in place: no copy (and no retain of its room) per call.
+                events.calls.withUnsafeBufferPointer { calls in
+                    for offset in calls.indices {
+                        let isRoomEvent = calls[offset].hook == .roomEvent
+                        let payload = payloads.baseAddress.map { $0 + calls[offset].payload.lowerBound }
+                        calls[offset].room.withCString { room in
+                            if isRoomEvent {
+                                inline.roomEvent(kind: calls[offset].kind, room: room, payload: payload)
+                            } else {
+                                inline.playerEvent(kind: calls[offset].kind, room: room, payload: payload)
+                            }
                         }
+                        let now = DispatchTime.now().uptimeNanoseconds
+                        if outstanding.withLock({ $0.finish(first &+ UInt64(offset), now: now) }) {
+                            recordSuccess(nanoseconds: now &- last, hook: calls[offset].hook, into: &tally)
+                            if isRoomEvent { rooms.add(calls[offset].room) }
+                        } else if isRoomEvent {
+                            roomCalls.count(calls[offset].room, .roomEvent, failure: PluginCallDeadline.failure(spec.timeout))
+                        }
+                        if isRoomEvent {
+                            metrics.recordDispatch(nanoseconds: now &- since)
+                            if events.turn != nil { done.append((calls[offset].index, now)) }
+                        }
+                        last = now
                     }
-                    let now = DispatchTime.now().uptimeNanoseconds
-                    if outstanding.withLock({ $0.finish(first &+ UInt64(offset), now: now) }) {
-                        recordSuccess(nanoseconds: now &- last, hook: call.hook, into: &tally)
-                        if isRoomEvent { rooms.add(call.room) }
-                    } else if isRoomEvent {
-                        roomCalls.count(call.room, .roomEvent, failure: PluginCallDeadline.failure(spec.timeout))
-                    }
-                    if isRoomEvent {
-                        metrics.recordDispatch(nanoseconds: now &- since)
-                        if events.turn != nil { done.append((call.index, now)) }
-                    }
-                    last = now
                 }
             }
         }
