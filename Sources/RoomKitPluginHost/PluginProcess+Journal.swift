@@ -14,10 +14,13 @@ extension PluginProcess {
         let now = DispatchTime.now().uptimeNanoseconds
         let posted = since == 0 ? now : since
         lock.withLock {
-            for call in events.calls {
-                let type = call.hook == .playerEvent ? ROOMKIT_WIRE_RECORD_PLAYER : ROOMKIT_WIRE_RECORD_ROOM
-                _ = appendLocked(posted: posted, room: call.room) { seq in
-                    WireRecord.encode(type, seq: seq, number: Int64(call.kind), a: call.room, b: events.payloads[call.payload].dropLast())
+            guard acceptsRecordsLocked else { return }
+            events.calls.withUnsafeBufferPointer { calls in
+                for index in calls.indices {
+                    let isPlayer = calls[index].hook == .playerEvent
+                    let type = isPlayer ? ROOMKIT_WIRE_RECORD_PLAYER : ROOMKIT_WIRE_RECORD_ROOM
+                    appendLocked(type, number: Int64(calls[index].kind), a: calls[index].room,
+                                 b: events.payloads[calls[index].payload].dropLast(), posted: posted, room: calls[index].room)
                 }
             }
             flushScheduled = true  // this flush, now: no second one from the queue
@@ -31,33 +34,65 @@ extension PluginProcess {
     func send(_ record: Record) -> UInt64? {
         let now = DispatchTime.now().uptimeNanoseconds
         return lock.withLock { () -> UInt64? in
-            let seq = appendLocked(posted: now) { seq in
-                switch record {
-                case .throwError(let domain, let code, let message):
-                    return WireRecord.encode(ROOMKIT_WIRE_RECORD_THROW_ERROR, seq: seq, number: code, a: domain, b: message.utf8)
-                case .configChanged(let room, let config):
-                    return WireRecord.encode(ROOMKIT_WIRE_RECORD_CONFIG_CHANGED, seq: seq, number: 0, a: room, b: config.utf8)
-                }
+            let seq: UInt64?
+            switch record {
+            case .throwError(let domain, let code, let message):
+                seq = appendLocked(ROOMKIT_WIRE_RECORD_THROW_ERROR, number: code, a: domain, b: message.utf8, posted: now)
+            case .configChanged(let room, let config):
+                seq = appendLocked(ROOMKIT_WIRE_RECORD_CONFIG_CHANGED, number: 0, a: room, b: config.utf8, posted: now)
             }
             if seq != nil { scheduleFlushLocked() }
             return seq
         }
     }
 
-    /// Appends one record (`lock` held), unless the plugin is gone for good or
-    /// its queue is full (then it is dropped and counted).
-    private func appendLocked(posted: UInt64, room: String? = nil, _ encode: (UInt64) -> [UInt8]) -> UInt64? {
-        switch phase {
-        case .quarantined, .stopping, .stopped: return nil
-        case .starting, .running, .restarting: break
-        }
+    /// Appends one record to the journal's bytes (`lock` held), unless the
+    /// plugin is gone for good or its queue is full (then it is dropped and counted).
+    @discardableResult
+    private func appendLocked<Payload: Collection<UInt8>>(_ type: roomkit_wire_record, number: Int64, a: String?, b: Payload,
+                                                          posted: UInt64, room: String? = nil) -> UInt64? {
+        guard acceptsRecordsLocked else { return nil }
         guard journal.count - journalHead < spec.supervision.queueLimit else {
             stats.dropped += 1
             return nil
         }
         nextSeq += 1
-        journal.append(Entry(seq: nextSeq, record: encode(nextSeq), posted: posted, room: room))
+        let offset = journalBase + journalBytes.count
+        let length = WireRecord.append(type, seq: nextSeq, number: number, a: a, b: b, to: &journalBytes)
+        journal.append(Entry(seq: nextSeq, type: UInt8(type.rawValue), number: number, offset: offset, length: length,
+                             posted: posted, room: room))
         return nextSeq
+    }
+
+    /// Whether records are still taken (`lock` held): not once the plugin is
+    /// gone for good or stopping.
+    private var acceptsRecordsLocked: Bool {
+        switch phase {
+        case .quarantined, .stopping, .stopped: return false
+        case .starting, .running, .restarting: return true
+        }
+    }
+
+    /// Empties the journal and its bytes (`lock` held).
+    func clearJournalLocked() {
+        journal.removeAll()
+        journalHead = 0
+        written = 0
+        dropJournalBytesLocked(through: journalBase + journalBytes.count)
+    }
+
+    /// Cuts the journal's bytes before absolute offset `end` (`lock` held):
+    /// no entry still to be sent lies there. A burst's capacity is given
+    /// back once the bytes are all gone.
+    private func dropJournalBytesLocked(through end: Int) {
+        let count = end - journalBase
+        guard count > 0 else { return }
+        if count >= journalBytes.count {
+            journalBytes.removeAll(keepingCapacity: journalBytes.capacity <= Self.keptFrameBytes)
+        } else {
+            journalBytes.removeFirst(count)
+        }
+        journalBase = end
     }
 
     /// on_config_changed: sent now, and finished before this returns: a URL
@@ -78,15 +113,35 @@ extension PluginProcess {
         queue.async { [self] in flush() }
     }
 
-    /// Writes the unsent events as EVENTS frames in one send (the plugin's queue).
+    /// Writes the unsent events as EVENTS frames (the plugin's queue), in
+    /// sends of about `flushChunkBytes`: a burst is not copied into one
+    /// buffer of its whole size (fresh pages each time) before the first
+    /// byte goes out, and one kept buffer serves every send. Flushes are
+    /// serialized (`flushing`), so frames go out in journal order even when
+    /// a config change flushes from another thread.
     func flush() {
-        let batch = lock.withLock { () -> (PluginChild, [UInt8])? in
+        flushing.lock()
+        defer { flushing.unlock() }
+        var bytes: [UInt8] = []
+        lock.withLock {
             flushScheduled = false
+            swap(&bytes, &frameBuffer)
+        }
+        while let child = nextChunk(into: &bytes) {
+            child.send(bytes)
+        }
+        // Handed back for the next flush, up to a bound (a burst's buffer is not kept forever).
+        if bytes.capacity <= Self.keptFrameBytes { lock.withLock { if frameBuffer.capacity < bytes.capacity { frameBuffer = bytes } } }
+    }
+
+    /// Fills `bytes` with the next unsent records as EVENTS frames, up to
+    /// about `flushChunkBytes`, and marks them sent; nil when nothing is
+    /// left to send (or no child to send it to).
+    private func nextChunk(into bytes: inout [UInt8]) -> PluginChild? {
+        lock.withLock { () -> PluginChild? in
             guard phase == .running || phase == .stopping, let child = current else { return nil }
             trimLocked(done: child.doneSeq)
             guard written < journal.count else { return nil }
-            var bytes: [UInt8] = []
-            swap(&bytes, &frameBuffer)  // taken: another flush meanwhile starts a buffer of its own
             bytes.removeAll(keepingCapacity: true)
             var last: UInt64 = 0
             var frameStart = -1, count: UInt32 = 0
@@ -98,26 +153,32 @@ extension PluginProcess {
                 frameStart = -1
                 count = 0
             }
-            for index in written..<journal.count where !journal[index].skip {
-                if frameStart >= 0, count >= ROOMKIT_WIRE_BATCH_RECORDS || bytes.count - frameStart >= Int(ROOMKIT_WIRE_BATCH_BYTES) { close() }
-                if frameStart < 0 {
-                    frameStart = bytes.count
-                    bytes.append(contentsOf: [0, 0, 0, 0, UInt8(ROOMKIT_WIRE_EVENTS.rawValue), 0, 0, 0, 0])
+            let base = journalBase
+            var next = written
+            journalBytes.withUnsafeBufferPointer { records in
+                while next < journal.count, bytes.count < Self.flushChunkBytes {
+                    defer { next += 1 }
+                    guard !journal[next].skip else { continue }
+                    if frameStart >= 0, count >= ROOMKIT_WIRE_BATCH_RECORDS || bytes.count - frameStart >= Int(ROOMKIT_WIRE_BATCH_BYTES) { close() }
+                    if frameStart < 0 {
+                        frameStart = bytes.count
+                        bytes.append(contentsOf: [0, 0, 0, 0, UInt8(ROOMKIT_WIRE_EVENTS.rawValue), 0, 0, 0, 0])
+                    }
+                    let start = journal[next].offset - base
+                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: records[start..<start + journal[next].length]))
+                    last = journal[next].seq
+                    count += 1
                 }
-                bytes.append(contentsOf: journal[index].record)
-                last = journal[index].seq
-                count += 1
             }
             close()
-            written = journal.count
+            written = next
             if last != 0 { machine.sent(through: last, now: PluginChild.monotonicNow()) }
-            return (child, bytes)
+            return bytes.isEmpty ? nil : child
         }
-        guard let (child, bytes) = batch, !bytes.isEmpty else { return }
-        child.send(bytes)
-        // Handed back for the next flush, up to a bound (a burst's buffer is not kept forever).
-        if bytes.capacity <= Self.keptFrameBytes { lock.withLock { if frameBuffer.capacity < bytes.capacity { frameBuffer = bytes } } }
     }
+
+    /// About how many bytes one send of a flush carries.
+    static let flushChunkBytes = 1 << 20
 
     /// The largest frame buffer a flush keeps for the next one.
     static let keptFrameBytes = 4 << 20
@@ -135,7 +196,9 @@ extension PluginProcess {
             journal.removeAll(keepingCapacity: true)
             journalHead = 0
             written = 0
+            dropJournalBytesLocked(through: journalBase + journalBytes.count)
         } else if journalHead > 1024, journalHead * 2 > journal.count {
+            dropJournalBytesLocked(through: journal[journalHead].offset)
             journal.removeFirst(journalHead)
             written -= journalHead
             journalHead = 0

@@ -114,9 +114,7 @@ extension PluginProcess {
         }
         if case .quarantine = result {
             stats.dropped += journal.count - journalHead
-            journal.removeAll()
-            journalHead = 0
-            written = 0
+            clearJournalLocked()
         } else {
             written = journalHead  // resend what it had not finished, to be judged afresh
             for index in journalHead..<journal.count { journal[index].late = false }

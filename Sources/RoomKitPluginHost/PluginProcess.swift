@@ -33,10 +33,18 @@ final class PluginProcess: @unchecked Sendable {
 
     /// One event sent (or to send) to the process, kept until it finishes so
     /// that a restarted process gets it again, and so a crash can name it.
+    /// Its encoded record lives in `journalBytes` (no array per record).
     struct Entry {
         let seq: UInt64
-        /// The encoded EVENTS record (PLUGIN-WIRE.md section 4).
-        let record: [UInt8]
+        /// The record's type (`roomkit_wire_record`) and number (a room
+        /// event's kind, a player event's, an error's code).
+        let type: UInt8
+        let number: Int64
+        /// Where its encoded EVENTS record (PLUGIN-WIRE.md section 4) starts
+        /// in the journal's bytes (an absolute offset: `journalBase` is
+        /// where `journalBytes` starts), and its length.
+        let offset: Int
+        let length: Int
         /// When it was queued (uptime ns): the start of its call's latency.
         let posted: UInt64
         /// A room or player event's room, for the per-room counts (nil: another kind of record).
@@ -50,7 +58,7 @@ final class PluginProcess: @unchecked Sendable {
 
         /// The hook it calls, for the per-hook metrics.
         var hook: PluginHookKind {
-            switch UInt32(record[0]) {
+            switch UInt32(type) {
             case ROOMKIT_WIRE_RECORD_ROOM.rawValue: return .roomEvent
             case ROOMKIT_WIRE_RECORD_PLAYER.rawValue: return .playerEvent
             case ROOMKIT_WIRE_RECORD_CONFIG_CHANGED.rawValue: return .configChanged
@@ -60,18 +68,12 @@ final class PluginProcess: @unchecked Sendable {
 
         /// What the record is, for messages: "magix in room lobby", "throwError".
         var label: String {
-            record.withUnsafeBytes { raw -> String in
-                var r = WireReader(raw)
-                let type = UInt32(r.u8())
-                _ = r.u64()
-                let number = Int64(bitPattern: r.u64())
-                let a = r.string() ?? ""
-                switch type {
-                case ROOMKIT_WIRE_RECORD_ROOM.rawValue: return "\(PluginProcess.roomKindName(Int32(truncatingIfNeeded: number))) in room \(a)"
-                case ROOMKIT_WIRE_RECORD_PLAYER.rawValue: return "player event \(number) in room \(a)"
-                case ROOMKIT_WIRE_RECORD_CONFIG_CHANGED.rawValue: return "configChanged"
-                default: return "throwError"
-                }
+            switch UInt32(type) {
+            case ROOMKIT_WIRE_RECORD_ROOM.rawValue:
+                return "\(PluginProcess.roomKindName(Int32(truncatingIfNeeded: number))) in room \(room ?? "")"
+            case ROOMKIT_WIRE_RECORD_PLAYER.rawValue: return "player event \(number) in room \(room ?? "")"
+            case ROOMKIT_WIRE_RECORD_CONFIG_CHANGED.rawValue: return "configChanged"
+            default: return "throwError"
             }
         }
     }
@@ -95,6 +97,8 @@ final class PluginProcess: @unchecked Sendable {
     let queue: DispatchQueue
 
     let lock = NSLock()
+    /// Held for a whole flush (PluginProcess+Journal.swift), so frames leave in journal order.
+    let flushing = NSLock()
     // Guarded by `lock`:
     /// The supervision's decisions (PluginSupervisorMachine.swift); this class is its driver.
     var machine: PluginSupervisorMachine
@@ -110,6 +114,11 @@ final class PluginProcess: @unchecked Sendable {
     var lastFinish: UInt64 = 0
     var journal: [Entry] = []
     var journalHead = 0
+    /// The journal's encoded records, back to back, from `journal`'s first
+    /// entry's on (older bytes are cut at trim); `journalBase` is the
+    /// absolute offset of its first byte (`Entry.offset`).
+    var journalBytes: [UInt8] = []
+    var journalBase = 0
     var written = 0
     var nextSeq: UInt64 = 0
     var flushScheduled = false

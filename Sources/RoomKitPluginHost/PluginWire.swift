@@ -110,41 +110,28 @@ struct WireReader {
 enum WireRecord {
     static let headerSize = 1 + 8 + 8 + 4 + 4
 
-    /// One record, written in place into an array of its exact size (one
-    /// allocation; the strings' bytes copied once each, by memcpy when they
-    /// are contiguous, as native strings and byte arrays are).
-    static func encode<Payload: Collection<UInt8>>(_ type: roomkit_wire_record, seq: UInt64, number: Int64,
-                                                   a: String?, b: Payload) -> [UInt8] {
-        var a = a
-        let aCount = a?.utf8.count ?? 0
-        let bCount = b.count
-        let total = headerSize + aCount + bCount
-        return [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
-            let raw = UnsafeMutableRawBufferPointer(buffer)
-            raw[0] = UInt8(type.rawValue)
-            raw.storeBytes(of: seq.littleEndian, toByteOffset: 1, as: UInt64.self)
-            raw.storeBytes(of: UInt64(bitPattern: number).littleEndian, toByteOffset: 9, as: UInt64.self)
-            raw.storeBytes(of: (a == nil ? ROOMKIT_WIRE_NULL : UInt32(aCount)).littleEndian, toByteOffset: 17, as: UInt32.self)
-            var at = 21
-            if a != nil {
-                a!.withUTF8 { utf8 in
-                    if let base = utf8.baseAddress { (raw.baseAddress! + at).copyMemory(from: base, byteCount: aCount) }
-                }
-                at += aCount
-            }
-            raw.storeBytes(of: UInt32(bCount).littleEndian, toByteOffset: at, as: UInt32.self)
-            at += 4
-            let copied = b.withContiguousStorageIfAvailable { bytes -> Bool in
-                if let base = bytes.baseAddress { (raw.baseAddress! + at).copyMemory(from: base, byteCount: bCount) }
-                return true
-            }
-            if copied == nil {
-                for byte in b {
-                    raw[at] = byte
-                    at += 1
-                }
-            }
-            initialized = total
+    /// One record appended to `buffer` (a journal's bytes: no array per
+    /// record). Returns its length.
+    @discardableResult
+    static func append<Payload: Collection<UInt8>>(_ type: roomkit_wire_record, seq: UInt64, number: Int64,
+                                                   a: String?, b: Payload, to buffer: inout [UInt8]) -> Int {
+        let start = buffer.count
+        buffer.append(UInt8(type.rawValue))
+        appendLittleEndian(seq, to: &buffer)
+        appendLittleEndian(UInt64(bitPattern: number), to: &buffer)
+        if var a {
+            appendLittleEndian(UInt32(a.utf8.count), to: &buffer)
+            a.withUTF8 { buffer.append(contentsOf: $0) }
+        } else {
+            appendLittleEndian(ROOMKIT_WIRE_NULL, to: &buffer)
         }
+        appendLittleEndian(UInt32(b.count), to: &buffer)
+        buffer.append(contentsOf: b)
+        return buffer.count - start
+    }
+
+    @inline(__always)
+    private static func appendLittleEndian<Integer: FixedWidthInteger>(_ value: Integer, to buffer: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) }
     }
 }
