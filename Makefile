@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 
-.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak install check-install test-browser fleet-sim scale-bot test-python
+.PHONY: run test build release bootstrap clean bench fuzz check-sanitizers soak install check-install test-browser fleet-sim scale-bot bench-ab test-python
 
 # Where `make install` puts things; DESTDIR stages the tree (packaging).
 PREFIX ?= /usr/local
@@ -67,6 +67,14 @@ soak: bootstrap
 # BENCH_MILLION_RUNS (default 1): how many runs include workload 9 (1M rooms).
 bench: bootstrap
 	@SWIFT=$(SWIFT) Benchmarks/run.sh
+
+# Whether a change is a regression: the firehose (workload 6) and logins
+# (workload 1) with BASE's build and the working tree's, alternating on the
+# same machine (Benchmarks/ab.py; AB_ROUNDS, AB_WORKLOADS, AB_LOGINS).
+# Pages of `make bench` days apart cannot say it on a shared machine.
+bench-ab: bootstrap
+	@test -n "$(BASE)" || { echo "usage: make bench-ab BASE=<revision>" >&2; exit 2; }
+	@SWIFT=$(SWIFT) python3 Benchmarks/ab.py $(BASE)
 
 # roombot itself at scale (not part of `make test`; issue #26): a release
 # roomd with its defaults and a release roombot with a serviceToken and
