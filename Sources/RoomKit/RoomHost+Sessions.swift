@@ -231,8 +231,24 @@ extension RoomHost {
     private func end(_ action: RoomSessionMachine.EndAction, _ record: SessionRecord) {
         switch action {
         case .end(let ending): end(ending, record)
+        case .endWithdrawingLogin(let ending):
+            // Before the session's end is reported: a login its observers
+            // start again must reach the server after this logout.
+            withdrawLogin(record)
+            end(ending, record)
         case .none: break
         }
+    }
+
+    /// Takes back the login of a session that stopped waiting for it: out
+    /// of the outbox if it never left, else by a logout after it (whatever
+    /// the answers, which nobody waits for: the server drops the session it
+    /// may have made, or answers 1002002).
+    private func withdrawLogin(_ record: SessionRecord) {
+        defer { record.loginRequestID = nil }  // its answer, if one comes, is dropped
+        if let id = record.loginRequestID, withdrawQueued(id) { return }
+        guard link.isReady else { return }  // the connection went, and its sessions with it
+        send(.logout, room: record.room.id, timeout: false) { _ in }
     }
 
     /// A session is over: its timer goes, the reports and callbacks follow
@@ -355,8 +371,12 @@ extension RoomHost {
         record.resuming = resume
         let request = LoginRequest(token: record.token, user: record.user, writable: record.wantsWritable, resume: point,
                                    fence: record.fence)
-        record.loginRequestID = nextRequestID
+        let id = nextRequestID
+        record.loginRequestID = id
         send(.login(request), room: record.room.id, timeout: false) { [self] result in
+            // The answer to a withdrawn login (it timed out) is not this
+            // session's: the record may already wait for a newer login.
+            guard record.loginRequestID == id else { return }
             loginAnswered(record, result)
         }
     }

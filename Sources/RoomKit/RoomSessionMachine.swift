@@ -106,6 +106,12 @@ public struct RoomSessionMachine: Sendable, Hashable {
     /// lead to: each can only end the session or do nothing.
     public enum EndAction: Sendable, Hashable {
         case end(Ending)
+        /// `end`, and the login request on its way is withdrawn: the driver
+        /// takes it back if still queued, else follows it with a logout on
+        /// the same connection. The server may have made the session after
+        /// the client stopped waiting for the answer; left there, a retry
+        /// on that connection would be refused with 1009007.
+        case endWithdrawingLogin(Ending)
         case none
     }
 
@@ -260,8 +266,12 @@ public struct RoomSessionMachine: Sendable, Hashable {
     /// The session's timer (login timeout or reconnect window) fired.
     public mutating func deadlinePassed() -> EndAction {
         switch state {
-        case .logining: return .end(fail(.loginFailed, .timedOut, "login timed out"))
-        case .reconnecting: return .end(fail(.reconnectFailed, .timedOut, "reconnect window passed"))
+        case .logining(let sent, _, _):
+            let ending = fail(.loginFailed, .timedOut, "login timed out")
+            return sent ? .endWithdrawingLogin(ending) : .end(ending)
+        case .reconnecting(let sent, _):
+            let ending = fail(.reconnectFailed, .timedOut, "reconnect window passed")
+            return sent ? .endWithdrawingLogin(ending) : .end(ending)
         case .idle, .active, .disconnecting: return .none
         }
     }

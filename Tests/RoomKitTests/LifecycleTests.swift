@@ -56,6 +56,37 @@ final class LifecycleTests: XCTestCase {
         try await harness.close()
     }
 
+    /// A login that times out after it reached the server is withdrawn (a
+    /// logout follows it on the same connection): the server may have made
+    /// the session after the client stopped waiting, and a retry on that
+    /// connection was refused with 1009007 ("already logged in").
+    func testLogin_timedOutAfterReachingTheServer_isWithdrawn_soARetryOnTheSameConnectionLogsIn() async throws {
+        let harness = try EngineHarness()
+        let events = EventRecorder()
+        let host = try harness.host(recorder: events) {
+            $0.loginTimeout = .milliseconds(400)
+            $0.livenessTimeout = .seconds(8)  // the connection outlives the 2 s round trips
+        }
+        // The connection is up before the latency starts: the slow login is sent at once.
+        try await host.loginRoom("warm", user: harness.user("a"), token: harness.token("a"))
+        harness.proxy.setFaults(.init(latency: .seconds(1)))
+        do {
+            try await host.loginRoom("lobby", user: harness.user("a"), token: harness.token("a"))
+            XCTFail("the answer comes after 2 s: the login must time out")
+        } catch let error as RoomError {
+            XCTAssertEqual(error.code, .timedOut)
+        }
+        // The login, then the withdrawing logout, reach the server a second
+        // after they left; their answers come back a second after that.
+        try await Task.sleep(for: .milliseconds(1_500))
+        harness.proxy.setFaults(.none)
+        try await Task.sleep(for: .milliseconds(1_500))
+        try await host.loginRoom("lobby", user: harness.user("a"), token: harness.token("a"))
+        XCTAssertEqual(events.reasons("lobby"), ["LOGINING 0", "LOGIN_FAILED 1002053", "LOGINING 0", "LOGINED 0"])
+        XCTAssertEqual(events.reasons("warm").last, "LOGINED 0", "the connection stayed up throughout")
+        try await harness.close()
+    }
+
     func testLogin_whileTheServerRefusesConnectionsAtItsLimit_keepsRetryingAndLogsInOnceASlotFrees() async throws {
         let harness = try EngineHarness { $0.maxConnections = 1 }
         let first = try harness.host(viaProxy: false)

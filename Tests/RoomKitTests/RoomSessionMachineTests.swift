@@ -66,10 +66,18 @@ final class RoomSessionMachineTests: XCTestCase {
         var m = machine()
         _ = m.loginRequested(now: 0, connectionReady: true)
         let login = RoomError(code: .timedOut, message: "login timed out", reason: .loginFailed)
-        XCTAssertEqual(m.deadlinePassed(), .end(.failed(.loginFailed, .timedOut, cause: nil, login: login)))
+        XCTAssertEqual(m.deadlinePassed(), .endWithdrawingLogin(.failed(.loginFailed, .timedOut, cause: nil, login: login)),
+                       "the login was sent: the server may hold a session for it")
         XCTAssertEqual(m.state, .idle)
         XCTAssertEqual(m.phase, .disconnected)
         XCTAssertEqual(m.deadlinePassed(), .none, "a stale timer of an ended session")
+    }
+
+    func testLogin_timingOutBeforeItWasSent_endsWithNothingToWithdraw() {
+        var m = machine()
+        _ = m.loginRequested(now: 0, connectionReady: false)
+        let login = RoomError(code: .timedOut, message: "login timed out", reason: .loginFailed)
+        XCTAssertEqual(m.deadlinePassed(), .end(.failed(.loginFailed, .timedOut, cause: nil, login: login)))
     }
 
     func testLogin_whenTokenIsRejected_failsWith1002033AndDoesNotRetry() {
@@ -109,6 +117,13 @@ final class RoomSessionMachineTests: XCTestCase {
         XCTAssertEqual(m.loginSucceeded(), .reconnected)
         XCTAssertEqual(m.state, .active)
         XCTAssertEqual(m.loginSucceeded(), .none, "a late answer")
+    }
+
+    func testReconnect_whenTheWindowPassesWithAResumeOnTheWire_withdrawsIt() {
+        var m = active()
+        _ = m.connectionLost(now: 1_000)
+        XCTAssertEqual(m.connectionReady(), .sendLogin(resume: true))
+        XCTAssertEqual(m.deadlinePassed(), .endWithdrawingLogin(.failed(.reconnectFailed, .timedOut, cause: nil, login: nil)))
     }
 
     func testReconnect_whenTheWindowPasses_failsWith1002053AndStops() {
