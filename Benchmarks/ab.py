@@ -110,8 +110,12 @@ def logins(binary):
 WORKLOADS = {"firehose": firehose, "logins": logins}
 
 
+def number(value):
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def spread(values):
-    return f"{statistics.median(values):,.3g} ({min(values):,.3g}-{max(values):,.3g})"
+    return f"{number(statistics.median(values))} ({number(min(values))}-{number(max(values))})"
 
 
 def main():
@@ -135,10 +139,11 @@ def main():
         order = ["base", "head"] if round_ % 2 == 0 else ["head", "base"]
         for name in chosen:
             for side in order:
-                for metric, value in WORKLOADS[name](sides[side]).items():
+                figures = WORKLOADS[name](sides[side])
+                for metric, value in figures.items():
                     samples[side].setdefault(metric, []).append(value)
                 bench.log(f"round {round_ + 1}/{rounds} {name} {side}: "
-                          + ", ".join(f"{m} {v[-1]:,.3g}" for m, v in samples[side].items()))
+                          + ", ".join(f"{metric} {number(value)}" for metric, value in figures.items()))
     print(f"\nA/B, {rounds} rounds alternating, base {commit}, head {head_label}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print("| figure | base | head | head / base (paired, median) |")
