@@ -221,9 +221,13 @@ public final class RedisClient: @unchecked Sendable {
         pending[id] = (loop.nowMilliseconds + Self.ms(configuration.commandTimeout), { [self] result in
             switch result {
             case .success(.error(let text)):
-                logger.error("redis AUTH refused; check the user and password", metadata: [
-                    "redis": "\(endpoint)", "user": "\(endpoint.username ?? "default")", "error": "\(text)"])
-                drop(RedisError(code: .server, message: "AUTH refused by \(endpoint): \(text)"))
+                if logsThisAttempt {
+                    logger.error("redis AUTH refused; check the user and password", metadata: [
+                        "redis": "\(endpoint)", "user": "\(endpoint.username ?? "default")", "error": "\(text)",
+                        "attempt": "\(failedAttempts + 1)"])
+                }
+                // That line says why: no second one for the reconnect it leads to.
+                drop(RedisError(code: .server, message: "AUTH refused by \(endpoint): \(text)"), quietly: true)
             case .success:
                 ready()
             case .failure:
@@ -267,15 +271,24 @@ public final class RedisClient: @unchecked Sendable {
 
     /// Frees the context now (no waiting for replies, unlike redisAsyncDisconnect)
     /// and fails everything pending with `error`.
-    private func drop(_ error: RedisError) {
+    private func drop(_ error: RedisError, quietly: Bool = false) {
         guard !closed else { return }
         let ac = context
         let wasReady = isConnected
         lifecycle = .idle
         if let ac { redisAsyncFree(ac) }  // its callbacks see no context of ours
         failAll(error)
-        scheduleReconnect(error.message)
+        scheduleReconnect(error.message, quietly: quietly)
         if wasReady { onDisconnect?(error) }
+    }
+
+    /// Whether the current failed attempt is logged: the first of a streak,
+    /// then the 2nd, 4th, 8th, … (a Redis down for an hour, or refusing the
+    /// password, costs a few lines, not one or two per retry). Each line
+    /// carries its `attempt`.
+    private var logsThisAttempt: Bool {
+        let attempt = failedAttempts + 1
+        return attempt & (attempt - 1) == 0
     }
 
     private func failAll(_ error: RedisError) {
@@ -285,10 +298,13 @@ public final class RedisClient: @unchecked Sendable {
         for id in failed.keys.sorted() { failed[id]?.completion(.failure(error)) }
     }
 
-    private func scheduleReconnect(_ why: String) {
+    private func scheduleReconnect(_ why: String, quietly: Bool = false) {
         switch lifecycle {
         case .idle:
-            logger.warning("redis unavailable; reconnecting", metadata: ["redis": "\(endpoint)", "error": "\(why)"])
+            if !quietly, logsThisAttempt {
+                logger.warning("redis unavailable; reconnecting", metadata: [
+                    "redis": "\(endpoint)", "error": "\(why)", "attempt": "\(failedAttempts + 1)"])
+            }
             let delay = UInt64(backoff.ceiling(attempt: failedAttempts))
             failedAttempts += 1
             lifecycle = .waiting(until: loop.nowMilliseconds + delay)

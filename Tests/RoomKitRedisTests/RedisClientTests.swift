@@ -140,14 +140,16 @@ final class RedisClientTests: XCTestCase {
 /// `default` user) and a Redis 6 ACL user, from the URL; a wrong password
 /// is refused with an error naming the server and user, never the password.
 final class RedisAuthTests: XCTestCase {
-    private func connect(_ url: String, expectConnected: Bool) throws -> (connected: Bool, reply: RedisValue?) {
+    private func connect(_ url: String, expectConnected: Bool, logger: Logger = Logger(label: "redis-auth"),
+                         configure: (inout RedisClient.Configuration) -> Void = { _ in }) throws -> (connected: Bool, reply: RedisValue?) {
         let loop = try EventLoop(name: "redis-auth")
         defer { try? loop.shutdown() }
         var configuration = RedisClient.Configuration()
         configuration.reconnectDelay = .milliseconds(50)
+        configure(&configuration)
         let endpoint = try XCTUnwrap(RedisEndpoint(url: url))
         let client = try loop.runAndWait {
-            let client = RedisClient(loop: loop, endpoint: endpoint, configuration: configuration, logger: Logger(label: "redis-auth"))
+            let client = RedisClient(loop: loop, endpoint: endpoint, configuration: configuration, logger: logger)
             try client.start()
             return client
         }
@@ -186,6 +188,29 @@ final class RedisAuthTests: XCTestCase {
         XCTAssertFalse(try connect("redis://:wrong@127.0.0.1:\(redis.port)/0", expectConnected: false).connected)
     }
 
+    /// A refused password is retried with backoff, and logged at the 1st,
+    /// 2nd, 4th, 8th, … attempt only, one line each (no second "unavailable"
+    /// line per retry): a log that says why, without a storm.
+    func testRefusedPassword_isLoggedOncePerDoublingOfAttempts_notPerRetry() throws {
+        let redis = RedisProcess(arguments: ["--requirepass", "right"])
+        try redis.start()
+        defer { redis.kill9() }
+        let lines = LockedValue<[(message: String, attempt: Int)]>([])
+        let logger = Logger(label: "redis-auth") { _ in LineCollector { message, metadata in
+            let attempt = metadata["attempt"].flatMap { Int("\($0)") } ?? 0
+            lines.withLock { $0.append((message, attempt)) }
+        } }
+        XCTAssertFalse(try connect("redis://:wrong@127.0.0.1:\(redis.port)/0", expectConnected: false, logger: logger) {
+            $0.reconnectDelay = .milliseconds(20)
+            $0.reconnectDelayCap = .milliseconds(20)
+        }.connected)
+        let seen = lines.withLock { $0 }
+        let refused = seen.filter { $0.message.contains("AUTH refused") }
+        XCTAssertEqual(seen.filter { $0.message.contains("redis unavailable") }.count, 0, "\(seen)")
+        XCTAssertGreaterThanOrEqual(refused.last?.attempt ?? 0, 8, "it kept retrying for the second: \(seen)")
+        XCTAssertEqual(refused.map(\.attempt), refused.indices.map { 1 << $0 }, "attempts 1, 2, 4, 8, …")
+    }
+
     func testACLUser_authenticatesAsThatUser_onItsKeysOnly() throws {
         let redis = RedisProcess(arguments: ["--user", "bot", "on", ">bot-pass", "~auth-*", "+@all", "--user", "default", "off"])
         try redis.start()
@@ -207,5 +232,24 @@ final class RedisAuthTests: XCTestCase {
         XCTAssertEqual(RedisEndpoint(url: "redis://:pw@h")?.description, "redis://:***@h:6379/0")
         XCTAssertNil(RedisEndpoint(url: "redis://:@h"), "an empty password")
         XCTAssertNil(RedisEndpoint(url: "redis://:%zz@h"), "a bad escape")
+    }
+}
+
+/// A log handler handing each line's message and metadata to `collect`.
+private struct LineCollector: LogHandler {
+    let collect: @Sendable (String, Logger.Metadata) -> Void
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    init(_ collect: @escaping @Sendable (String, Logger.Metadata) -> Void) { self.collect = collect }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
+             function: String, line: UInt) {
+        collect(message.description, self.metadata.merging(metadata ?? [:]) { $1 })
     }
 }
