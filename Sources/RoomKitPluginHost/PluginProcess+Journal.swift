@@ -57,11 +57,14 @@ extension PluginProcess {
             return nil
         }
         nextSeq += 1
-        let offset = journalBase + journalBytes.count
-        let length = WireRecord.append(type, seq: nextSeq, number: number, a: a, b: b, to: &journalBytes)
-        journal.append(Entry(seq: nextSeq, type: UInt8(type.rawValue), number: number, offset: offset, length: length,
+        let seq = nextSeq
+        let length = WireRecord.length(a: a, b: b)
+        let (chunk, start) = journalBytes.append(length: length) { bytes in
+            WireRecord.append(type, seq: seq, number: number, a: a, b: b, to: &bytes)
+        }
+        journal.append(Entry(seq: seq, type: UInt8(type.rawValue), number: number, chunk: chunk, start: start, length: length,
                              posted: posted, room: room))
-        return nextSeq
+        return seq
     }
 
     /// Whether records are still taken (`lock` held): not once the plugin is
@@ -78,21 +81,7 @@ extension PluginProcess {
         journal.removeAll()
         journalHead = 0
         written = 0
-        dropJournalBytesLocked(through: journalBase + journalBytes.count)
-    }
-
-    /// Cuts the journal's bytes before absolute offset `end` (`lock` held):
-    /// no entry still to be sent lies there. A burst's capacity is given
-    /// back once the bytes are all gone.
-    private func dropJournalBytesLocked(through end: Int) {
-        let count = end - journalBase
-        guard count > 0 else { return }
-        if count >= journalBytes.count {
-            journalBytes.removeAll(keepingCapacity: journalBytes.capacity <= Self.keptFrameBytes)
-        } else {
-            journalBytes.removeFirst(count)
-        }
-        journalBase = end
+        journalBytes.removeAll()
     }
 
     /// on_config_changed: sent now, and finished before this returns: a URL
@@ -153,22 +142,20 @@ extension PluginProcess {
                 frameStart = -1
                 count = 0
             }
-            let base = journalBase
             var next = written
-            journalBytes.withUnsafeBufferPointer { records in
-                while next < journal.count, bytes.count < Self.flushChunkBytes {
-                    defer { next += 1 }
-                    guard !journal[next].skip else { continue }
-                    if frameStart >= 0, count >= ROOMKIT_WIRE_BATCH_RECORDS || bytes.count - frameStart >= Int(ROOMKIT_WIRE_BATCH_BYTES) { close() }
-                    if frameStart < 0 {
-                        frameStart = bytes.count
-                        bytes.append(contentsOf: [0, 0, 0, 0, UInt8(ROOMKIT_WIRE_EVENTS.rawValue), 0, 0, 0, 0])
-                    }
-                    let start = journal[next].offset - base
-                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: records[start..<start + journal[next].length]))
-                    last = journal[next].seq
-                    count += 1
+            while next < journal.count, bytes.count < Self.flushChunkBytes {
+                defer { next += 1 }
+                guard !journal[next].skip else { continue }
+                if frameStart >= 0, count >= ROOMKIT_WIRE_BATCH_RECORDS || bytes.count - frameStart >= Int(ROOMKIT_WIRE_BATCH_BYTES) { close() }
+                if frameStart < 0 {
+                    frameStart = bytes.count
+                    bytes.append(contentsOf: [0, 0, 0, 0, UInt8(ROOMKIT_WIRE_EVENTS.rawValue), 0, 0, 0, 0])
                 }
+                journalBytes.withBytes(chunk: journal[next].chunk, start: journal[next].start, length: journal[next].length) {
+                    bytes.append(contentsOf: $0)
+                }
+                last = journal[next].seq
+                count += 1
             }
             close()
             written = next
@@ -196,9 +183,12 @@ extension PluginProcess {
             journal.removeAll(keepingCapacity: true)
             journalHead = 0
             written = 0
-            dropJournalBytesLocked(through: journalBase + journalBytes.count)
-        } else if journalHead > 1024, journalHead * 2 > journal.count {
-            dropJournalBytesLocked(through: journal[journalHead].offset)
+            journalBytes.removeAll()
+            return
+        }
+        // The chunks whose records are all finished go now, whatever the entries do.
+        journalBytes.release(before: journal[journalHead].chunk)
+        if journalHead > 1024, journalHead * 2 > journal.count {
             journal.removeFirst(journalHead)
             written -= journalHead
             journalHead = 0

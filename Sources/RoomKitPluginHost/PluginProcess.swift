@@ -40,10 +40,10 @@ final class PluginProcess: @unchecked Sendable {
         /// event's kind, a player event's, an error's code).
         let type: UInt8
         let number: Int64
-        /// Where its encoded EVENTS record (PLUGIN-WIRE.md section 4) starts
-        /// in the journal's bytes (an absolute offset: `journalBase` is
-        /// where `journalBytes` starts), and its length.
-        let offset: Int
+        /// Where its encoded EVENTS record (PLUGIN-WIRE.md section 4) is in
+        /// the journal's bytes (`PluginJournalBytes`), and its length.
+        let chunk: Int
+        let start: Int
         let length: Int
         /// When it was queued (uptime ns): the start of its call's latency.
         let posted: UInt64
@@ -114,11 +114,8 @@ final class PluginProcess: @unchecked Sendable {
     var lastFinish: UInt64 = 0
     var journal: [Entry] = []
     var journalHead = 0
-    /// The journal's encoded records, back to back, from `journal`'s first
-    /// entry's on (older bytes are cut at trim); `journalBase` is the
-    /// absolute offset of its first byte (`Entry.offset`).
-    var journalBytes: [UInt8] = []
-    var journalBase = 0
+    /// The journal's encoded records, in chunks released as their records finish.
+    var journalBytes = PluginJournalBytes()
     var written = 0
     var nextSeq: UInt64 = 0
     var flushScheduled = false

@@ -110,6 +110,11 @@ struct WireReader {
 enum WireRecord {
     static let headerSize = 1 + 8 + 8 + 4 + 4
 
+    /// How many bytes `append` writes for a record of these strings.
+    static func length<Payload: Collection<UInt8>>(a: String?, b: Payload) -> Int {
+        headerSize + (a?.utf8.count ?? 0) + b.count
+    }
+
     /// One record appended to `buffer` (a journal's bytes: no array per
     /// record). Returns its length.
     @discardableResult

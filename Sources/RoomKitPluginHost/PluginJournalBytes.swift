@@ -1,0 +1,73 @@
+/// The bytes of a process plugin's journal (PluginProcess+Journal.swift):
+/// its encoded records, back to back in chunks of `chunkSize`, a record
+/// never split across two. A record is appended into spare capacity (no
+/// buffer is ever grown by copying it), and released a chunk at a time once
+/// every record in it is finished; emptied chunks are kept for reuse, up to
+/// `maxSpare`, so a steady stream touches the same memory over and over
+/// (no fresh pages, so no page faults), and a burst's chunks beyond that go
+/// back to the allocator.
+///
+/// A place is a chunk's number, counted from the first chunk ever made (it
+/// stays valid while chunks before it are released), and an offset in it.
+/// Pure data: no lock of its own (the process's lock guards it).
+struct PluginJournalBytes {
+    /// The usual chunk: a record longer than this gets a chunk of its own size.
+    static let chunkSize = 64 << 10
+    /// Emptied chunks kept for reuse.
+    static let maxSpare = 16
+
+    private var chunks: [[UInt8]] = []
+    /// The number of `chunks[0]`.
+    private var first = 0
+    private var spare: [[UInt8]] = []
+
+    /// Appends a record of exactly `length` bytes, written by `write` at the
+    /// end of the array it is given; returns where it is.
+    mutating func append(length: Int, _ write: (inout [UInt8]) -> Void) -> (chunk: Int, start: Int) {
+        if chunks.isEmpty || chunks[chunks.count - 1].capacity - chunks[chunks.count - 1].count < length {
+            chunks.append(freshChunk(holding: length))
+        }
+        let index = chunks.count - 1
+        let start = chunks[index].count
+        write(&chunks[index])
+        precondition(chunks[index].count - start == length, "a journal record's length was mispredicted")
+        return (first + index, start)
+    }
+
+    private mutating func freshChunk(holding length: Int) -> [UInt8] {
+        if length <= Self.chunkSize, var chunk = spare.popLast() {
+            chunk.removeAll(keepingCapacity: true)
+            return chunk
+        }
+        var chunk: [UInt8] = []
+        chunk.reserveCapacity(max(Self.chunkSize, length))
+        return chunk
+    }
+
+    /// Calls `body` with the `length` bytes at `start` in chunk `chunk`.
+    func withBytes<Result>(chunk: Int, start: Int, length: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        chunks[chunk - first].withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[start..<start + length])) }
+    }
+
+    /// Releases every chunk numbered below `chunk` (their records are all finished).
+    mutating func release(before chunk: Int) {
+        let count = min(chunks.count, chunk - first)
+        guard count > 0 else { return }
+        for index in 0..<count { keep(chunks[index]) }
+        chunks.removeFirst(count)
+        first += count
+    }
+
+    /// Releases every chunk.
+    mutating func removeAll() {
+        release(before: first + chunks.count)
+    }
+
+    private mutating func keep(_ chunk: [UInt8]) {
+        guard spare.count < Self.maxSpare, chunk.capacity <= Self.chunkSize * 2 else { return }
+        spare.append(chunk)
+    }
+
+    /// Chunks in use and kept (tests).
+    var chunkCounts: (inUse: Int, spare: Int) { (chunks.count, spare.count) }
+}
