@@ -40,6 +40,17 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   no sides, so roomd (loop thread and checkpointer) and its two senders
   run unpinned there; workloads 5 and 7 (in-process microbenchmarks) and 8
   (roombot and roomd) are not pinned either.
+- **Regressions.** A figure on this page against the same figure on an
+  older page does not tell whether code got slower: the machine is shared,
+  and the same binary moves by half between days (revision 69d6436's
+  client, 2.18 us per firehose event with 3 plugins on its own page, took
+  3.1-5.7 us beside today's build on 2026-11-27). `make bench-ab
+  BASE=<revision>` (`Benchmarks/ab.py`) builds the base revision's roomd
+  and bench client in a worktree and runs the firehose (workload 6) and
+  the logins (workload 1) with both builds, alternating, `AB_ROUNDS`
+  rounds (default 6), and prints each side's median (min-max) and the
+  median of the paired ratios head / base: that ratio is what says
+  "regression" or not.
 - **The peers.** *Python* (`Benchmarks/peers/roomkit_peer.py`): asyncio and
   the `websockets` library, stdlib `json`, handlers called inline. *NIO*
   (`Benchmarks/peers/nio-peer`, its own SwiftPM package so that it is never
