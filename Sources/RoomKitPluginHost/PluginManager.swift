@@ -412,29 +412,29 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// them (one queue hop per plugin per turn, the payload written once into
     /// the turn's buffer). A player on another loop hands it over to this one.
     public func dispatchPlayerEvent(kind: Int32, room: String, encoding: EventEncoding) {
-        batchPlayerEvent(kind: kind, room: room) { Self.appendRoomEventPayload(encoding, to: &$0) }
+        guard host.loop.inEventLoop else {
+            _ = host.loop.execute { [weak self] in self?.dispatchPlayerEvent(kind: kind, room: room, encoding: encoding) }
+            return
+        }
+        dispatchState.withValue { state in
+            batch(kind: kind, room: room, hook: .playerEvent, state: &state) { Self.appendRoomEventPayload(encoding, to: &$0) }
+        }
     }
 
     /// A player event whose payload is the JSON object text `text` (the
     /// benchmarks' door), by the same route.
     func dispatchPlayerEvent(kind: Int32, room: String, text: String) {
-        batchPlayerEvent(kind: kind, room: room) { buffer in
-            let start = buffer.count
-            buffer.append(contentsOf: text.utf8)
-            buffer.append(0)
-            return start..<buffer.count
-        }
-    }
-
-    /// Adds a player event to the turn's batches on the loop; from another
-    /// thread, hands it to the loop first (`write` then runs there).
-    private func batchPlayerEvent(kind: Int32, room: String, write: @escaping @Sendable (inout [UInt8]) -> Range<Int>) {
         guard host.loop.inEventLoop else {
-            _ = host.loop.execute { [weak self] in self?.batchPlayerEvent(kind: kind, room: room, write: write) }
+            _ = host.loop.execute { [weak self] in self?.dispatchPlayerEvent(kind: kind, room: room, text: text) }
             return
         }
         dispatchState.withValue { state in
-            batch(kind: kind, room: room, hook: .playerEvent, state: &state, write: write)
+            batch(kind: kind, room: room, hook: .playerEvent, state: &state) { buffer in
+                let start = buffer.count
+                buffer.append(contentsOf: text.utf8)
+                buffer.append(0)
+                return start..<buffer.count
+            }
         }
     }
 
