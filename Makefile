@@ -68,8 +68,9 @@ soak: bootstrap
 bench: bootstrap
 	@SWIFT=$(SWIFT) Benchmarks/run.sh
 
-# Whether a change is a regression: the firehose (workload 6) and logins
-# (workload 1) with BASE's build and the working tree's, alternating on the
+# Whether a change is a regression: the firehose (workload 6), logins
+# (workload 1) and dispatch latency (workload 2) with BASE's build and the
+# working tree's, alternating on the
 # same machine (Benchmarks/ab.py; AB_ROUNDS, AB_WORKLOADS, AB_LOGINS).
 # Pages of `make bench` days apart cannot say it on a shared machine.
 bench-ab: bootstrap

@@ -13,7 +13,9 @@ Workloads (each as `make bench` runs it, so the figures are the page's):
   firehose  workload 6: client CPU per event with 3 inline plugins and with
             none, and the amortised hook ((3 plugins - none) / 3);
   logins    workload 1's logins/s at LOGINS rooms (default 100,000, 8
-            connections), each build's roomd and client together.
+            connections), each build's roomd and client together;
+  latency   workload 2's p50 and p99 dispatch latency at half load, each
+            build's client (3 inline plugins) against the head's roomd.
 
 The base is built in a detached worktree (Benchmarks/.build/ab-<rev>),
 release, its roomd and roomkit-bench only; the head's are the working
@@ -21,7 +23,7 @@ tree's release build (built here). Its bench client must take the options
 the bench passes today (true since 2026-11-26).
 
 Environment: AB_ROUNDS (default 6; sides alternate first each round),
-AB_WORKLOADS (default "firehose,logins"), AB_LOGINS (default 100000).
+AB_WORKLOADS (default "firehose,logins,latency"), AB_LOGINS (default 100000).
 Writes Benchmarks/.build/ab-results.json.
 """
 
@@ -107,7 +109,27 @@ def logins(binary):
     return {f"logins/s at {size:,} rooms": ready["logins_per_s"]}
 
 
-WORKLOADS = {"firehose": firehose, "logins": logins}
+def latency(binary):
+    """Workload 2's dispatch latency at half load: each build's client with
+    3 inline plugins (the probe stamps each event), against the head's roomd
+    and sender, so that only the client differs."""
+    connections, rooms, duration = 4, 100, 6
+    roomd = bench.Roomd("ab-latency")
+    bot = client(binary, "ab-latency", roomd, connections=connections, rooms=rooms, shared=1, plugins=3, latency=1)
+    bot.read()
+    bot.ask("mark")
+    bench.send(roomd, rooms, duration)
+    saturated = bot.ask("report")
+    bot.ask("mark")
+    bench.send(roomd, rooms, duration, rate=saturated["events_per_s"] / 2 / connections)
+    seen = bot.ask("report")
+    bot.quit()
+    roomd.stop()
+    return {"p50 dispatch latency at half load (us)": seen["latency"]["p50_us"],
+            "p99 dispatch latency at half load (us)": seen["latency"]["p99_us"]}
+
+
+WORKLOADS = {"firehose": firehose, "logins": logins, "latency": latency}
 
 
 def number(value):
@@ -122,7 +144,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: ab.py BASE_REVISION (make bench-ab BASE=...)")
     rounds = int(os.environ.get("AB_ROUNDS", "6"))
-    chosen = [name.strip() for name in os.environ.get("AB_WORKLOADS", "firehose,logins").split(",") if name.strip()]
+    chosen = [name.strip() for name in os.environ.get("AB_WORKLOADS", "firehose,logins,latency").split(",") if name.strip()]
     unknown = [name for name in chosen if name not in WORKLOADS]
     if unknown:
         sys.exit(f"AB_WORKLOADS: unknown workload(s) {', '.join(unknown)} (known: {', '.join(WORKLOADS)})")
