@@ -324,11 +324,56 @@ roomd, the reply and snapshot as `JSON` trees (not done).
 Then the stalled
 roombot restart seen with the old roomd (to reproduce and profile), the
 bot's RSS at 1,000,000 rooms, and roomd's restart, which loads each room
-with two queries. A login that times out after it reached the server still
-leaves a server session, so its retry gets 1009007 and the room is given
-up; the engine should log out such late answers.
+with two queries. A login that timed out after it reached the server left
+a server session, so its retry got 1009007 and the room was given up
+(fixed on 2026-11-27: the engine withdraws such a login).
 
-**This run (2026-11-27 03:32, revision 7923bbf) against the previous
+**This run (2026-11-27 06:54, revision ecd9481) against the previous
+page (2026-11-27 03:32, revision 7923bbf).** Run 1 had a quiet machine (a
+clean-clone CI run ended a minute before it); run 2 began right after
+run 1's million-room tier; run 3 ran beside two sanitizer builds at nice
+19 from 07:36. The same Python peer took 11.23 us per firehose event
+(about 8.7 on the previous page), so read the ratios and the A/B below.
+*No regression against the 2026-11-26 page, by A/B*: `make bench-ab
+BASE=69d6436` (that page's revision), 8 rounds alternating, 06:21-06:27,
+on this run's inline path (revision 1f13fee): head / base, paired
+medians, client CPU per firehose event with 3 plugins 0.91x (0.65-1.30),
+with no plugin 1.02x, the amortised hook 0.86x, logins/s at 100,000
+rooms 1.04x (0.86-1.33). The base binary itself took 3.1-5.7 us per
+event there, 2.18 us on its own page: the hook row's 259 ns of that page
+against this page's 693 ns (438-899) is the machine, not the code.
+What this step changed: an event whose only encoded observer is the
+plugin manager has its fields written straight into the turn's buffer;
+inline batches read their calls in place and the watchdog's outstanding
+calls are a range of numbers; a process plugin's journal keeps its
+records in 64 KiB chunks (no array per record, nothing moved, chunks
+released as their records finish) and a flush sends about 1 MiB at a
+time from one kept buffer. Process plugins: 1,358,399 events/s
+(1,237,673), inline 2,887,930 (2,696,725), so 0.47x (0.46x; the 0.8x
+target missed), the bot's CPU per event per process plugin 641 ns (788;
+<= 1,000 met), urlInterrupter p99 91.6 us (met); a no-op Python plugin
+366,427 events/s (262,928). Found by this run and fixed after it: a
+shared hop for `dispatchPlayerEvent`'s two doors (23cd463) made its
+write closure escaping, so each call from off the loop allocated a
+second closure; `PluginManager`'s C hook path (workload 5, 200,000 calls
+from the main thread) went from 304 to 437 ns of wall time (558 to 793
+of CPU). 1e51563 reverts it (not measured by a full run since). Not
+explained yet: p99 dispatch latency at half load 110.6 ms (24.1-116.1)
+against 18.6 (13.5-36.4); the engine alone (no plugin) is unchanged at
+20.2 ms (22.1), so the extra tail is in the plugin hop, in runs 2 and 3
+(run 1, quiet: 24.1 ms, inside the previous range). `make bench-ab`
+now has a `latency` workload for it (each build's client against the
+same roomd); it was not run against c9d53ab this session. At scale:
+1,000,000 rooms LOGINED in 102 s (111), back 120 s after a roomd kill -9
+(138) and 125 s after a roombot kill -9 (135), 0 failed attempts, bot
+1,110 B per room (1,101; target 1 KiB), roomd 1,441 B; 300,000 rooms in
+30.6 s and back in 32.4 s (both <= 60 s), 1,197 B per room. Durable
+appends 69,472/s (76,505; 15.3 us of CPU per append against 13.8). The
+1009007 after a timed-out login (the helper's paragraph above) is fixed:
+the engine withdraws such a login (a logout follows it on the same
+connection) and drops its late answer.
+
+**The run before (2026-11-27 03:32, revision 7923bbf) against the previous
 page (2026-11-27 00:55, revision b204dde).** Runs 1 and 2 had a quiet
 machine, so the medians are quieter figures than the previous page's
 (read its "Shared" row: most of its medians were loaded); compare the
