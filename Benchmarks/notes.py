@@ -357,13 +357,15 @@ shared hop for `dispatchPlayerEvent`'s two doors (23cd463) made its
 write closure escaping, so each call from off the loop allocated a
 second closure; `PluginManager`'s C hook path (workload 5, 200,000 calls
 from the main thread) went from 304 to 437 ns of wall time (558 to 793
-of CPU). 1e51563 reverts it (not measured by a full run since). Not
-explained yet: p99 dispatch latency at half load 110.6 ms (24.1-116.1)
-against 18.6 (13.5-36.4); the engine alone (no plugin) is unchanged at
-20.2 ms (22.1), so the extra tail is in the plugin hop, in runs 2 and 3
-(run 1, quiet: 24.1 ms, inside the previous range). `make bench-ab`
-now has a `latency` workload for it (each build's client against the
-same roomd); it was not run against c9d53ab this session. At scale:
+of CPU). 1e51563 reverts it: plugin-bench on the final revision
+(99f69eb), 3 runs after the full run, 333-356 ns of wall time and 546-594
+of CPU. The p99 dispatch latency at half load read 110.6 ms (24.1-116.1)
+against 18.6 (13.5-36.4), with the engine alone (no plugin) unchanged at
+20.2 ms (22.1); run 1, on the quiet machine, 24.1 ms. The A/B says it is
+not the code: `AB_WORKLOADS=latency AB_ROUNDS=4 make bench-ab
+BASE=c9d53ab` (this step's start; each build's client against the same
+roomd), 08:22-08:24 on a quiet machine, head 99f69eb / base: p99 0.73x
+(0.55-0.81; 15.5 ms against 24.5), p50 0.77x (2.4 ms against 3.5). At scale:
 1,000,000 rooms LOGINED in 102 s (111), back 120 s after a roomd kill -9
 (138) and 125 s after a roombot kill -9 (135), 0 failed attempts, bot
 1,110 B per room (1,101; target 1 KiB), roomd 1,441 B; 300,000 rooms in
