@@ -282,14 +282,12 @@ public final class RedisClient: @unchecked Sendable {
         if wasReady { onDisconnect?(error) }
     }
 
-    /// Whether the current failed attempt is logged: the first of a streak,
-    /// then the 2nd, 4th, 8th, … (a Redis down for an hour, or refusing the
-    /// password, costs a few lines, not one or two per retry). Each line
-    /// carries its `attempt`.
-    private var logsThisAttempt: Bool {
-        let attempt = failedAttempts + 1
-        return attempt & (attempt - 1) == 0
-    }
+    /// Whether the current failed attempt is logged, by the engine's rule
+    /// (`Backoff.reportsFailure`): the first of a streak, each one that moves
+    /// the backoff up a step, then attempts 2^k once at the cap (a Redis down
+    /// for an hour, or refusing the password, costs a few lines, not one or
+    /// two per retry). Each line carries its `attempt`.
+    private var logsThisAttempt: Bool { backoff.reportsFailure(ofAttempt: failedAttempts) }
 
     private func failAll(_ error: RedisError) {
         subscriptions = [:]

@@ -188,10 +188,12 @@ final class RedisAuthTests: XCTestCase {
         XCTAssertFalse(try connect("redis://:wrong@127.0.0.1:\(redis.port)/0", expectConnected: false).connected)
     }
 
-    /// A refused password is retried with backoff, and logged at the 1st,
-    /// 2nd, 4th, 8th, … attempt only, one line each (no second "unavailable"
-    /// line per retry): a log that says why, without a storm.
-    func testRefusedPassword_isLoggedOncePerDoublingOfAttempts_notPerRetry() throws {
+    /// A refused password is retried with backoff, and logged by the
+    /// engine's rule (`Backoff.reportsFailure`): with the backoff at its cap
+    /// from the start, the 1st attempt, then those after 2^k failures (the
+    /// 2nd, 3rd, 5th, 9th, …), one line each (no second "unavailable" line
+    /// per retry): a log that says why, without a storm.
+    func testRefusedPassword_isLoggedByTheBackoffsRule_notPerRetry() throws {
         let redis = RedisProcess(arguments: ["--requirepass", "right"])
         try redis.start()
         defer { redis.kill9() }
@@ -208,7 +210,7 @@ final class RedisAuthTests: XCTestCase {
         let refused = seen.filter { $0.message.contains("AUTH refused") }
         XCTAssertEqual(seen.filter { $0.message.contains("redis unavailable") }.count, 0, "\(seen)")
         XCTAssertGreaterThanOrEqual(refused.last?.attempt ?? 0, 8, "it kept retrying for the second: \(seen)")
-        XCTAssertEqual(refused.map(\.attempt), refused.indices.map { 1 << $0 }, "attempts 1, 2, 4, 8, …")
+        XCTAssertEqual(refused.map(\.attempt), refused.indices.map { $0 == 0 ? 1 : (1 << ($0 - 1)) + 1 }, "attempts 1, 2, 3, 5, 9, …")
     }
 
     func testACLUser_authenticatesAsThatUser_onItsKeysOnly() throws {
