@@ -34,6 +34,7 @@ extension PluginProcess {
     func send(_ record: Record) -> UInt64? {
         let now = DispatchTime.now().uptimeNanoseconds
         return lock.withLock { () -> UInt64? in
+            guard acceptsRecordsLocked else { return nil }
             let seq: UInt64?
             switch record {
             case .throwError(let domain, let code, let message):
@@ -46,12 +47,12 @@ extension PluginProcess {
         }
     }
 
-    /// Appends one record to the journal's bytes (`lock` held), unless the
-    /// plugin is gone for good or its queue is full (then it is dropped and counted).
+    /// Appends one record to the journal's bytes (`lock` held, and
+    /// `acceptsRecordsLocked` checked by the caller, once per batch), unless
+    /// its queue is full (then it is dropped and counted).
     @discardableResult
     private func appendLocked<Payload: Collection<UInt8>>(_ type: roomkit_wire_record, number: Int64, a: String?, b: Payload,
                                                           posted: UInt64, room: String? = nil) -> UInt64? {
-        guard acceptsRecordsLocked else { return nil }
         guard journal.count - journalHead < spec.supervision.queueLimit else {
             stats.dropped += 1
             return nil
