@@ -116,11 +116,9 @@ enum WireRecord {
     }
 
     /// One record appended to `buffer` (a journal's bytes: no array per
-    /// record). Returns its length.
-    @discardableResult
+    /// record), `length(a:b:)` bytes long.
     static func append<Payload: Collection<UInt8>>(_ type: roomkit_wire_record, seq: UInt64, number: Int64,
-                                                   a: String?, b: Payload, to buffer: inout [UInt8]) -> Int {
-        let start = buffer.count
+                                                   a: String?, b: Payload, to buffer: inout [UInt8]) {
         buffer.append(UInt8(type.rawValue))
         appendLittleEndian(seq, to: &buffer)
         appendLittleEndian(UInt64(bitPattern: number), to: &buffer)
@@ -132,7 +130,6 @@ enum WireRecord {
         }
         appendLittleEndian(UInt32(b.count), to: &buffer)
         buffer.append(contentsOf: b)
-        return buffer.count - start
     }
 
     @inline(__always)
