@@ -16,6 +16,16 @@ uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The same clock read at the kernel's tick (a few ms behind at most): no
+   hardware clock read, so it costs a load per call. For the per-record stamps
+   (busy_since_ns, the DONE interval), where CLOCK_MONOTONIC itself was most
+   of this child's time per record on a virtual machine. */
+uint64_t coarse_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* MARK: frames out */
 
 
@@ -77,6 +87,17 @@ uint32_t take_u32(reader *r) { uint32_t v; take(r, &v, 4); return v; }
 int32_t take_i32(reader *r) { int32_t v; take(r, &v, 4); return v; }
 uint64_t take_u64(reader *r) { uint64_t v; take(r, &v, 8); return v; }
 /* A NUL-terminated copy (malloc), or NULL for a NULL string. */
+const char *take_str_into(reader *r, buffer *scratch) {
+    uint32_t n = take_u32(r);
+    if (r->bad || n == ROOMKIT_WIRE_NULL) return NULL;
+    if ((size_t)(r->end - r->at) < n) { r->bad = 1; return NULL; }
+    scratch->len = 0;
+    put(scratch, r->at, n);
+    put(scratch, "", 1);
+    r->at += n;
+    return (const char *)scratch->bytes;
+}
+
 char *take_str(reader *r) {
     uint32_t n = take_u32(r);
     if (r->bad || n == ROOMKIT_WIRE_NULL) return NULL;

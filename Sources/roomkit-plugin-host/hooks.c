@@ -20,7 +20,7 @@ static uint64_t finished_seq, reported_seq, reported_ns, done_interval_ns = 2500
 void busy(int32_t what, uint64_t seq) {
     roomkit_wire_store64(&progress->busy_seq, seq);
     roomkit_wire_store32(&progress->busy_what, what);
-    roomkit_wire_store64(&progress->busy_since_ns, what ? now_ns() : 0);
+    roomkit_wire_store64(&progress->busy_since_ns, what ? coarse_now_ns() : 0);
 }
 
 void hooks_init(const roomkit_plugin *p, const roomkit_host_api *t) {
@@ -35,7 +35,7 @@ void hooks_flush_done(void) {
     put_u64(&b, finished_seq);
     send_frame(&b);
     reported_seq = finished_seq;
-    reported_ns = now_ns();
+    reported_ns = coarse_now_ns();
 }
 
 static void answer(uint64_t request, int32_t result, const char *text) {
@@ -47,13 +47,16 @@ static void answer(uint64_t request, int32_t result, const char *text) {
     send_frame(&b);
 }
 
-/* One EVENTS record; 0 when it does not parse. */
+/* One EVENTS record; 0 when it does not parse. Its strings are read into
+   two kept buffers (no allocation per record): a hook's strings are valid
+   for the call only (roomkit_plugin.h). */
 static int record(reader *r) {
+    static buffer scratch_a, scratch_b;
     uint8_t type = take_u8(r);
     uint64_t seq = take_u64(r);
     int64_t number = (int64_t)take_u64(r);
-    char *a = take_str(r), *b = take_str(r);
-    if (r->bad) { free(a); free(b); return 0; }
+    const char *a = take_str_into(r, &scratch_a), *b = take_str_into(r, &scratch_b);
+    if (r->bad) return 0;
     void *self = plugin->self;
     busy(ROOMKIT_WIRE_BUSY_EVENT, seq);
     switch (type) {
@@ -73,15 +76,11 @@ static int record(reader *r) {
         if (ROOMKIT_HAS_MEMBER(plugin, on_config_changed) && b) plugin->on_config_changed(self, a, b);
         break;
     default:
-        free(a);
-        free(b);
         return 0;
     }
     busy(ROOMKIT_WIRE_IDLE, 0);
     roomkit_wire_store64(&progress->done_seq, seq);
     finished_seq = seq;
-    free(a);
-    free(b);
     return 1;
 }
 
@@ -124,7 +123,7 @@ int hooks_handle(const uint8_t *frame, uint32_t length) {
         for (uint32_t i = 0; i < count; i++) {
             if (!record(&r)) _exit(71);
             if (channel_urgent_pending()) serve_urgent();
-            if (now_ns() - reported_ns > done_interval_ns) hooks_flush_done();
+            if (coarse_now_ns() - reported_ns > done_interval_ns) hooks_flush_done();
         }
         if (r.bad || r.at != r.end) _exit(71);
         return 1;

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 uint64_t now_ns(void);
+uint64_t coarse_now_ns(void);
 
 /* frames.c */
 typedef struct { uint8_t *bytes; size_t len, cap; } buffer;
@@ -38,6 +39,8 @@ int32_t take_i32(reader *r);
 uint64_t take_u64(reader *r);
 /* A NUL-terminated copy (malloc), or NULL for a NULL string or a short frame. */
 char *take_str(reader *r);
+/* A str read into `scratch` (reused: no allocation per field); valid until the next read into it. */
+const char *take_str_into(reader *r, buffer *scratch);
 
 /* channel.c */
 /* Starts the reader thread. */
