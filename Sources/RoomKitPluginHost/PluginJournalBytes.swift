@@ -16,37 +16,56 @@ struct PluginJournalBytes {
     /// Emptied chunks kept for reuse.
     static let maxSpare = 16
 
-    private var chunks: [[UInt8]] = []
+    /// One chunk: raw memory written in place through a pointer, so that
+    /// appending a record is a few stores and two copies, with no array
+    /// bookkeeping (uniqueness checks, capacity checks per appended field).
+    final class Chunk {
+        let base: UnsafeMutablePointer<UInt8>
+        let capacity: Int
+        var count = 0
+
+        init(capacity: Int) {
+            self.capacity = capacity
+            base = .allocate(capacity: capacity)
+        }
+
+        deinit { base.deallocate() }
+    }
+
+    private var chunks: [Chunk] = []
     /// The number of `chunks[0]`.
     private var first = 0
-    private var spare: [[UInt8]] = []
+    private var spare: [Chunk] = []
 
-    /// Appends a record of exactly `length` bytes, written by `write` at the
-    /// end of the array it is given; returns where it is.
-    mutating func append(length: Int, _ write: (inout [UInt8]) -> Void) -> (chunk: Int, start: Int) {
+    /// Appends a record of exactly `length` bytes, written by `write` into
+    /// the buffer it is given (which it must fill: it returns how many bytes
+    /// it wrote); returns where the record is.
+    mutating func append(length: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int) -> (chunk: Int, start: Int) {
         if chunks.isEmpty || chunks[chunks.count - 1].capacity - chunks[chunks.count - 1].count < length {
             chunks.append(freshChunk(holding: length))
         }
         let index = chunks.count - 1
-        let start = chunks[index].count
-        write(&chunks[index])
-        precondition(chunks[index].count - start == length, "a journal record's length was mispredicted")
+        let chunk = chunks[index]
+        let start = chunk.count
+        let written = write(UnsafeMutableRawBufferPointer(start: chunk.base + start, count: length))
+        precondition(written == length, "a journal record's length was mispredicted")
+        chunk.count += length
         return (first + index, start)
     }
 
-    private mutating func freshChunk(holding length: Int) -> [UInt8] {
-        if length <= Self.chunkSize, var chunk = spare.popLast() {
-            chunk.removeAll(keepingCapacity: true)
+    private mutating func freshChunk(holding length: Int) -> Chunk {
+        if length <= Self.chunkSize, let chunk = spare.popLast() {
+            chunk.count = 0
             return chunk
         }
-        var chunk: [UInt8] = []
-        chunk.reserveCapacity(max(Self.chunkSize, length))
-        return chunk
+        return Chunk(capacity: max(Self.chunkSize, length))
     }
 
     /// Calls `body` with the `length` bytes at `start` in chunk `chunk`.
     func withBytes<Result>(chunk: Int, start: Int, length: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        chunks[chunk - first].withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[start..<start + length])) }
+        let chunk = chunks[chunk - first]
+        precondition(start >= 0 && start + length <= chunk.count, "a journal record outside its chunk")
+        return body(UnsafeBufferPointer(start: chunk.base + start, count: length))
     }
 
     /// Releases every chunk numbered below `chunk` (their records are all finished).
@@ -63,7 +82,7 @@ struct PluginJournalBytes {
         release(before: first + chunks.count)
     }
 
-    private mutating func keep(_ chunk: [UInt8]) {
+    private mutating func keep(_ chunk: Chunk) {
         guard spare.count < Self.maxSpare, chunk.capacity <= Self.chunkSize * 2 else { return }
         spare.append(chunk)
     }

@@ -8,25 +8,41 @@ import Foundation
 /// (FAILED), and resent to a restarted child. Each finished record is one
 /// call of the plugin, counted as the runtime counts an inline call.
 extension PluginProcess {
-    /// A loop turn's room and player events: each encoded once into the journal, then
-    /// written in EVENTS frames at once (this is the plugin's queue).
+    /// A loop turn's room and player events: each encoded once into the
+    /// journal and written in EVENTS frames (this is the plugin's queue), a
+    /// slice of `deliverSlice` at a time. When the loop outran the queue, the
+    /// runtime drains its backlog of turns as one batch (millions of events
+    /// in the bench): journaling all of it before the first write left the
+    /// child idle until the end, and grew the journal by its whole size
+    /// (fresh pages). A slice at a time, the child works on one slice while
+    /// the next is encoded.
     func deliver(_ events: PluginRoomEvents, since: UInt64) {
         let now = DispatchTime.now().uptimeNanoseconds
         let posted = since == 0 ? now : since
-        lock.withLock {
-            guard acceptsRecordsLocked else { return }
-            events.calls.withUnsafeBufferPointer { calls in
-                for index in calls.indices {
-                    let isPlayer = calls[index].hook == .playerEvent
-                    let type = isPlayer ? ROOMKIT_WIRE_RECORD_PLAYER : ROOMKIT_WIRE_RECORD_ROOM
-                    appendLocked(type, number: Int64(calls[index].kind), a: calls[index].room,
-                                 b: events.payloads[calls[index].payload].dropLast(), posted: posted, room: calls[index].room)
+        events.calls.withUnsafeBufferPointer { calls in
+            var from = 0
+            while from < calls.count {
+                let to = min(calls.count, from + Self.deliverSlice)
+                let taken = lock.withLock { () -> Bool in
+                    guard acceptsRecordsLocked else { return false }
+                    for index in from..<to {
+                        let isPlayer = calls[index].hook == .playerEvent
+                        let type = isPlayer ? ROOMKIT_WIRE_RECORD_PLAYER : ROOMKIT_WIRE_RECORD_ROOM
+                        appendLocked(type, number: Int64(calls[index].kind), a: calls[index].room,
+                                     b: events.payloads[calls[index].payload].dropLast(), posted: posted, room: calls[index].room)
+                    }
+                    flushScheduled = true  // this flush, now: no second one from the queue
+                    return true
                 }
+                guard taken else { return }
+                flush()
+                from = to
             }
-            flushScheduled = true  // this flush, now: no second one from the queue
         }
-        flush()
     }
+
+    /// How many records `deliver` journals before it writes them.
+    static let deliverSlice = 1024
 
     /// An error or a config change, queued in order with the room and
     /// player events and written with the next flush. Returns its seq (nil: not queued).
@@ -60,8 +76,8 @@ extension PluginProcess {
         nextSeq += 1
         let seq = nextSeq
         let length = WireRecord.length(a: a, b: b)
-        let (chunk, start) = journalBytes.append(length: length) { bytes in
-            WireRecord.append(type, seq: seq, number: number, a: a, b: b, to: &bytes)
+        let (chunk, start) = journalBytes.append(length: length) { out in
+            WireRecord.write(type, seq: seq, number: number, a: a, b: b, into: out)
         }
         journal.append(Entry(seq: seq, type: UInt8(type.rawValue), number: number, chunk: chunk, start: start, length: length,
                              posted: posted, room: room))

@@ -110,30 +110,42 @@ struct WireReader {
 enum WireRecord {
     static let headerSize = 1 + 8 + 8 + 4 + 4
 
-    /// How many bytes `append` writes for a record of these strings.
+    /// How many bytes `write` writes for a record of these strings.
     static func length<Payload: Collection<UInt8>>(a: String?, b: Payload) -> Int {
         headerSize + (a?.utf8.count ?? 0) + b.count
     }
 
-    /// One record appended to `buffer` (a journal's bytes: no array per
-    /// record), `length(a:b:)` bytes long.
-    static func append<Payload: Collection<UInt8>>(_ type: roomkit_wire_record, seq: UInt64, number: Int64,
-                                                   a: String?, b: Payload, to buffer: inout [UInt8]) {
-        buffer.append(UInt8(type.rawValue))
-        appendLittleEndian(seq, to: &buffer)
-        appendLittleEndian(UInt64(bitPattern: number), to: &buffer)
-        if var a {
-            appendLittleEndian(UInt32(a.utf8.count), to: &buffer)
-            a.withUTF8 { buffer.append(contentsOf: $0) }
+    /// One record written at the start of `out` (a journal chunk's free
+    /// space: no array per record, and each field a single store or copy);
+    /// returns how many bytes it wrote, `length(a:b:)`.
+    static func write<Payload: Collection<UInt8>>(_ type: roomkit_wire_record, seq: UInt64, number: Int64,
+                                                  a: String?, b: Payload, into out: UnsafeMutableRawBufferPointer) -> Int {
+        out.storeBytes(of: UInt8(type.rawValue), toByteOffset: 0, as: UInt8.self)
+        out.storeBytes(of: seq.littleEndian, toByteOffset: 1, as: UInt64.self)
+        out.storeBytes(of: UInt64(bitPattern: number).littleEndian, toByteOffset: 9, as: UInt64.self)
+        var at = 17
+        if let a {
+            at = writeString(a.utf8, at: at, into: out)
         } else {
-            appendLittleEndian(ROOMKIT_WIRE_NULL, to: &buffer)
+            out.storeBytes(of: ROOMKIT_WIRE_NULL.littleEndian, toByteOffset: at, as: UInt32.self)
+            at += 4
         }
-        appendLittleEndian(UInt32(b.count), to: &buffer)
-        buffer.append(contentsOf: b)
+        return writeString(b, at: at, into: out)
     }
 
+    /// A `str` field (u32 length, then the bytes) at `at`; returns the offset after it.
     @inline(__always)
-    private static func appendLittleEndian<Integer: FixedWidthInteger>(_ value: Integer, to buffer: inout [UInt8]) {
-        withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) }
+    private static func writeString<Bytes: Collection<UInt8>>(_ bytes: Bytes, at: Int, into out: UnsafeMutableRawBufferPointer) -> Int {
+        let count = bytes.count
+        out.storeBytes(of: UInt32(count).littleEndian, toByteOffset: at, as: UInt32.self)
+        let field = UnsafeMutableRawBufferPointer(rebasing: out[at + 4..<at + 4 + count])
+        if bytes.withContiguousStorageIfAvailable({ field.copyMemory(from: UnsafeRawBufferPointer($0)) }) == nil {
+            var offset = 0
+            for byte in bytes {
+                field[offset] = byte
+                offset += 1
+            }
+        }
+        return at + 4 + count
     }
 }

@@ -22,7 +22,7 @@ import RoomKitProtocol
 //             event, so that `process_N.bot_cpu_ns_per_event_per_plugin` =
 //             (bot CPU with N process plugins - bot CPU with none) / events / N
 //             (the target of issue #25: <= 1 us per event per process plugin).
-// Usage: isolation-bench --c LIB [--events N] [--urls N]
+// Usage: isolation-bench --c LIB [--events N] [--urls N] [--only inline|process] [--plugins 1]
 // roomkit-plugin-host is found beside this executable or via ROOMKIT_PLUGIN_HOST.
 
 let options = Options(CommandLine.arguments.dropFirst())
@@ -139,6 +139,7 @@ do {
     let urls = options.int("urls", 20_000)
     var results: [String: JSON] = [:]
     let only = options.string("only", "")  // e.g. "process": one mode (for profiling)
+    let justOne = options.string("plugins", "") == "1"  // only the 1-plugin row, no url (for profiling)
     let none = try throughput(0, isolation: "inline", events: events)
     results["none"] = .object(none)
     note("no plugin: \(results["none"]!.jsonString)")
@@ -147,6 +148,7 @@ do {
         one["bot_cpu_ns_per_event_per_plugin"] = addedBotCPU(one, over: none, count: 1, events: events)
         results["\(isolation)_1"] = .object(one)
         note("\(isolation), 1 plugin: \(results["\(isolation)_1"]!.jsonString)")
+        if justOne { continue }
         var three = try throughput(3, isolation: isolation, events: events)
         three["bot_cpu_ns_per_event_per_plugin"] = addedBotCPU(three, over: none, count: 3, events: events)
         results["\(isolation)_3"] = .object(three)
