@@ -93,11 +93,11 @@ extension PluginProcess {
         }
     }
 
-    /// Empties the journal and its bytes (`lock` held).
+    /// Empties the journal of everything the child has not finished, and
+    /// its bytes (`lock` held). What it finished stays until it is counted.
     func clearJournalLocked() {
-        journal.removeAll()
-        journalHead = 0
-        written = 0
+        journal.removeSubrange(journalHead...)
+        written = journalHead
         journalBytes.removeAll()
     }
 
@@ -187,28 +187,39 @@ extension PluginProcess {
     /// The largest frame buffer a flush keeps for the next one.
     static let keptFrameBytes = 4 << 20
 
-    /// Forgets the events the process has finished (`lock` held): they are
-    /// not resent after a crash. Each one that was not skipped waits in
-    /// `uncounted` for the DONE frame that covers it (the progress page may
-    /// run ahead of the socket, where a FAILED for it comes before that DONE).
+    /// Marks the events the process has finished (`lock` held): they are
+    /// not resent after a crash, and their bytes go a chunk at a time. Each
+    /// entry stays where it is, between `countedHead` and `journalHead`,
+    /// until the DONE frame that covers it is counted (the progress page may
+    /// run ahead of the socket, where a FAILED for it comes before that
+    /// DONE): no copy of it, no retain of its room, per record.
     func trimLocked(done: UInt64) {
         while journalHead < journal.count, journalHead < written, journal[journalHead].seq <= done {
-            if !journal[journalHead].skip { uncounted.append(journal[journalHead]) }
             journalHead += 1
         }
         if journalHead == journal.count {
+            journalBytes.removeAll()
+        } else {
+            // The chunks whose records are all finished go now, whatever the entries do.
+            journalBytes.release(before: journal[journalHead].chunk)
+        }
+        compactLocked()
+    }
+
+    /// Drops the counted entries from the journal's front (`lock` held):
+    /// all at once when everything is counted, else once they are more than
+    /// half of it (each entry moves at most once on average).
+    private func compactLocked() {
+        if countedHead == journal.count {
             journal.removeAll(keepingCapacity: true)
+            countedHead = 0
             journalHead = 0
             written = 0
-            journalBytes.removeAll()
-            return
-        }
-        // The chunks whose records are all finished go now, whatever the entries do.
-        journalBytes.release(before: journal[journalHead].chunk)
-        if journalHead > 1024, journalHead * 2 > journal.count {
-            journal.removeFirst(journalHead)
-            written -= journalHead
-            journalHead = 0
+        } else if countedHead > 1024, countedHead * 2 > journal.count {
+            journal.removeFirst(countedHead)
+            journalHead -= countedHead
+            written -= countedHead
+            countedHead = 0
         }
     }
 
@@ -241,36 +252,36 @@ extension PluginProcess {
                 hooks[hook, default: (0, 0)].nanoseconds &+= run.nanoseconds
                 run = (0, 0)
             }
-            for entry in uncounted {
-                guard entry.seq <= seq else { break }
-                taken += 1
-                guard !entry.failed else { continue }
-                guard !entry.late else {
-                    late.append(entry)
-                    continue
-                }
-                let elapsed = now &- max(entry.posted, lastFinish)
-                lastFinish = now
-                tally.calls += 1
-                tally.nanoseconds &+= elapsed
-                let hook = entry.hook
-                if hook != runHook {
-                    endRun()
-                    runHook = hook
-                }
-                run.calls += 1
-                run.nanoseconds &+= elapsed
-                if hook == .roomEvent {
-                    dispatch.append(now &- entry.posted)
-                    if let room = entry.room { rooms.add(room) }
+            journal.withUnsafeBufferPointer { entries in
+                for index in countedHead..<journalHead {
+                    guard entries[index].seq <= seq else { break }
+                    taken += 1
+                    guard !entries[index].skip, !entries[index].failed else { continue }
+                    guard !entries[index].late else {
+                        late.append(entries[index])
+                        continue
+                    }
+                    let posted = entries[index].posted
+                    let elapsed = now &- max(posted, lastFinish)
+                    lastFinish = now
+                    tally.calls += 1
+                    tally.nanoseconds &+= elapsed
+                    let hook = entries[index].hook
+                    if hook != runHook {
+                        endRun()
+                        runHook = hook
+                    }
+                    run.calls += 1
+                    run.nanoseconds &+= elapsed
+                    if hook == .roomEvent {
+                        dispatch.append(now &- posted)
+                        if let room = entries[index].room { rooms.add(room) }
+                    }
                 }
             }
             endRun()
-            if taken == uncounted.count {
-                uncounted.removeAll(keepingCapacity: true)  // the usual case: no element moves
-            } else {
-                uncounted.removeFirst(taken)
-            }
+            countedHead += taken
+            compactLocked()
             return (tally, hooks, runtime)
         }
         guard let target else { return }
@@ -297,11 +308,7 @@ extension PluginProcess {
     func childFailed(seq: UInt64, reason: String) {
         let found = lock.withLock { () -> Entry? in
             if let current { trimLocked(done: current.doneSeq) }
-            if let index = uncounted.firstIndex(where: { $0.seq == seq }) {
-                uncounted[index].failed = true
-                return uncounted[index]
-            }
-            guard let index = journal[journalHead...].firstIndex(where: { $0.seq == seq }) else { return nil }
+            guard let index = journal[countedHead...].firstIndex(where: { $0.seq == seq && !$0.skip }) else { return nil }
             journal[index].failed = true
             return journal[index]
         }

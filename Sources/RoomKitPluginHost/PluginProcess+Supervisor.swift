@@ -241,9 +241,8 @@ extension PluginProcess {
             blamed = max(after, roomkit_wire_load64(&child.progress.pointee.busy_seq) &- 1)
         }
         lock.withLock {
-            if let index = uncounted.firstIndex(where: { $0.seq > blamed }) {
-                uncounted[index].late = true
-            } else if let index = journal[journalHead..<written].firstIndex(where: { $0.seq > blamed && !$0.skip }) {
+            // The first not yet counted (finished or not) after `blamed`.
+            if let index = journal[countedHead..<written].firstIndex(where: { $0.seq > blamed && !$0.skip }) {
                 journal[index].late = true
             }
         }
