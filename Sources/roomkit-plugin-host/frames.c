@@ -91,9 +91,17 @@ const char *take_str_into(reader *r, buffer *scratch) {
     uint32_t n = take_u32(r);
     if (r->bad || n == ROOMKIT_WIRE_NULL) return NULL;
     if ((size_t)(r->end - r->at) < n) { r->bad = 1; return NULL; }
-    scratch->len = 0;
-    put(scratch, r->at, n);
-    put(scratch, "", 1);
+    if ((size_t)n + 1 > scratch->cap) {
+        size_t cap = scratch->cap ? scratch->cap : 256;
+        while (cap < (size_t)n + 1) cap *= 2;
+        free(scratch->bytes);
+        scratch->bytes = malloc(cap);
+        if (!scratch->bytes) _exit(70);
+        scratch->cap = cap;
+    }
+    memcpy(scratch->bytes, r->at, n);
+    scratch->bytes[n] = 0;
+    scratch->len = (size_t)n + 1;
     r->at += n;
     return (const char *)scratch->bytes;
 }
