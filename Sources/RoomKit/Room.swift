@@ -5,20 +5,22 @@ import Synchronization
 
 /// The room content a `Room` caches: what the server last told it.
 public struct RoomContent: Sendable, Hashable {
+    // In an order that wastes no padding (a host keeps one per room): the
+    // eight-byte fields, then the optional one (nine bytes), then the bytes.
     public var state = RoomState.initial
     public var members: [Member] = []
     public var streams: [MediaStream] = []
     public var extraInfo: [String: String] = [:]
-    /// This session's member ID (nil before the first login).
-    public var memberId: Int64?
     /// The newest room sequence number seen.
     public var seq: Int64 = 0
-    public var writable = false
-    public var phase: RoomPhase = .disconnected
-    public var reason: RoomReason = .logout
     public var errorCode: ErrorCode = .success
     /// Client-side zoom (the seed's `scale`); never sent to the server.
     public var zoomScale = 1.0
+    /// This session's member ID (nil before the first login).
+    public var memberId: Int64?
+    public var writable = false
+    public var phase: RoomPhase = .disconnected
+    public var reason: RoomReason = .logout
 
     /// Own member state (the seed's `memberState`).
     public var memberState: [String: JSON] {

@@ -43,6 +43,8 @@ struct EngineState {
     var applyingReplay: Bool = false
     var isShutDown: Bool = false
     var random: JitterGenerator
+    /// The last login user's box, shared by the records that log in as it (`userBox(for:)`).
+    var lastUserBox: LoginUserBox?
 
     init(link: ConnectionMachine, pacing: (burst: Double, perSecond: Double), jitterSeed: UInt64?) {
         self.link = link
@@ -68,6 +70,10 @@ extension RoomHost {
     var sessions: [String: SessionRecord] {
         get { engine.value.sessions }
         _modify { yield &engine.value.sessions }
+    }
+    var lastUserBox: LoginUserBox? {
+        get { engine.value.lastUserBox }
+        set { engine.value.lastUserBox = newValue }
     }
     var pending: [Int64: PendingRequest] {
         get { engine.value.pending }
