@@ -22,6 +22,8 @@ struct DispatchState {
     /// `runtimes` with what dispatch checks per event read out once (hooks,
     /// room globs, ABI), as of `targetsVersion`.
     var targets: [DispatchTarget] = []
+    /// The runtimes of `targets`, held strongly (each target's reference is unretained).
+    var targetRuntimes: [PluginRuntime] = []
     var targetsVersion = -1
 
     /// The next event's number in this turn.
