@@ -256,6 +256,17 @@ public final class EventLoop: @unchecked Sendable {
         roomkit_get_current_loop() == Unmanaged.passUnretained(self).toOpaque()
     }
 
+    /// This loop's identity for `isCurrent(_:)`: a hot path that checks its
+    /// thread per call keeps this instead of the loop, so the check touches
+    /// no reference count (the loop's is shared with every thread that
+    /// posts work to it). Valid while the loop lives.
+    public var identity: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    /// Whether the caller runs on the loop whose `identity` this is.
+    public static func isCurrent(_ identity: UnsafeMutableRawPointer) -> Bool {
+        roomkit_get_current_loop() == identity
+    }
+
     /// Traps (in debug builds) when not called on the loop thread.
     @inlinable
     public func assertInEventLoop(file: StaticString = #fileID, line: UInt = #line) {

@@ -49,16 +49,22 @@ final class LoopOwned<Value>: @unchecked Sendable {
     // `preconditionInEventLoop()` passed, i.e. on the one loop thread.
 
     let loop: EventLoop
+    /// `loop.identity`: the per-access check reads it, not `loop` (no retain of the loop per access).
+    private let loopIdentity: UnsafeMutableRawPointer
     @exclusivity(unchecked) private var stored: Value
 
     init(_ value: Value, loop: EventLoop) {
         self.loop = loop
+        loopIdentity = loop.identity
         stored = value
     }
 
+    /// Whether the caller is on the loop thread (`withValue` may be used).
+    var onLoop: Bool { EventLoop.isCurrent(loopIdentity) }
+
     /// Runs `body` with the value. Traps unless called on the loop thread.
     func withValue<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        loop.preconditionInEventLoop()
+        precondition(EventLoop.isCurrent(loopIdentity), "must be called on the event loop thread")
         return try body(&stored)
     }
 }

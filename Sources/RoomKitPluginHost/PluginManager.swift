@@ -328,7 +328,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
                     if kind == Int32(ROOMKIT_ROOM_RESYNC.rawValue) && !targets[slot].abi11 { continue }
                     guard targets[slot].hasRoomEventHook else { continue }
                 }
-                guard targets[slot].everyRoom || targets[slot].rooms.contains(where: { Glob.matches($0, room) }) else { continue }
+                guard targets[slot].everyRoom || targets[slot].runtime.spec.rooms.contains(where: { Glob.matches($0, room) }) else { continue }
                 guard targets[slot].runtime.isActive else { continue }
                 // A reload holds room events back (player events go to the running version, as before).
                 if !isPlayer, holding ?? platform.holding {
@@ -413,7 +413,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// them (one queue hop per plugin per turn, the payload written once into
     /// the turn's buffer). A player on another loop hands it over to this one.
     public func dispatchPlayerEvent(kind: Int32, room: String, encoding: EventEncoding) {
-        guard host.loop.inEventLoop else {
+        guard dispatchState.onLoop else {
             _ = host.loop.execute { [weak self] in self?.dispatchPlayerEvent(kind: kind, room: room, encoding: encoding) }
             return
         }
@@ -425,7 +425,7 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
     /// A player event whose payload is the JSON object text `text` (the
     /// benchmarks' door), by the same route.
     func dispatchPlayerEvent(kind: Int32, room: String, text: String) {
-        guard host.loop.inEventLoop else {
+        guard dispatchState.onLoop else {
             _ = host.loop.execute { [weak self] in self?.dispatchPlayerEvent(kind: kind, room: room, text: text) }
             return
         }
@@ -583,9 +583,10 @@ struct DispatchTarget {
     let room: Bool
     /// Declares the `magix` hook.
     let magix: Bool
-    /// One of its globs is `*`: no glob to match per event.
+    /// One of its globs is `*`: no glob to match per event (else they are
+    /// the runtime's `spec.rooms`: no array here, so a target is plain
+    /// data, copied without a retain).
     let everyRoom: Bool
-    let rooms: [String]
     /// Built against ABI 1.1 or later (takes the 1.1 kinds).
     let abi11: Bool
     let hasRoomEventHook: Bool
@@ -599,7 +600,6 @@ struct DispatchTarget {
         room = spec.hooks.contains(.room)
         magix = spec.hooks.contains(.magix)
         everyRoom = spec.rooms.contains("*")
-        rooms = spec.rooms
         abi11 = runtime.endpoint.abiMinor >= 1
         hasRoomEventHook = runtime.hasRoomEventHook
         switch runtime.endpoint {
