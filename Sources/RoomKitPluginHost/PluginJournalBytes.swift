@@ -16,13 +16,13 @@ struct PluginJournalBytes {
     /// Emptied chunks kept for reuse.
     static let maxSpare = 16
 
-    /// One chunk: raw memory written in place through a pointer, so that
-    /// appending a record is a few stores and two copies, with no array
-    /// bookkeeping (uniqueness checks, capacity checks per appended field).
+    /// One chunk's memory, freed when its last owner lets go. The hot paths
+    /// read `bases`, `capacities` and `counts` (plain data) instead: taking
+    /// a chunk out of an array of classes was a retain and a release of it
+    /// per record.
     final class Chunk {
         let base: UnsafeMutablePointer<UInt8>
         let capacity: Int
-        var count = 0
 
         init(capacity: Int) {
             self.capacity = capacity
@@ -32,8 +32,13 @@ struct PluginJournalBytes {
         deinit { base.deallocate() }
     }
 
-    private var chunks: [Chunk] = []
-    /// The number of `chunks[0]`.
+    /// The chunks in use, oldest first, and for each its memory, size and
+    /// bytes written (`owners[i].base == bases[i]`).
+    private var owners: [Chunk] = []
+    private var bases: [UnsafeMutablePointer<UInt8>] = []
+    private var capacities: [Int] = []
+    private var counts: [Int] = []
+    /// The number of `owners[0]`.
     private var first = 0
     private var spare: [Chunk] = []
 
@@ -41,45 +46,48 @@ struct PluginJournalBytes {
     /// the buffer it is given (which it must fill: it returns how many bytes
     /// it wrote); returns where the record is.
     mutating func append(length: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int) -> (chunk: Int, start: Int) {
-        if chunks.isEmpty || chunks[chunks.count - 1].capacity - chunks[chunks.count - 1].count < length {
-            chunks.append(freshChunk(holding: length))
+        if bases.isEmpty || capacities[bases.count - 1] - counts[bases.count - 1] < length {
+            let chunk = freshChunk(holding: length)
+            owners.append(chunk)
+            bases.append(chunk.base)
+            capacities.append(chunk.capacity)
+            counts.append(0)
         }
-        let index = chunks.count - 1
-        let chunk = chunks[index]
-        let start = chunk.count
-        let written = write(UnsafeMutableRawBufferPointer(start: chunk.base + start, count: length))
+        let index = bases.count - 1
+        let start = counts[index]
+        let written = write(UnsafeMutableRawBufferPointer(start: bases[index] + start, count: length))
         precondition(written == length, "a journal record's length was mispredicted")
-        chunk.count += length
+        counts[index] = start + length
         return (first + index, start)
     }
 
     private mutating func freshChunk(holding length: Int) -> Chunk {
-        if length <= Self.chunkSize, let chunk = spare.popLast() {
-            chunk.count = 0
-            return chunk
-        }
+        if length <= Self.chunkSize, let chunk = spare.popLast() { return chunk }
         return Chunk(capacity: max(Self.chunkSize, length))
     }
 
     /// Calls `body` with the `length` bytes at `start` in chunk `chunk`.
     func withBytes<Result>(chunk: Int, start: Int, length: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        let chunk = chunks[chunk - first]
-        precondition(start >= 0 && start + length <= chunk.count, "a journal record outside its chunk")
-        return body(UnsafeBufferPointer(start: chunk.base + start, count: length))
+        let index = chunk - first
+        precondition(start >= 0 && start + length <= counts[index], "a journal record outside its chunk")
+        return body(UnsafeBufferPointer(start: bases[index] + start, count: length))
     }
 
     /// Releases every chunk numbered below `chunk` (their records are all finished).
     mutating func release(before chunk: Int) {
-        let count = min(chunks.count, chunk - first)
+        let count = min(owners.count, chunk - first)
         guard count > 0 else { return }
-        for index in 0..<count { keep(chunks[index]) }
-        chunks.removeFirst(count)
+        for index in 0..<count { keep(owners[index]) }
+        owners.removeFirst(count)
+        bases.removeFirst(count)
+        capacities.removeFirst(count)
+        counts.removeFirst(count)
         first += count
     }
 
     /// Releases every chunk.
     mutating func removeAll() {
-        release(before: first + chunks.count)
+        release(before: first + owners.count)
     }
 
     private mutating func keep(_ chunk: Chunk) {
@@ -88,5 +96,5 @@ struct PluginJournalBytes {
     }
 
     /// Chunks in use and kept (tests).
-    var chunkCounts: (inUse: Int, spare: Int) { (chunks.count, spare.count) }
+    var chunkCounts: (inUse: Int, spare: Int) { (owners.count, spare.count) }
 }

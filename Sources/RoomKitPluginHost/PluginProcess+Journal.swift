@@ -156,8 +156,17 @@ extension PluginProcess {
             bytes.removeAll(keepingCapacity: true)
             var last: UInt64 = 0
             var frameStart = -1, count: UInt32 = 0
+            // Records next to each other in one chunk are copied as one run
+            // (a journal's records are back to back): one copy per run, not per record.
+            var runChunk = 0, runStart = 0, runLength = 0
+            func flushRun() {
+                guard runLength > 0 else { return }
+                journalBytes.withBytes(chunk: runChunk, start: runStart, length: runLength) { bytes.append(contentsOf: $0) }
+                runLength = 0
+            }
             func close() {
                 guard frameStart >= 0 else { return }
+                flushRun()
                 let length = UInt32(bytes.count - frameStart - 4)
                 withUnsafeBytes(of: length.littleEndian) { for i in 0..<4 { bytes[frameStart + i] = $0[i] } }
                 withUnsafeBytes(of: count.littleEndian) { for i in 0..<4 { bytes[frameStart + 5 + i] = $0[i] } }
@@ -165,16 +174,21 @@ extension PluginProcess {
                 count = 0
             }
             var next = written
-            while next < journal.count, bytes.count < Self.flushChunkBytes {
+            while next < journal.count, bytes.count + runLength < Self.flushChunkBytes {
                 defer { next += 1 }
                 guard !journal[next].skip else { continue }
-                if frameStart >= 0, count >= ROOMKIT_WIRE_BATCH_RECORDS || bytes.count - frameStart >= Int(ROOMKIT_WIRE_BATCH_BYTES) { close() }
+                if frameStart >= 0, count >= ROOMKIT_WIRE_BATCH_RECORDS
+                    || bytes.count + runLength - frameStart >= Int(ROOMKIT_WIRE_BATCH_BYTES) { close() }
                 if frameStart < 0 {
                     frameStart = bytes.count
                     bytes.append(contentsOf: [0, 0, 0, 0, UInt8(ROOMKIT_WIRE_EVENTS.rawValue), 0, 0, 0, 0])
                 }
-                journalBytes.withBytes(chunk: journal[next].chunk, start: journal[next].start, length: journal[next].length) {
-                    bytes.append(contentsOf: $0)
+                let chunk = journal[next].chunk, start = journal[next].start, length = journal[next].length
+                if runLength > 0, chunk == runChunk, start == runStart + runLength {
+                    runLength += length
+                } else {
+                    flushRun()
+                    (runChunk, runStart, runLength) = (chunk, start, length)
                 }
                 last = journal[next].seq
                 count += 1
