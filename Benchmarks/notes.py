@@ -174,6 +174,17 @@ same JSON lines (`Benchmarks/.build/results.json` keeps them all).
   events seen by the third plugin / (last - first); CPU per event = the
   client process's CPU (all threads) / events. Nothing stores or fans out
   here, so the ratio is the client engines' own.
+- **7. Plugin isolation.** `isolation-bench`
+  (`Benchmarks/Sources/IsolationBench`): player events through
+  `PluginManager.dispatchPlayerEvent` on the loop thread, 256 per loop
+  callback, each callback its own loop turn (so each callback's events
+  reach each plugin as one batch), to 1 and to 3 copies of the no-op C
+  plugin, inline and `"isolation": "process"`, until every plugin finished
+  every event: events/s, and the bot's CPU per event (the processes' own
+  CPU apart). Then `urlInterrupter` round trips through one plugin, p50 and
+  p99. Until 2026-11-27 (revision 86a4b5f) a turn ended only behind every
+  callback already posted, so a run was one turn of nearly all its events;
+  process / inline ratios on pages before that were measured so.
 - **8. Bot restart.** RoomKit only (the peers keep no state across a
   restart). The release `roombot` joins N rooms from its `bot.json` against
   a roomd with its **default** settings but the heartbeat timeout (90 s,
