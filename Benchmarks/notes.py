@@ -339,7 +339,61 @@ with two queries. A login that timed out after it reached the server left
 a server session, so its retry got 1009007 and the room was given up
 (fixed on 2026-11-27: the engine withdraws such a login).
 
-**This run (2026-11-27 06:54, revision ecd9481) against the previous
+**This run (2026-11-27 09:50, revision efd0254) against the previous
+page (2026-11-27 06:54, revision ecd9481).** Runs 1 and 2 had a quiet
+machine (see "Shared"), and the peers ran faster than on the previous page
+(the Python peer took 8.48 us per firehose event, 11.23 there): read the
+ratios first, and the rows this step did not touch as the machine's.
+*Process plugins (issue 25).* A profile of isolation-bench, by thread,
+showed the process row serial: the loop ran ahead of the plugin's queue,
+the runtime drained every turn queued by then as one batch (2,977,984
+events in one `deliver`), and the journal encoded all of it (1.5 GB; page
+faults were 40% of the queue thread) before its first write, so the child
+sat idle until the end. Now a batch is journaled and written 1,024
+records at a time; each record is written in place into the journal's
+chunks (five generic Array appends of raw bytes per record, which Swift
+copies byte by byte, before); finished records are counted where they
+are (no copy into a second array); the journal's lock-guarded fields skip
+Swift's dynamic exclusivity check (~12% of the queue thread); a send
+copies each run of adjacent records at once; the child stamps its
+progress page with the coarse clock (two CLOCK_MONOTONIC reads per record
+were 63% of its CPU on this machine) and reads a record's strings into
+two kept buffers; and dispatch touches no shared reference count per
+event (a target's runtime is unretained, the loop check compares the
+loop's identity: the loop thread spent 60% of its samples in
+retain/release, the counts shared with the plugin's queue and with every
+thread posting to the loop). Workload 7 itself changed (method above):
+each 256-event callback is now its own turn, as its description said,
+which makes inline much faster (the loop and the plugin's queue now
+overlap), so its ratio is not comparable with earlier pages. Process
+5,863,726 events/s against inline 8,630,708: 0.70x (0.58-0.72; with 3
+plugins 0.76x), the 0.8x target missed; the bot's CPU per event per
+process plugin 227 ns (641; <= 1,000 met), urlInterrupter p99 72.6 us
+(91.6; met), the Python plugin 325,182 events/s (met). What is left, by
+thread (isolation-bench, process, one plugin, ~5.9M events/s): both cores
+are full; the loop thread ~95% of one (the same work as inline), the
+plugin's queue ~50% (the record writes, the frame copy, a wake of the
+child per turn), the child ~35% (parse and call, and its reader thread),
+the bot's reader ~15% (counting DONE). Next: the records written to the
+socket from the chunks (`writev`: copy 4 of ARCHITECTURE's count goes),
+`TurnCall` as plain data (the queue destroys a room string per call), and
+fewer wakes per turn. *Memory per room.* `SessionRecord` 328 -> 216 bytes
+(fields ordered for size, sentinels for three optional integers, the
+login user shared) and `Room` 232 -> 216: roombot at 1,000,000 rooms
+961 B of RSS per room (1,110; the 1 KiB target met), at 300,000 1,057 B
+(1,197). *Scale.* 1,000,000 rooms LOGINED in 74.2 s (102), back 80.7 s
+after a roomd kill -9 (120) and 80.2 s after a roombot kill -9 (125), 0
+failed attempts, the bot's CPU to join 69.6 s (95.8): the 60 s targets
+still missed; 300,000 rooms in 22.2 s and back in 24.6 s (30.6, 32.4).
+Not changed by this step, the quiet machine's: durable appends 110,291/s
+(69,472; 9.5 us of roomd CPU per append against 15.3; the 100,000 target
+met in this run, as in the quiet run 1 of 2026-11-27 00:55), p99 dispatch
+latency at half load 28.6 ms (110.6; the engine alone 19.2 ms), the
+client's CPU per firehose event with 3 plugins 3.27 us (3.98; 0.41x the
+Python peer) and the amortised inline hook 568 ns (693), these three
+targets missed.
+
+**The run before (2026-11-27 06:54, revision ecd9481) against the previous
 page (2026-11-27 03:32, revision 7923bbf).** Run 1 had a quiet machine (a
 clean-clone CI run ended a minute before it); run 2 began right after
 run 1's million-room tier; run 3 ran beside two sanitizer builds at nice
