@@ -196,8 +196,14 @@ final class LifecycleTests: XCTestCase {
                                  token: harness.token("ops", room: "lobby", role: .admin),
                                  body: #"{"user":"a","reason":"spam"}"#)
         XCTAssertTrue(answer.hasSuffix(#"{"kicked":1}"#), answer)
-        await eventually(3, "KICK_OUT 1002055") { events.reasons("lobby").last == "KICK_OUT 1002055" }
-        XCTAssertTrue(events.all.contains(.kickedWithReason(room: "lobby", code: .kickedByAdmin, reason: "spam")))
+        // The kick's reason is raised right after KICK_OUT, in the same loop
+        // call: wait for both (a check between the two raced, seen under ASan).
+        let kicked = RoomEvent.kickedWithReason(room: "lobby", code: .kickedByAdmin, reason: "spam")
+        await eventually(3, "KICK_OUT 1002055 and its reason") {
+            events.reasons("lobby").last == "KICK_OUT 1002055" && events.all.contains(kicked)
+        }
+        XCTAssertEqual(events.reasons("lobby").last, "KICK_OUT 1002055")
+        XCTAssertTrue(events.all.contains(kicked))
         try await harness.close()
     }
 
