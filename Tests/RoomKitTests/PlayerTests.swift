@@ -122,7 +122,8 @@ final class PlayerTests: XCTestCase {
         let recorder = PlayerRecorder(player)
         player.playbackSpeed = 8
         player.play()
-        await waitFor("the end") { player.phase == .ended }
+        // The cache shows a phase before observers hear of it: wait for both.
+        await waitFor("the end") { player.phase == .ended && recorder.phases.last == .ended }
         let phases = recorder.phases
         XCTAssertEqual(phases.prefix(2), [.waitingFirstFrame, .playing])
         XCTAssertEqual(phases.last, .ended)
