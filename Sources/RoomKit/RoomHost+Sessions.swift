@@ -14,10 +14,7 @@ final class SessionRecord {
     let room: Room
     var machine: RoomSessionMachine
     /// The login's user (boxed: `LoginUserBox`).
-    var user: LoginUser {
-        get { userBox.user }
-        set { if newValue != userBox.user { userBox = LoginUserBox(newValue) } }
-    }
+    var user: LoginUser { userBox.user }
     var userBox: LoginUserBox
     var token: String
     /// The server's session ID, for resume.

@@ -252,9 +252,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Whether the caller is running on this loop's thread: one thread-local
     /// read, cheap enough for `LoopBound`'s check on every access.
-    public var inEventLoop: Bool {
-        roomkit_get_current_loop() == Unmanaged.passUnretained(self).toOpaque()
-    }
+    public var inEventLoop: Bool { Self.isCurrent(identity) }
 
     /// This loop's identity for `isCurrent(_:)`: a hot path that checks its
     /// thread per call keeps this instead of the loop, so the check touches

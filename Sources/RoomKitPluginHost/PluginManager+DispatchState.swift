@@ -64,7 +64,7 @@ final class LoopOwned<Value>: @unchecked Sendable {
 
     /// Runs `body` with the value. Traps unless called on the loop thread.
     func withValue<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        precondition(EventLoop.isCurrent(loopIdentity), "must be called on the event loop thread")
+        precondition(onLoop, "must be called on the event loop thread")
         return try body(&stored)
     }
 }
