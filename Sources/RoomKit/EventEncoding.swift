@@ -81,18 +81,31 @@ public final class EventEncoding: @unchecked Sendable {
     /// (`on_room_event`, `on_player_event`; docs/PLUGINS.md).
     public func appendObject(to buffer: inout [UInt8]) {
         buffer.append(UInt8(ascii: "{"))
+        appendMembers(to: &buffer)
+        buffer.append(UInt8(ascii: "}"))
+    }
+
+    private func appendMembers(to buffer: inout [UInt8]) {
         if cached == nil && soleSink {
             // The only sink: its buffer is the one copy (no array of our own, no second copy).
             write(to: &buffer)
         } else {
             buffer.append(contentsOf: members)
         }
-        buffer.append(UInt8(ascii: "}"))
     }
 
     /// The event-log line at `ts` (ms since 1970; `EventLogFormat`), from
     /// the same members, newline included.
     public func logLine(ts: Int64) -> [UInt8] {
-        EventLogFormat.line(ts: ts, name: name, members: members[...])
+        var line: [UInt8] = []
+        line.reserveCapacity(160)
+        appendLogLine(ts: ts, to: &line)
+        return line
+    }
+
+    /// Appends `logLine(ts:)` to `buffer`: the event log writes its lines
+    /// straight into its pending bytes (as the sole sink, the members too).
+    public func appendLogLine(ts: Int64, to buffer: inout [UInt8]) {
+        EventLogFormat.append(ts: ts, name: name, to: &buffer) { appendMembers(to: &$0) }
     }
 }

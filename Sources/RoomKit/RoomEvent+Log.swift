@@ -21,6 +21,29 @@ extension RoomEvent {
         }
     }
 
+    /// How many kinds of event there are: `kind` is below it.
+    static let kinds = 14
+
+    /// The event's case as a small index (0 ..< `kinds`), one per `logName`.
+    var kind: Int {
+        switch self {
+        case .roomStateChanged: return 0
+        case .phaseChanged: return 1
+        case .roomStateModified: return 2
+        case .beingAbleToCommitChange: return 3
+        case .disconnectWithError: return 4
+        case .kickedWithReason: return 5
+        case .catchErrorWhenAppendFrame: return 6
+        case .magix: return 7
+        case .userUpdate: return 8
+        case .streamUpdate: return 9
+        case .extraInfoUpdate: return 10
+        case .tokenWillExpire: return 11
+        case .throwError: return 12
+        case .resync: return 13
+        }
+    }
+
     /// The event's fields in the event log (CLI.md), without `ts` and `event`.
     /// Plugins receive the same object as their room-event payload.
     public var logFields: [String: JSON] {
@@ -78,27 +101,35 @@ public enum EventLogFormat {
     }
 
     /// The line around `members` (`EventMembers`: a field named `event`
-    /// first, then sorted keys): the one place that renames `event`.
+    /// first, then sorted keys).
     static func line(ts: Int64, name: String, members: ArraySlice<UInt8>) -> [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(members.count + 48)
-        line.append(contentsOf: #"{"ts":"#.utf8)
-        line.append(contentsOf: String(ts).utf8)
-        line.append(contentsOf: #","event":"#.utf8)
-        JSON.string(name).serialize(into: &line)
-        if !members.isEmpty {
-            line.append(44)  // ,
-            let custom = Array(#""event":"#.utf8)
-            if members.starts(with: custom) {
-                line.append(contentsOf: #""magixEvent":"#.utf8)
-                line.append(contentsOf: members.dropFirst(custom.count))
-            } else {
-                line.append(contentsOf: members)
-            }
-        }
-        line.append(contentsOf: "}\n".utf8)
+        append(ts: ts, name: name, to: &line) { $0.append(contentsOf: members) }
         return line
     }
+
+    /// Appends the line to `buffer`, its members written in place by
+    /// `members` (`EventMembers`' order): the one place that renames `event`.
+    static func append(ts: Int64, name: String, to buffer: inout [UInt8], members: (inout [UInt8]) -> Void) {
+        appendASCII(#"{"ts":"#, to: &buffer)
+        JSON.int(ts).serialize(into: &buffer)
+        appendASCII(#","event":"#, to: &buffer)
+        JSON.string(name).serialize(into: &buffer)
+        buffer.append(44)  // ,
+        let start = buffer.count
+        members(&buffer)
+        if buffer.count == start {
+            buffer.removeLast()  // no members: no comma
+        } else if buffer.count - start > customKey.count,
+                  buffer.withUnsafeBufferPointer({ $0[start..<start + customKey.count].elementsEqual(customKey) }) {
+            buffer.replaceSubrange(start..<start + customKey.count, with: renamedKey)
+        }
+        appendASCII("}\n", to: &buffer)
+    }
+
+    private static let customKey: [UInt8] = Array(#""event":"#.utf8)
+    private static let renamedKey: [UInt8] = Array(#""magixEvent":"#.utf8)
 }
 
 /// The one serializer of an event's fields, as the members of a JSON object
@@ -128,16 +159,44 @@ enum EventMembers {
 extension RoomEvent {
     /// Appends `logFields` (plus `"replayed":true` when `replayed`) as the
     /// members of a JSON object (`EventMembers`' order). A magix event (the
-    /// hot path) is written straight from its fields, without building a
-    /// dictionary, the payload as the text it arrived in when that text is
-    /// canonical (`JSONText`: the same bytes serializing its value writes,
-    /// up to object member order).
+    /// hot path) and the three events of every login are written straight
+    /// from their fields, without building a dictionary; a magix payload as
+    /// the text it arrived in when that text is canonical (`JSONText`: the
+    /// same bytes serializing its value writes, up to object member order).
     func appendLogMembers(replayed: Bool, to buffer: inout [UInt8]) {
-        guard case .magix(let magix) = self else {
+        switch self {
+        case .magix(let magix):
+            return Self.appendMagixMembers(magix, replayed: replayed, to: &buffer)
+        // A login raises these three, five times per room: written straight
+        // from their fields in `EventMembers`' order (sorted keys), with no
+        // dictionary (issue #26: 1,000,000 logins).
+        case .roomStateChanged(let room, let reason, let code, let extendedData) where extendedData.isEmpty:
+            appendASCII(#""errorCode":"#, to: &buffer)
+            JSON.int(Int64(code.rawValue)).serialize(into: &buffer)
+            appendASCII(#","reason":"#, to: &buffer)
+            JSON.string(reason.rawValue).serialize(into: &buffer)
+            if replayed { appendASCII(#","replayed":true"#, to: &buffer) }
+            appendASCII(#","room":"#, to: &buffer)
+            JSON.string(room).serialize(into: &buffer)
+        case .phaseChanged(let room, let phase):
+            appendASCII(#""phase":"#, to: &buffer)
+            JSON.string(phase.rawValue).serialize(into: &buffer)
+            if replayed { appendASCII(#","replayed":true"#, to: &buffer) }
+            appendASCII(#","room":"#, to: &buffer)
+            JSON.string(room).serialize(into: &buffer)
+        case .beingAbleToCommitChange(let room, let writable):
+            if replayed { appendASCII(#""replayed":true,"#, to: &buffer) }
+            appendASCII(#""room":"#, to: &buffer)
+            JSON.string(room).serialize(into: &buffer)
+            appendASCII(writable ? #","writable":true"# : #","writable":false"#, to: &buffer)
+        default:
             var fields = logFields
             if replayed { fields["replayed"] = true }
-            return EventMembers.append(fields, to: &buffer)
+            EventMembers.append(fields, to: &buffer)
         }
+    }
+
+    private static func appendMagixMembers(_ magix: MagixEvent, replayed: Bool, to buffer: inout [UInt8]) {
         appendASCII(#""event":"#, to: &buffer)
         JSON.string(magix.event).serialize(into: &buffer)
         appendASCII(#","from":"#, to: &buffer)

@@ -30,9 +30,9 @@ final class RoomHostMetrics {
     let urlChain: Timer
     private let connectionUp: Gauge
     private var labelled: [String: Counter] = [:]
-    private var events: [String: Counter] = [:]
-    /// `events["magix"]`, once made.
-    private var magixEvents: Counter?
+    /// `roomkit_events_total` by `RoomEvent.kind`, each made on first use
+    /// (an index, not a name lookup per event: five per login).
+    private var events = [Counter?](repeating: nil, count: RoomEvent.kinds)
     private var sessions: [RoomReason: Gauge] = [:]
     /// Each room's last reported reason, to move it between the gauges.
     private var reasons: [String: RoomReason] = [:]
@@ -81,11 +81,8 @@ final class RoomHostMetrics {
         if timesDispatch {
             dispatch.recordNanoseconds(Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds &- started))
         }
-        if case .magix = event {
-            // The hot path: its counter is kept aside (no name lookup per event).
-            return (magixEvents ?? counter(named: "magix", keepingMagix: true)).increment()
-        }
-        counter(named: event.logName).increment()
+        counter(for: event).increment()
+        if case .magix = event { return }
         if case .kickedWithReason(_, let code, _) = event {
             counter("roomkit_kicks_total", ("code", String(code.rawValue))).increment()
         }
@@ -125,14 +122,12 @@ final class RoomHostMetrics {
         return made
     }
 
-    private func counter(named name: String, keepingMagix: Bool = false) -> Counter {
-        let counter = events[name] ?? {
-            let made = Counter(label: "roomkit_events_total", dimensions: [("event", name)], factory: factory)
-            events[name] = made
-            return made
-        }()
-        if keepingMagix { magixEvents = counter }
-        return counter
+    private func counter(for event: RoomEvent) -> Counter {
+        let kind = event.kind
+        if let made = events[kind] { return made }
+        let made = Counter(label: "roomkit_events_total", dimensions: [("event", event.logName)], factory: factory)
+        events[kind] = made
+        return made
     }
 
     private func move(_ reason: RoomReason, by delta: Int) {

@@ -320,7 +320,7 @@ extension RoomHost {
         if let phase = reason.phase { enterPhase(phase, record) }
         room.update { $0.reason = reason; $0.errorCode = code }
         var extendedData: [String: JSON] = cause.map { ["cause": .int(Int64($0.rawValue))] } ?? [:]
-        if reason == .logined || reason == .reconnected {
+        if reason == .logined || reason == .reconnected, !record.reportExtras.isEmpty {
             extendedData.merge(record.reportExtras) { current, _ in current }
             record.reportExtras = [:]
         }

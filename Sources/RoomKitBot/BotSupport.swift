@@ -84,21 +84,30 @@ public final class EventLog: Sendable {
         let taps = self.taps.withLock { $0 }
         guard output.withLock({ $0.file != nil }) || !taps.isEmpty else { return }
         let ts = Int64(Date().timeIntervalSince1970 * 1000)
+        guard !taps.isEmpty else {
+            // No tap needs the line as an array of its own: it is written
+            // straight into the pending bytes (issue #26: five lines per login).
+            return append { encoding.appendLogLine(ts: ts, to: &$0) }
+        }
         let line = encoding.logLine(ts: ts)
         append(line)
-        if !taps.isEmpty {
-            let entry = EventLogLine(ts: ts, event: encoding.name, room: encoding.room, line: line)
-            for tap in taps { tap(entry) }
-        }
+        let entry = EventLogLine(ts: ts, event: encoding.name, room: encoding.room, line: line)
+        for tap in taps { tap(entry) }
     }
 
     /// Adds `line` to the pending lines and sees that they are written:
     /// now (no loop, a full buffer, a stopped loop) or at the end of the turn.
     private func append(_ line: [UInt8]) {
+        append { $0.append(contentsOf: line) }
+    }
+
+    /// Adds what `write` appends to the pending lines (under the lock), then
+    /// as `append(_:)`.
+    private func append(_ write: (inout [UInt8]) -> Void) {
         let loop = flushLoop.withLock { $0 }
         let queue = output.withLock { output -> Bool in
             guard output.file != nil else { return false }
-            output.pending.append(contentsOf: line)
+            write(&output.pending)
             guard loop != nil, output.pending.count < Self.bufferLimit else {
                 output.flush()
                 return false

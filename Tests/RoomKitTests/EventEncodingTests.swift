@@ -87,4 +87,32 @@ final class EventEncodingTests: XCTestCase {
         let player = EventEncoding.player(.sliceChanged("0-1000"))
         XCTAssertEqual(String(decoding: player.logLine(ts: 9), as: UTF8.self), #"{"ts":9,"event":"sliceChanged","slice":"0-1000"}"# + "\n")
     }
+
+    /// The events a login raises are written without a dictionary
+    /// (`appendLogMembers`); their bytes must be the dictionary form's, with
+    /// and without `replayed`, whatever the room's name needs escaped.
+    func testLoginEvents_writtenDirectly_matchTheDictionaryForm() {
+        var events: [RoomEvent] = []
+        for room in ["lobby", #"a"b\c"#] {
+            for reason in RoomReason.allCases {
+                events.append(.roomStateChanged(room: room, reason: reason, errorCode: .timedOut))
+            }
+            events.append(.roomStateChanged(room: room, reason: .reconnectFailed, errorCode: .timedOut,
+                                            extendedData: ["cause": 1_002_033, "recovered": false]))
+            for phase in RoomPhase.allCases { events.append(.phaseChanged(room: room, phase: phase)) }
+            events.append(.beingAbleToCommitChange(room: room, writable: true))
+            events.append(.beingAbleToCommitChange(room: room, writable: false))
+        }
+        for event in events {
+            for replayed in [false, true] {
+                var direct: [UInt8] = []
+                event.appendLogMembers(replayed: replayed, to: &direct)
+                var fields = event.logFields
+                if replayed { fields["replayed"] = true }
+                var dictionary: [UInt8] = []
+                EventMembers.append(fields, to: &dictionary)
+                XCTAssertEqual(String(decoding: direct, as: UTF8.self), String(decoding: dictionary, as: UTF8.self), "\(event)")
+            }
+        }
+    }
 }
