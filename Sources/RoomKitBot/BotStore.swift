@@ -135,8 +135,8 @@ public final class BotStore: SessionStore, @unchecked Sendable {
                             INSERT OR REPLACE INTO cursors(room, session, member_id, seq, user, writable, snapshot, saved_at)
                             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                             """, [.text(cursor.room), .text(cursor.session), .int(cursor.memberId), .int(cursor.seq),
-                                  .text(cursor.user.json.jsonString), .int(cursor.writable ? 1 : 0),
-                                  .text(JSON.object(cursor.snapshot.replyFields).jsonString), .int(now)])
+                                  .textBytes(cursor.user.json.serialized()), .int(cursor.writable ? 1 : 0),
+                                  .textBytes(cursor.snapshot.replyFieldsJSON()), .int(now)])
                     }
                     for room in changes.removed {
                         try database.run("DELETE FROM cursors WHERE room = ?", [.text(room)])

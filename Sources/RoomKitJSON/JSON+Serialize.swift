@@ -145,3 +145,22 @@ enum JSONWriter {
         buffer.append(UInt8(ascii: "\""))
     }
 }
+
+extension JSON {
+    /// Appends literal JSON text (a key, punctuation, `null`) as it is: for
+    /// writers that emit a message without building a tree of `JSON` values
+    /// (the login reply, the bot's stored snapshot).
+    public static func appendLiteral(_ text: StaticString, to buffer: inout [UInt8]) {
+        JSONWriter.appendASCII(text, to: &buffer)
+    }
+
+    /// Appends `string` as a JSON string, escaped as ``serialize(into:sortedKeys:)`` does.
+    public static func append(string: String, to buffer: inout [UInt8]) {
+        JSONWriter.appendString(string, to: &buffer)
+    }
+
+    /// Appends `value` as a JSON integer.
+    public static func append(integer value: Int64, to buffer: inout [UInt8]) {
+        JSONWriter.appendInteger(value, to: &buffer)
+    }
+}

@@ -33,6 +33,8 @@ let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 package enum SQLiteValue {
     case int(Int64)
     case text(String)
+    /// UTF-8 text given as bytes (JSON written straight into a buffer).
+    case textBytes([UInt8])
     case null
 }
 
@@ -124,6 +126,7 @@ package final class SQLiteDatabase {
             switch value {
             case .int(let number): statement.bind(position, number)
             case .text(let text): statement.bind(position, text)
+            case .textBytes(let bytes): statement.bind(position, bytes: bytes)
             case .null: statement.bind(position, nil as Int64?)
             }
         }

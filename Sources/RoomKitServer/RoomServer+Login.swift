@@ -81,7 +81,7 @@ extension RoomServer {
         let reply = LoginReply(session: session.id, memberId: session.memberId, seq: room.seq, recovered: recovered,
                                writable: session.writable, expiresAt: session.tokenExpiresAt,
                                snapshot: recovered ? nil : room.model.snapshot)
-        link.send(ServerMessage.reply(id: id, login: reply))
+        link.send(WebSocketFrame(bytes: reply.replyJSON(id: id)))
         for frame in frames ?? [] { link.send(frame) }
         if let warning { send(.warn(remaining: warning), to: session) }
     }
@@ -112,7 +112,7 @@ extension RoomServer {
         let reply = LoginReply(session: session.id, memberId: memberId, seq: room.seq, recovered: false,
                                writable: session.writable, expiresAt: session.tokenExpiresAt,
                                snapshot: room.model.snapshot)
-        link.send(ServerMessage.reply(id: id, login: reply))
+        link.send(WebSocketFrame(bytes: reply.replyJSON(id: id)))
         send(session.rules.loggedIn(now: now, clocks: sessionClocks), to: session)
     }
 
