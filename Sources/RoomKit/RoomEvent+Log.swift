@@ -170,11 +170,21 @@ extension RoomEvent {
         // A login raises these three, five times per room: written straight
         // from their fields in `EventMembers`' order (sorted keys), with no
         // dictionary (issue #26: 1,000,000 logins).
-        case .roomStateChanged(let room, let reason, let code, let extendedData) where extendedData.isEmpty:
+        case .roomStateChanged(let room, let reason, let code, let extendedData)
+            where extendedData.isEmpty || Self.isStandardExtension(extendedData):
+            // The engine's own extended data (`cause`, `recovered`) sorts around the standard keys.
+            if case .int(let cause)? = extendedData["cause"] {
+                appendASCII(#""cause":"#, to: &buffer)
+                JSON.int(cause).serialize(into: &buffer)
+                buffer.append(44)  // ,
+            }
             appendASCII(#""errorCode":"#, to: &buffer)
             JSON.int(Int64(code.rawValue)).serialize(into: &buffer)
             appendASCII(#","reason":"#, to: &buffer)
             JSON.string(reason.rawValue).serialize(into: &buffer)
+            if case .bool(let recovered)? = extendedData["recovered"] {
+                appendASCII(recovered ? #","recovered":true"# : #","recovered":false"#, to: &buffer)
+            }
             if replayed { appendASCII(#","replayed":true"#, to: &buffer) }
             appendASCII(#","room":"#, to: &buffer)
             JSON.string(room).serialize(into: &buffer)
@@ -194,6 +204,16 @@ extension RoomEvent {
             if replayed { fields["replayed"] = true }
             EventMembers.append(fields, to: &buffer)
         }
+    }
+
+    /// Whether `extendedData` holds only the engine's own keys: an integer
+    /// `cause`, a boolean `recovered`, or both.
+    private static func isStandardExtension(_ extendedData: [String: JSON]) -> Bool {
+        guard extendedData.count <= 2 else { return false }
+        var known = 0
+        if case .int? = extendedData["cause"] { known += 1 }
+        if case .bool? = extendedData["recovered"] { known += 1 }
+        return known == extendedData.count
     }
 
     private static func appendMagixMembers(_ magix: MagixEvent, replayed: Bool, to buffer: inout [UInt8]) {

@@ -48,7 +48,7 @@ extension RoomHost {
             guard pending[id] != nil else { continue }
             bucket -= 1
             inFlight += 1
-            connection.send(WebSocketFrame(bytes: envelope.json.serialized()))
+            connection.send(WebSocketFrame(bytes: envelope.serialized()))
         }
         if outboxHead == outbox.count {
             outbox.removeAll(keepingCapacity: true)

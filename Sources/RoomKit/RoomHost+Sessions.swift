@@ -441,6 +441,12 @@ extension RoomHost {
             let resumedSession = record.resuming ? record.session : record.restored?.session
             let lastApplied = record.lastSeq
             let fromStore = record.startedFromStore
+            // A resume that recovered everything in the same session changes
+            // nothing the store holds (the missed events that follow save
+            // their own seq): no write for it. After a roomd restart that is
+            // every room at once (issue #26: 1,000,000 resumes).
+            let cursorKept = reply.snapshot == nil && record.session == reply.session
+                && room.memberId == reply.memberId && room.writable == reply.writable
             record.restored = nil
             record.startedFromStore = false
             record.session = reply.session
@@ -465,7 +471,7 @@ extension RoomHost {
                     record.pendingResync = (resumedSession == reply.session ? .notRecovered : .sessionExpired, lastApplied)
                 }
             }
-            cursorChanged(record)
+            if !cursorKept { cursorChanged(record) }
             sessionSucceeded(record)
             emit(.beingAbleToCommitChange(room: room.id, writable: reply.writable), room: room)
             if let gap = record.pendingResync {

@@ -180,3 +180,58 @@ extension LoginReply {
         return buffer
     }
 }
+
+extension ClientEnvelope {
+    /// `json` as text. A `login` (every room's, and every resume after a
+    /// reconnect) is written straight from its fields; the other requests
+    /// go through `json`.
+    public func serialized() -> [UInt8] {
+        guard case .login(let login) = request, op == ClientOp.login.rawValue else { return json.serialized() }
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(login.token.utf8.count + 160)
+        JSON.appendLiteral(#"{"op":"login""#, to: &buffer)
+        if let id {
+            JSON.appendLiteral(#","id":"#, to: &buffer)
+            JSON.append(integer: id, to: &buffer)
+        }
+        if let room {
+            JSON.appendLiteral(#","room":"#, to: &buffer)
+            JSON.append(string: room, to: &buffer)
+        }
+        JSON.appendLiteral(#","token":"#, to: &buffer)
+        JSON.append(string: login.token, to: &buffer)
+        JSON.appendLiteral(#","user":"#, to: &buffer)
+        login.user.appendJSON(to: &buffer)
+        JSON.appendLiteral(login.writable ? #","writable":true"# : #","writable":false"#, to: &buffer)
+        if let resume = login.resume {
+            JSON.appendLiteral(#","resume":{"session":"#, to: &buffer)
+            JSON.append(string: resume.session, to: &buffer)
+            JSON.appendLiteral(#","seq":"#, to: &buffer)
+            JSON.append(integer: resume.seq, to: &buffer)
+            buffer.append(125)
+        }
+        if let fence = login.fence {
+            JSON.appendLiteral(#","fence":"#, to: &buffer)
+            JSON.append(integer: fence, to: &buffer)
+        }
+        buffer.append(125)
+        return buffer
+    }
+}
+
+extension LoginUser {
+    /// Appends `json` as text (`name` and `payload` left out when nil).
+    public func appendJSON(to buffer: inout [UInt8]) {
+        JSON.appendLiteral(#"{"id":"#, to: &buffer)
+        JSON.append(string: id, to: &buffer)
+        if let name {
+            JSON.appendLiteral(#","name":"#, to: &buffer)
+            JSON.append(string: name, to: &buffer)
+        }
+        if let payload {
+            JSON.appendLiteral(#","payload":"#, to: &buffer)
+            payload.serialize(into: &buffer)
+        }
+        buffer.append(125)
+    }
+}

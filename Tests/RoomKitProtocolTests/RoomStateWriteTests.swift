@@ -45,4 +45,22 @@ final class RoomStateWriteTests: XCTestCase {
             }
         }
     }
+
+    func testLoginRequestText_parsesToTheEnvelopeJSON() throws {
+        let users = [LoginUser(id: "bot"), LoginUser(id: "ann", name: "Ann \"A\"", payload: ["role": ["host", 1]])]
+        for user in users {
+            for resume in [nil, ResumePoint(session: "s-9", seq: 41)] {
+                for fence: Int64? in [nil, 7] {
+                    for room: String? in [nil, "lobby"] {
+                        let login = LoginRequest(token: "a.b.c", user: user, writable: fence == nil, resume: resume, fence: fence)
+                        let envelope = ClientEnvelope(id: 12, room: room, request: .login(login))
+                        let text = envelope.serialized()
+                        XCTAssertEqual(try JSON.parse(text), envelope.json, String(decoding: text, as: UTF8.self))
+                    }
+                }
+            }
+        }
+        let other = ClientEnvelope(id: 3, room: "lobby", request: .logout)
+        XCTAssertEqual(try JSON.parse(other.serialized()), other.json)
+    }
 }

@@ -97,8 +97,10 @@ final class EventEncodingTests: XCTestCase {
             for reason in RoomReason.allCases {
                 events.append(.roomStateChanged(room: room, reason: reason, errorCode: .timedOut))
             }
-            events.append(.roomStateChanged(room: room, reason: .reconnectFailed, errorCode: .timedOut,
-                                            extendedData: ["cause": 1_002_033, "recovered": false]))
+            for extendedData: [String: JSON] in [["cause": 1_002_033], ["recovered": true], ["cause": 1_002_033, "recovered": false],
+                                                 ["recovered": 1], ["cause": "x"], ["other": 1], ["cause": 1, "zeta": true]] {
+                events.append(.roomStateChanged(room: room, reason: .reconnectFailed, errorCode: .timedOut, extendedData: extendedData))
+            }
             for phase in RoomPhase.allCases { events.append(.phaseChanged(room: room, phase: phase)) }
             events.append(.beingAbleToCommitChange(room: room, writable: true))
             events.append(.beingAbleToCommitChange(room: room, writable: false))

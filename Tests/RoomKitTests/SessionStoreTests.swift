@@ -79,6 +79,43 @@ final class SessionStoreTests: XCTestCase {
         try await harness.close()
     }
 
+    /// A resume that recovers everything in the same session leaves the
+    /// stored cursor as it was: no save for it (after a roomd restart, every
+    /// room resumes at once). One with a missed event saves the new seq.
+    func testRecoveredResume_savesOnlyWhenTheCursorMoved() async throws {
+        let harness = try EngineHarness()
+        let store = InMemorySessionStore()
+        let events = EventRecorder()
+        let host = try harness.host(recorder: events) { $0.sessionStore = store }
+        let other = try harness.host(viaProxy: false)
+        let room = try await host.loginRoom("lobby", user: harness.user("a"), token: harness.token("a"))
+        let otherRoom = try await other.loginRoom("lobby", user: harness.user("b"), token: harness.token("b"))
+        await eventually(3) { room.roomMembers.count == 2 }
+        await eventually(3, "the cursor is stored") { store.cursor(room: "lobby")?.seq == room.content.seq }
+        try await Task.sleep(for: .milliseconds(100))
+        let stored = try XCTUnwrap(store.cursor(room: "lobby"))
+        let savesBefore = store.saveCount
+
+        harness.proxy.setMode(.down)
+        harness.proxy.cut()
+        await eventually(3, "RECONNECTING") { events.reasons("lobby").last == "RECONNECTING 1002051" }
+        harness.proxy.setMode(.pass)
+        await eventually(3, "RECONNECTED") { events.reasons("lobby").last == "RECONNECTED 0" }
+        try await Task.sleep(for: .milliseconds(200))
+        XCTAssertEqual(store.saveCount, savesBefore, "nothing changed: nothing written")
+        XCTAssertEqual(store.cursor(room: "lobby"), stored)
+
+        harness.proxy.setMode(.down)
+        harness.proxy.cut()
+        await eventually(3, "RECONNECTING") { events.reasons("lobby").last == "RECONNECTING 1002051" }
+        let missed = try await otherRoom.dispatchMagixEvent("while-away", payload: .null)
+        harness.proxy.setMode(.pass)
+        await eventually(3, "RECONNECTED") { events.reasons("lobby").last == "RECONNECTED 0" }
+        await eventually(3, "the missed event's seq is stored") { store.cursor(room: "lobby")?.seq == missed }
+        XCTAssertGreaterThan(store.saveCount, savesBefore)
+        try await harness.close()
+    }
+
     func testStoreSaves_areBatchedPerLoopTurn_notOnePerEvent() async throws {
         let harness = try EngineHarness()
         let store = InMemorySessionStore()
