@@ -18,6 +18,14 @@ public struct RoomHostConfiguration: Sendable {
     /// Reconnect backoff: full jitter, the first retry within `first`, capped at `cap`.
     public var backoffFirst: Duration = .seconds(1)
     public var backoffCap: Duration = .seconds(30)
+    /// The connection's own reconnect backoff stops doubling here (when
+    /// below `backoffCap`). It carries every room: a server back from a
+    /// restart that took 10 s (restoring 1,000,000 sessions) was reached
+    /// up to 16 s later at a 30 s cap, and every room waited with it (issue
+    /// #26). A connect attempt costs one TCP handshake; the logins after it
+    /// are paced by the server's advertised bucket, so retrying sooner
+    /// storms nothing.
+    public var connectionBackoffCap: Duration = .seconds(4)
     /// Silence after which the connection counts as dead. Default (nil):
     /// two of the server's ping intervals, at most its heartbeat timeout.
     public var livenessTimeout: Duration?
@@ -126,7 +134,8 @@ public final class RoomHost: @unchecked Sendable {
         self.callbackQueue = callbackQueue
         url = try WebSocketURL(configuration.serverURL)
         let link = ConnectionMachine(
-            backoff: .init(first: configuration.backoffFirst.milliseconds, cap: configuration.backoffCap.milliseconds),
+            backoff: .init(first: configuration.backoffFirst.milliseconds,
+                           cap: min(configuration.backoffCap, configuration.connectionBackoffCap).milliseconds),
             livenessOverride: configuration.livenessTimeout?.milliseconds)
         engine = LoopBound(EngineState(link: link, pacing: (configuration.requestBurst, configuration.requestsPerSecond),
                                         jitterSeed: environment.jitterSeed), loop: loop)

@@ -87,6 +87,32 @@ final class ConnectionReportTests: XCTestCase {
         try await harness.close()
     }
 
+    /// The connection stops doubling at `connectionBackoffCap`, below the
+    /// rooms' `backoffCap`: it carries every room, and a server back from a
+    /// restart must not wait out a long ceiling.
+    func testConnectionBackoff_stopsAtItsOwnCap_belowTheRoomsCap() async throws {
+        let harness = try EngineHarness()
+        let port = freePort()
+        let log = CapturedLog()
+        let host = try host(harness, url: "ws://127.0.0.1:\(port)/v1/rooms", log: log) {
+            $0.backoffFirst = .milliseconds(10)
+            $0.backoffCap = .seconds(30)
+            $0.connectionBackoffCap = .milliseconds(40)
+        }
+        let token = harness.token("a")
+        let login = Task { try await host.loginRoom("lobby", user: LoginUser(id: "a"), token: token) }
+        await eventually(30, "a report of attempt 9") {
+            log.matching("cannot connect").contains { $0.metadata["attempt"] == "9" }
+        }
+        let ceilings = log.matching("cannot connect").compactMap { $0.metadata["backoffCeilingMs"].flatMap { Int($0) } }
+        XCTAssertEqual(ceilings.max(), 40, "\(ceilings)")
+        XCTAssertEqual(RoomHostConfiguration(serverURL: "ws://x/v1/rooms").connectionBackoffCap, .seconds(4))
+        login.cancel()
+        await host.shutdown()
+        _ = await login.result
+        try await harness.close()
+    }
+
     func testWrongPath_isLoggedWithTheURLAndTheHTTPStatus() async throws {
         let harness = try EngineHarness()
         let url = "ws://127.0.0.1:\(harness.server.port)/not/the/endpoint"
