@@ -73,6 +73,41 @@ final class BotStoreTests: XCTestCase {
         XCTAssertNil(reopened.cursor(room: "gone"))
     }
 
+    /// A reopened store decodes no row until its room asks for it. A save
+    /// before that cannot know what the row holds, so it writes the whole
+    /// cursor; after `cursor(room:)` a seq-only save is the short update
+    /// and keeps the snapshot the row holds.
+    func testReopenedStore_decodesRowsOnDemand_andSavesBeforeThatWriteTheWholeCursor() throws {
+        let path = directory + "/s.sqlite"
+        let first = RoomSnapshot(state: .initial, members: [Member(memberId: 3, userId: "b")])
+        let cursor = SessionCursor(room: "lobby", session: "s-1", memberId: 3, seq: 41, user: LoginUser(id: "b"),
+                                   writable: true, snapshot: first)
+        do {
+            let store = try BotStore(path: path, logger: logger)
+            store.save(SessionStoreChanges(updated: [cursor, SessionCursor(room: "other", session: "s-2", memberId: 1, seq: 1,
+                                                                            user: LoginUser(id: "b"), writable: true,
+                                                                            snapshot: first)]))
+            store.close()
+        }
+        var changed = cursor
+        changed.seq = 60
+        changed.snapshot.extraInfo = ["k": "v"]
+        do {
+            let store = try BotStore(path: path, logger: logger)
+            store.save(SessionStoreChanges(updated: [changed]))  // not read yet: the whole row
+            XCTAssertEqual(store.cursor(room: "lobby"), changed)
+            var moved = changed
+            moved.seq = 61
+            store.save(SessionStoreChanges(updated: [moved]))  // read: the short update
+            XCTAssertEqual(store.cursor(room: "lobby"), moved)
+            XCTAssertEqual(store.cursor(room: "other")?.seq, 1)
+            store.close()
+        }
+        let reopened = try BotStore(path: path, logger: logger)
+        XCTAssertEqual(reopened.cursor(room: "lobby")?.seq, 61)
+        XCTAssertEqual(reopened.cursor(room: "lobby")?.snapshot.extraInfo, ["k": "v"])
+    }
+
     func testEventLog_isCutBackToTheLastCommit_onlyWhenItIsTheSameFile() throws {
         let path = directory + "/s.sqlite"
         let log = directory + "/events.ndjson"
