@@ -212,6 +212,10 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     /// again after a failed group commit). Sessions come back detached at
     /// `now` unless storage says earlier.
     func restore(now: Int64) throws {
+        try store.reading { try restoreReading(now: now) }
+    }
+
+    private func restoreReading(now: Int64) throws {
         recoveryBytes = 0
         for stored in try store.loadRooms() {
             var model = RoomModel()
