@@ -51,11 +51,7 @@ extension RoomState {
     /// Appends `json` as text.
     public func appendJSON(to buffer: inout [UInt8]) {
         JSON.appendLiteral(#"{"globalState":"#, to: &buffer)
-        if globalState.isEmpty {
-            JSON.appendLiteral("{}", to: &buffer)
-        } else {
-            JSON.object(globalState).serialize(into: &buffer)
-        }
+        appendObject(globalState, to: &buffer)
         JSON.appendLiteral(#","sceneState":"#, to: &buffer)
         sceneState.appendJSON(to: &buffer)
         JSON.appendLiteral(#","broadcastState":"#, to: &buffer)
@@ -122,20 +118,9 @@ extension Member {
         JSON.append(integer: memberId, to: &buffer)
         JSON.appendLiteral(#","userId":"#, to: &buffer)
         JSON.append(string: userId, to: &buffer)
-        if let name {
-            JSON.appendLiteral(#","name":"#, to: &buffer)
-            JSON.append(string: name, to: &buffer)
-        }
-        if let payload {
-            JSON.appendLiteral(#","payload":"#, to: &buffer)
-            payload.serialize(into: &buffer)
-        }
+        appendNameAndPayload(name, payload, to: &buffer)
         JSON.appendLiteral(#","memberState":"#, to: &buffer)
-        if memberState.isEmpty {
-            JSON.appendLiteral("{}", to: &buffer)
-        } else {
-            JSON.object(memberState).serialize(into: &buffer)
-        }
+        appendObject(memberState, to: &buffer)
         buffer.append(125)
     }
 }
@@ -224,14 +209,29 @@ extension LoginUser {
     public func appendJSON(to buffer: inout [UInt8]) {
         JSON.appendLiteral(#"{"id":"#, to: &buffer)
         JSON.append(string: id, to: &buffer)
-        if let name {
-            JSON.appendLiteral(#","name":"#, to: &buffer)
-            JSON.append(string: name, to: &buffer)
-        }
-        if let payload {
-            JSON.appendLiteral(#","payload":"#, to: &buffer)
-            payload.serialize(into: &buffer)
-        }
+        appendNameAndPayload(name, payload, to: &buffer)
         buffer.append(125)
+    }
+}
+
+/// `,"name":…` and `,"payload":…`, each only when present (a member, a login user).
+private func appendNameAndPayload(_ name: String?, _ payload: JSON?, to buffer: inout [UInt8]) {
+    if let name {
+        JSON.appendLiteral(#","name":"#, to: &buffer)
+        JSON.append(string: name, to: &buffer)
+    }
+    if let payload {
+        JSON.appendLiteral(#","payload":"#, to: &buffer)
+        payload.serialize(into: &buffer)
+    }
+}
+
+/// An app-defined object (`globalState`, `memberState`); the empty one, the
+/// usual case, without making a `JSON` value.
+private func appendObject(_ members: [String: JSON], to buffer: inout [UInt8]) {
+    if members.isEmpty {
+        JSON.appendLiteral("{}", to: &buffer)
+    } else {
+        JSON.object(members).serialize(into: &buffer)
     }
 }

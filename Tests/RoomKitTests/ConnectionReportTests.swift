@@ -62,6 +62,9 @@ final class ConnectionReportTests: XCTestCase {
         XCTAssertEqual(reported, [0, 1, 2, 3, 4, 5, 8, 16, 32, 64, 128])
     }
 
+    /// The connection's backoff stops doubling at `connectionBackoffCap`
+    /// (here below the rooms' `backoffCap`): it carries every room, and a
+    /// server back from a restart must not wait out a long ceiling.
     func testRefusedServer_isLoggedAtWarningNamingTheURL_onTheFirstAttempt_thenOncePerBackoffStep() async throws {
         let harness = try EngineHarness()
         let port = freePort()  // nothing listens: every attempt is refused
@@ -69,8 +72,10 @@ final class ConnectionReportTests: XCTestCase {
         let log = CapturedLog()
         let host = try host(harness, url: url, log: log) {
             $0.backoffFirst = .milliseconds(10)
-            $0.backoffCap = .milliseconds(40)
+            $0.backoffCap = .seconds(30)
+            $0.connectionBackoffCap = .milliseconds(40)
         }
+        XCTAssertEqual(RoomHostConfiguration(serverURL: url).connectionBackoffCap, .seconds(4))
         let token = harness.token("a")
         let login = Task { try await host.loginRoom("lobby", user: LoginUser(id: "a"), token: token) }
         await eventually(30, "a report of attempt 17") {
@@ -81,32 +86,7 @@ final class ConnectionReportTests: XCTestCase {
         XCTAssertTrue(reports.allSatisfy { $0.metadata["url"] == url }, "\(reports)")
         // Ceilings 10, 20, 40 ms (attempts 1-3), then the 5th, 9th, 17th: 6 lines for 17 failures.
         XCTAssertEqual(reports.prefix(6).map { $0.metadata["attempt"] }, ["1", "2", "3", "5", "9", "17"])
-        login.cancel()
-        await host.shutdown()
-        _ = await login.result
-        try await harness.close()
-    }
-
-    /// The connection stops doubling at `connectionBackoffCap`, below the
-    /// rooms' `backoffCap`: it carries every room, and a server back from a
-    /// restart must not wait out a long ceiling.
-    func testConnectionBackoff_stopsAtItsOwnCap_belowTheRoomsCap() async throws {
-        let harness = try EngineHarness()
-        let port = freePort()
-        let log = CapturedLog()
-        let host = try host(harness, url: "ws://127.0.0.1:\(port)/v1/rooms", log: log) {
-            $0.backoffFirst = .milliseconds(10)
-            $0.backoffCap = .seconds(30)
-            $0.connectionBackoffCap = .milliseconds(40)
-        }
-        let token = harness.token("a")
-        let login = Task { try await host.loginRoom("lobby", user: LoginUser(id: "a"), token: token) }
-        await eventually(30, "a report of attempt 9") {
-            log.matching("cannot connect").contains { $0.metadata["attempt"] == "9" }
-        }
-        let ceilings = log.matching("cannot connect").compactMap { $0.metadata["backoffCeilingMs"].flatMap { Int($0) } }
-        XCTAssertEqual(ceilings.max(), 40, "\(ceilings)")
-        XCTAssertEqual(RoomHostConfiguration(serverURL: "ws://x/v1/rooms").connectionBackoffCap, .seconds(4))
+        XCTAssertEqual(reports.compactMap { $0.metadata["backoffCeilingMs"].flatMap { Int($0) } }.max(), 40)
         login.cancel()
         await host.shutdown()
         _ = await login.result
