@@ -339,7 +339,54 @@ with two queries. A login that timed out after it reached the server left
 a server session, so its retry got 1009007 and the room was given up
 (fixed on 2026-11-27: the engine withdraws such a login).
 
-**This run (2026-11-27 09:50, revision efd0254) against the previous
+**This run (2026-11-27 13:17, revision 4833aa3) against the previous
+page (2026-11-27 09:50, revision efd0254).** This step worked on issue
+26's million rooms only; the other rows are the machine's (it was slower
+than on the previous page: roombot at 300,000 rooms took 18.1 s of CPU
+here and 14-23 s in same-binary runs during the day). *What changed.*
+A profile of roombot logging in 300,000 rooms put `emit` at 21% of its
+loop (five events per login, each line built through a dictionary),
+the login reply parsed and the stored snapshot re-serialized through
+`JSON` trees (about 17% and 7%), and roomd's reply built and serialized
+as a tree (about 15% of roomd). Now the login's events write their
+members from their fields straight into the log's pending bytes, events
+are counted by kind, roomd's login reply, the bot's stored snapshot and
+the bot's logins are written straight as text (`RoomState+Write.swift`),
+a resume that recovered everything in the same session writes nothing
+to the store (after a roomd restart each was an UPDATE of a random row:
+page reads and WAL page writes were a fifth of the bot's loop), a
+restarted bot's store decodes a cursor when its room logs in (opening
+decoded every row to fingerprint it: a fifth of a restarted bot's CPU),
+roomd restores in one read transaction (each statement took the WAL
+read lock on its own: fcntl was 12% of its start; 6.9 s to listening
+at 300,000 sessions, now 5.3 s), and the connection's reconnect backoff
+stops doubling at 4 s (`connectionBackoffCap`): with the rooms' 30 s
+cap the bot reached a restarted roomd up to 16 s after it listened.
+Same-minute A/B at 300,000 rooms (base 3f052df, 3 rounds alternating):
+LOGINED 28.97/28.43/24.55 s against 24.49/22.66/18.6 s, the bot's CPU
+after a roomd kill -9 13.5-19.4 s against 8.4-8.8 s. *The million.*
+In this run: all LOGINED in 79.4 s, back 82.3 s after a roomd kill -9,
+resumed 93.9 s after a roombot kill -9, 0 failed attempts, the bot's
+CPU to join 73.7 s, RSS 944 B per room (met) and roomd 1,437 B per
+session (met); the three 60 s targets missed. The same code alone on
+the machine at 13:09 (`roombot_scale.py --kill-roomd --kill-roombot`):
+68.2 s, 63.7 s and 76.3 s, the bot's CPU 63.1 s (a run of the code
+before this step at 12:52: 71.6 s, 84.8 s, 101.3 s, 66.8 s). What is
+left, by the profile of the bot at 1,000,000 rooms (30 s mid-login):
+the login reply parsed into a `JSON` tree and decoded 17%, `emit` 16%
+(of it 6% `RoomHostMetrics`' per-room dictionaries of reason and start
+time, a million entries each, cache misses), the login tasks on the
+cooperative pool 11% (other threads), `BotStore.save` 7%. After a roomd
+kill -9 at 300,000 rooms: 3 s of RECONNECTING on the bot's loop, 5 s of
+roomd's restore (each room's events parsed and applied one room at a
+time, three queries per room), then 12 s of resumes; after a roombot
+kill -9, `cursor(room:)` (a SELECT and two JSON parses per room) is 13%
+of the bot. Next: the login reply read by a scanner like magix pushes',
+the metrics' per-room state kept in the session record, roomd's restore
+in bulk queries, and a stored cursor's snapshot kept as the text the
+server sent.
+
+**The run before (2026-11-27 09:50, revision efd0254) against the previous
 page (2026-11-27 06:54, revision ecd9481).** Runs 1 and 2 had a quiet
 machine (see "Shared"), and the peers ran faster than on the previous page
 (the Python peer took 8.48 us per firehose event, 11.23 there): read the
