@@ -2,29 +2,20 @@ import RoomKitProtocol
 
 extension RoomEvent {
     /// The event's name in the event log (CLI.md).
-    public var logName: String {
-        switch self {
-        case .roomStateChanged: return "roomStateChanged"
-        case .phaseChanged: return "phaseChanged"
-        case .roomStateModified: return "roomStateModified"
-        case .beingAbleToCommitChange: return "beingAbleToCommitChange"
-        case .disconnectWithError: return "disconnectWithError"
-        case .kickedWithReason: return "kickedWithReason"
-        case .catchErrorWhenAppendFrame: return "catchErrorWhenAppendFrame"
-        case .magix: return "magix"
-        case .userUpdate: return "userUpdate"
-        case .streamUpdate: return "streamUpdate"
-        case .extraInfoUpdate: return "extraInfoUpdate"
-        case .tokenWillExpire: return "tokenWillExpire"
-        case .throwError: return "throwError"
-        case .resync: return "resync"
-        }
-    }
+    public var logName: String { Self.logNames[kind] }
+
+    /// Every event's `logName`, by `kind`.
+    private static let logNames = [
+        "roomStateChanged", "phaseChanged", "roomStateModified", "beingAbleToCommitChange", "disconnectWithError",
+        "kickedWithReason", "catchErrorWhenAppendFrame", "magix", "userUpdate", "streamUpdate", "extraInfoUpdate",
+        "tokenWillExpire", "throwError", "resync",
+    ]
 
     /// How many kinds of event there are: `kind` is below it.
-    static let kinds = 14
+    static var kinds: Int { logNames.count }
 
-    /// The event's case as a small index (0 ..< `kinds`), one per `logName`.
+    /// The event's case as a small index (0 ..< `kinds`): its `logName`'s
+    /// place in `logNames`, and its counter's in `RoomHostMetrics`.
     var kind: Int {
         switch self {
         case .roomStateChanged: return 0
@@ -112,9 +103,9 @@ public enum EventLogFormat {
     /// Appends the line to `buffer`, its members written in place by
     /// `members` (`EventMembers`' order): the one place that renames `event`.
     static func append(ts: Int64, name: String, to buffer: inout [UInt8], members: (inout [UInt8]) -> Void) {
-        appendASCII(#"{"ts":"#, to: &buffer)
+        JSON.appendLiteral(#"{"ts":"#, to: &buffer)
         JSON.int(ts).serialize(into: &buffer)
-        appendASCII(#","event":"#, to: &buffer)
+        JSON.appendLiteral(#","event":"#, to: &buffer)
         JSON.string(name).serialize(into: &buffer)
         buffer.append(44)  // ,
         let start = buffer.count
@@ -125,7 +116,7 @@ public enum EventLogFormat {
                   buffer.withUnsafeBufferPointer({ $0[start..<start + customKey.count].elementsEqual(customKey) }) {
             buffer.replaceSubrange(start..<start + customKey.count, with: renamedKey)
         }
-        appendASCII("}\n", to: &buffer)
+        JSON.appendLiteral("}\n", to: &buffer)
     }
 
     private static let customKey: [UInt8] = Array(#""event":"#.utf8)
@@ -174,31 +165,31 @@ extension RoomEvent {
             where extendedData.isEmpty || Self.isStandardExtension(extendedData):
             // The engine's own extended data (`cause`, `recovered`) sorts around the standard keys.
             if case .int(let cause)? = extendedData["cause"] {
-                appendASCII(#""cause":"#, to: &buffer)
+                JSON.appendLiteral(#""cause":"#, to: &buffer)
                 JSON.int(cause).serialize(into: &buffer)
                 buffer.append(44)  // ,
             }
-            appendASCII(#""errorCode":"#, to: &buffer)
+            JSON.appendLiteral(#""errorCode":"#, to: &buffer)
             JSON.int(Int64(code.rawValue)).serialize(into: &buffer)
-            appendASCII(#","reason":"#, to: &buffer)
+            JSON.appendLiteral(#","reason":"#, to: &buffer)
             JSON.string(reason.rawValue).serialize(into: &buffer)
             if case .bool(let recovered)? = extendedData["recovered"] {
-                appendASCII(recovered ? #","recovered":true"# : #","recovered":false"#, to: &buffer)
+                JSON.appendLiteral(recovered ? #","recovered":true"# : #","recovered":false"#, to: &buffer)
             }
-            if replayed { appendASCII(#","replayed":true"#, to: &buffer) }
-            appendASCII(#","room":"#, to: &buffer)
+            if replayed { JSON.appendLiteral(#","replayed":true"#, to: &buffer) }
+            JSON.appendLiteral(#","room":"#, to: &buffer)
             JSON.string(room).serialize(into: &buffer)
         case .phaseChanged(let room, let phase):
-            appendASCII(#""phase":"#, to: &buffer)
+            JSON.appendLiteral(#""phase":"#, to: &buffer)
             JSON.string(phase.rawValue).serialize(into: &buffer)
-            if replayed { appendASCII(#","replayed":true"#, to: &buffer) }
-            appendASCII(#","room":"#, to: &buffer)
+            if replayed { JSON.appendLiteral(#","replayed":true"#, to: &buffer) }
+            JSON.appendLiteral(#","room":"#, to: &buffer)
             JSON.string(room).serialize(into: &buffer)
         case .beingAbleToCommitChange(let room, let writable):
-            if replayed { appendASCII(#""replayed":true,"#, to: &buffer) }
-            appendASCII(#""room":"#, to: &buffer)
+            if replayed { JSON.appendLiteral(#""replayed":true,"#, to: &buffer) }
+            JSON.appendLiteral(#""room":"#, to: &buffer)
             JSON.string(room).serialize(into: &buffer)
-            appendASCII(writable ? #","writable":true"# : #","writable":false"#, to: &buffer)
+            JSON.appendLiteral(writable ? #","writable":true"# : #","writable":false"#, to: &buffer)
         default:
             var fields = logFields
             if replayed { fields["replayed"] = true }
@@ -217,16 +208,16 @@ extension RoomEvent {
     }
 
     private static func appendMagixMembers(_ magix: MagixEvent, replayed: Bool, to buffer: inout [UInt8]) {
-        appendASCII(#""event":"#, to: &buffer)
+        JSON.appendLiteral(#""event":"#, to: &buffer)
         JSON.string(magix.event).serialize(into: &buffer)
-        appendASCII(#","from":"#, to: &buffer)
+        JSON.appendLiteral(#","from":"#, to: &buffer)
         JSON.int(magix.from).serialize(into: &buffer)
-        appendASCII(#","payload":"#, to: &buffer)
+        JSON.appendLiteral(#","payload":"#, to: &buffer)
         magix.appendPayloadJSON(to: &buffer)
-        if magix.replayed || replayed { appendASCII(#","replayed":true"#, to: &buffer) }
-        appendASCII(#","room":"#, to: &buffer)
+        if magix.replayed || replayed { JSON.appendLiteral(#","replayed":true"#, to: &buffer) }
+        JSON.appendLiteral(#","room":"#, to: &buffer)
         JSON.string(magix.room).serialize(into: &buffer)
-        appendASCII(#","seq":"#, to: &buffer)
+        JSON.appendLiteral(#","seq":"#, to: &buffer)
         JSON.int(magix.seq).serialize(into: &buffer)
     }
 
@@ -238,10 +229,4 @@ extension RoomEvent {
         appendLogMembers(replayed: false, to: &buffer)
         buffer.append(UInt8(ascii: "}"))
     }
-}
-
-/// Appends a literal's bytes (no String, no UTF-8 view).
-@inline(__always)
-private func appendASCII(_ text: StaticString, to buffer: inout [UInt8]) {
-    buffer.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
 }

@@ -87,7 +87,7 @@ enum JSONWriter {
 
     @inline(__always)
     static func appendASCII(_ text: StaticString, to buffer: inout [UInt8]) {
-        buffer.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        JSON.appendLiteral(text, to: &buffer)
     }
 
     static func appendInteger(_ value: Int64, to buffer: inout [UInt8]) {
@@ -150,8 +150,10 @@ extension JSON {
     /// Appends literal JSON text (a key, punctuation, `null`) as it is: for
     /// writers that emit a message without building a tree of `JSON` values
     /// (the login reply, the bot's stored snapshot).
+    /// Inlinable: the event log's and the magix path's writers call it per field.
+    @inlinable
     public static func appendLiteral(_ text: StaticString, to buffer: inout [UInt8]) {
-        JSONWriter.appendASCII(text, to: &buffer)
+        buffer.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// Appends `string` as a JSON string, escaped as ``serialize(into:sortedKeys:)`` does.
