@@ -1,5 +1,6 @@
 import CoreMetrics
 import Dispatch
+import RoomKitProtocol
 
 /// What a `RoomHost` reports through swift-metrics, so any app that embeds
 /// it (not only roombot) gets them from whatever backend it bootstraps:
@@ -33,12 +34,13 @@ final class RoomHostMetrics {
     /// `roomkit_events_total` by `RoomEvent.kind`, each made on first use
     /// (an index, not a name lookup per event: five per login).
     private var events = [Counter?](repeating: nil, count: RoomEvent.kinds)
-    private var sessions: [RoomReason: Gauge] = [:]
-    /// Each room's last reported reason, to move it between the gauges.
-    private var reasons: [String: RoomReason] = [:]
-    private var counts: [RoomReason: Int] = [:]
-    /// When each room began logging in or reconnecting (uptime ns).
-    private var started: [String: UInt64] = [:]
+    /// `roomkit_sessions` by reason (`RoomReason.index`), each made on
+    /// first use, and how many rooms each holds. A room's own place (its
+    /// last reason, when it began logging in) is in its `SessionRecord`: a
+    /// dictionary keyed by room here was 5% of a bot's loop while a million
+    /// rooms logged in.
+    private var sessions = [Gauge?](repeating: nil, count: RoomReason.allCases.count)
+    private var counts = [Int](repeating: 0, count: RoomReason.allCases.count)
     /// How the connection ended, while `linkClosed` (or a close because no
     /// room needs it: `unwanted`, not counted) handles it.
     var pendingLossKind: String?
@@ -75,41 +77,46 @@ final class RoomHostMetrics {
         counter("roomkit_connection_losses_total", ("reason", kind)).increment()
     }
 
-    /// Counts `event`, moves its room between the session gauges on a
-    /// reason change, and records the dispatch time since `started`.
+    /// Counts `event` and records the dispatch time since `started`.
     func raised(_ event: RoomEvent, since started: UInt64) {
         if timesDispatch {
             dispatch.recordNanoseconds(Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds &- started))
         }
         counter(for: event).increment()
-        if case .magix = event { return }
         if case .kickedWithReason(_, let code, _) = event {
             counter("roomkit_kicks_total", ("code", String(code.rawValue))).increment()
         }
-        guard case .roomStateChanged(let room, let reason, let code, _) = event else { return }
-        time(reason, room: room)
+    }
+
+    /// `record`'s room reports `reason`: it moves between the session
+    /// gauges, its login or resume is timed, and reconnects and login
+    /// failures are counted.
+    func reported(_ reason: RoomReason, _ code: ErrorCode, _ record: SessionRecord) {
+        time(reason, record)
         switch reason {
         case .reconnecting: counter("roomkit_reconnects_total", ("reason", lastLossKind)).increment()
         case .loginFailed: counter("roomkit_login_failures_total", ("code", String(code.rawValue))).increment()
         case .logining, .logined, .reconnected, .reconnectFailed, .kickOut, .logout, .logoutFailed: break
         }
-        let previous = reasons.updateValue(reason, forKey: room)
+        let previous = record.reason
         guard previous != reason else { return }
+        record.reason = reason
         if let previous { move(previous, by: -1) }
         move(reason, by: 1)
     }
 
     /// Login and resume latency: from LOGINING or RECONNECTING to their success.
-    private func time(_ reason: RoomReason, room: String) {
+    private func time(_ reason: RoomReason, _ record: SessionRecord) {
         switch reason {
         case .logining, .reconnecting:
-            started[room] = DispatchTime.now().uptimeNanoseconds
+            record.timedSince = DispatchTime.now().uptimeNanoseconds
         case .logined, .reconnected:
-            guard let since = started.removeValue(forKey: room) else { return }
-            let elapsed = Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds &- since)
+            guard record.timedSince != 0 else { return }
+            let elapsed = Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds &- record.timedSince)
+            record.timedSince = 0
             (reason == .logined ? login : resume).recordNanoseconds(elapsed)
         case .loginFailed, .reconnectFailed, .kickOut, .logout, .logoutFailed:
-            started.removeValue(forKey: room)
+            record.timedSince = 0
         }
     }
 
@@ -131,14 +138,31 @@ final class RoomHostMetrics {
     }
 
     private func move(_ reason: RoomReason, by delta: Int) {
-        let count = (counts[reason] ?? 0) + delta
-        counts[reason] = count
-        let gauge = sessions[reason] ?? {
+        let index = reason.index
+        counts[index] += delta
+        let gauge = sessions[index] ?? {
             let made = Gauge(label: "roomkit_sessions", dimensions: [("reason", reason.rawValue)], factory: factory)
-            sessions[reason] = made
+            sessions[index] = made
             return made
         }()
-        gauge.record(count)
+        gauge.record(counts[index])
+    }
+}
+
+extension RoomReason {
+    /// The reason's position in `allCases`, for tables indexed by reason.
+    fileprivate var index: Int {
+        switch self {
+        case .logining: 0
+        case .logined: 1
+        case .loginFailed: 2
+        case .reconnecting: 3
+        case .reconnected: 4
+        case .reconnectFailed: 5
+        case .kickOut: 6
+        case .logout: 7
+        case .logoutFailed: 8
+        }
     }
 }
 

@@ -25,6 +25,9 @@ final class SessionRecord {
     var lastSeq: Int64 = 0
     /// Current deadline's generation (older heap entries are stale).
     var generation: UInt64 = 0
+    /// When this room last began logging in or reconnecting (uptime ns),
+    /// for the login and resume timers (`RoomHostMetrics.reported`).
+    var timedSince: UInt64 = 0
     var loginWaiters: [CheckedContinuation<Void, any Error>] = []
     var logoutWaiters: [CheckedContinuation<Void, any Error>] = []
     /// The request ID of the login last handed to `send` (to withdraw it
@@ -77,6 +80,9 @@ final class SessionRecord {
     var cursorDirty = false
     /// The phase last reported (`firePhaseChanged` fires on a change only).
     var phase: RoomPhase = .disconnected
+    /// The reason last reported (nil: none yet), the room's place in the
+    /// `roomkit_sessions` gauges.
+    var reason: RoomReason?
 
     init(room: Room, machine: RoomSessionMachine, user: LoginUserBox, token: String, wantsWritable: Bool) {
         self.room = room
@@ -166,6 +172,7 @@ extension RoomHost {
             // listed (allRooms, GET /v1/rooms) although it was never joined.
             let room = self.room(roomID)
             room?.update { $0.reason = .logoutFailed; $0.errorCode = .logoutNotLoggedIn }
+            if let record = sessions[roomID] { metrics.reported(.logoutFailed, .logoutNotLoggedIn, record) }
             emit(.roomStateChanged(room: roomID, reason: .logoutFailed, errorCode: .logoutNotLoggedIn), room: room)
             return continuation.resume(throwing: RoomError(
                 code: .logoutNotLoggedIn, message: "not logged in to \(roomID)", reason: .logoutFailed))
@@ -319,6 +326,7 @@ extension RoomHost {
         let room = record.room
         if let phase = reason.phase { enterPhase(phase, record) }
         room.update { $0.reason = reason; $0.errorCode = code }
+        metrics.reported(reason, code, record)
         var extendedData: [String: JSON] = cause.map { ["cause": .int(Int64($0.rawValue))] } ?? [:]
         if reason == .logined || reason == .reconnected, !record.reportExtras.isEmpty {
             extendedData.merge(record.reportExtras) { current, _ in current }

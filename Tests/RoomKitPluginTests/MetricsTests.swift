@@ -57,6 +57,24 @@ final class MetricsTests: XCTestCase {
         // One run of the URL chain, one sample of its timer.
         _ = await host.interruptURL("https://example.com/a.png", room: "lobby")
         XCTAssertEqual(try metrics.expectTimer("roomkit_url_interrupter_seconds").values.count, 1)
+
+        // A room leaves its gauge for LOGOUT; a second logout moves it on to
+        // LOGOUT_FAILED (its record stays, and so does its place).
+        try await host.logoutRoom("hall")
+        XCTAssertEqual(try metrics.expectGauge("roomkit_sessions", [("reason", "RECONNECTED")]).lastValue, 1)
+        XCTAssertEqual(try metrics.expectGauge("roomkit_sessions", [("reason", "LOGOUT")]).lastValue, 1)
+        do {
+            try await host.logoutRoom("hall")
+            XCTFail("a second logout fails")
+        } catch {}
+        XCTAssertEqual(try metrics.expectGauge("roomkit_sessions", [("reason", "LOGOUT")]).lastValue, 0)
+        XCTAssertEqual(try metrics.expectGauge("roomkit_sessions", [("reason", "LOGOUT_FAILED")]).lastValue, 1)
+        // A room never logged in to has no place in the gauges.
+        do {
+            try await host.logoutRoom("nowhere")
+            XCTFail("a logout of a room never joined fails")
+        } catch {}
+        XCTAssertEqual(try metrics.expectGauge("roomkit_sessions", [("reason", "LOGOUT_FAILED")]).lastValue, 1)
         manager.unloadAll()
         try await harness.close()
     }
