@@ -10,12 +10,13 @@ extension RoomHost {
     /// Queues a request; `completion` runs on the loop with the reply's fields
     /// or a `RoomError` (the server's code, a timeout, or an interruption).
     func send(_ request: ClientRequest, room: String?, timeout: Bool,
+              scannedLogin: ((LoginReply) -> Void)? = nil,
               completion: @escaping (Result<[String: JSON], RoomError>) -> Void) {
         let id = nextRequestID
         nextRequestID += 1
         let envelope = ClientEnvelope(id: id, room: room, request: request)
         let deadline = timeout ? UInt64(nowMonotonic + configuration.requestTimeout.milliseconds) : nil
-        pending[id] = PendingRequest(room: room, deadline: deadline, completion: completion)
+        pending[id] = PendingRequest(room: room, deadline: deadline, completion: completion, scannedLogin: scannedLogin)
         if deadline != nil { timedRequests.insert(id) }
         outbox.append((id, envelope))
         flushOutbox()

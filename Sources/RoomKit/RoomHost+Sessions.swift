@@ -424,16 +424,18 @@ extension RoomHost {
                                    fence: record.fence)
         let id = nextRequestID
         record.loginRequestID = id
-        send(.login(request), room: record.room.id, timeout: false) { [self] result in
-            // The answer to a withdrawn login (it timed out) is not this
-            // session's: the record may already wait for a newer login.
+        // The answer to a withdrawn login (it timed out) is not this
+        // session's: the record may already wait for a newer login.
+        send(.login(request), room: record.room.id, timeout: false, scannedLogin: { [self] reply in
+            guard record.loginRequestID == id else { return }
+            loginSucceeded(record, reply)
+        }) { [self] result in
             guard record.loginRequestID == id else { return }
             loginAnswered(record, result)
         }
     }
 
     private func loginAnswered(_ record: SessionRecord, _ result: Result<[String: JSON], RoomError>) {
-        let room = record.room
         switch result {
         case .success(let fields):
             let reply: LoginReply
@@ -444,65 +446,12 @@ extension RoomHost {
                 emit(.throwError(domain: "protocol", code: error.code, message: "bad login reply: \(error.message)"), room: nil)
                 return sessionFailed(record, code: error.code, message: "bad login reply: \(error.message)")
             }
-            let firstLogin = !record.resuming
-            // The session this login asked to resume, and the last seq applied before it.
-            let resumedSession = record.resuming ? record.session : record.restored?.session
-            let lastApplied = record.lastSeq
-            let fromStore = record.startedFromStore
-            // A resume that recovered everything in the same session changes
-            // nothing the store holds (the missed events that follow save
-            // their own seq): no write for it. After a roomd restart that is
-            // every room at once (issue #26: 1,000,000 resumes).
-            let cursorKept = reply.snapshot == nil && record.session == reply.session
-                && room.memberId == reply.memberId && room.writable == reply.writable
-            record.restored = nil
-            record.startedFromStore = false
-            record.session = reply.session
-            record.tokenExpiresAt = reply.expiresAt
-            if let snapshot = reply.snapshot {
-                // A snapshot is the state at `reply.seq`. When recovered, the
-                // missed events follow as pushes and advance lastSeq themselves;
-                // moving it to `reply.seq` here would drop them as duplicates.
-                record.lastSeq = reply.seq
-                room.update { content in
-                    content.state = snapshot.state
-                    content.members = snapshot.members
-                    content.streams = snapshot.streams
-                    content.extraInfo = snapshot.extraInfo
-                }
-            }
-            room.update { $0.memberId = reply.memberId; $0.seq = record.lastSeq; $0.writable = reply.writable }
-            if let resumedSession {
-                record.reportExtras = ["recovered": .bool(reply.recovered)]
-                if reply.recovered { record.replayUntil = reply.seq }
-                if !reply.recovered, record.pendingResync == nil {
-                    record.pendingResync = (resumedSession == reply.session ? .notRecovered : .sessionExpired, lastApplied)
-                }
-            }
-            if !cursorKept { cursorChanged(record) }
-            sessionSucceeded(record)
-            emit(.beingAbleToCommitChange(room: room.id, writable: reply.writable), room: room)
-            if let gap = record.pendingResync {
-                record.pendingResync = nil
-                emitResync(record, gap.reason, lastApplied: gap.lastApplied, resumedAt: reply.seq)
-            }
-            if !firstLogin || fromStore, let snapshot = reply.snapshot {
-                // Not recovered: the snapshot replaces everything; report it whole.
-                var diff = RoomStateDiff()
-                diff.globalState = snapshot.state.globalState
-                diff.sceneState = snapshot.state.sceneState
-                diff.broadcastState = snapshot.state.broadcastState
-                diff.roomMembers = snapshot.members
-                emit(.roomStateModified(room: room.id, from: nil, diff: diff), room: room)
-            }
-            // The first state the app sees must fit the custom type too, not
-            // only later pushes (RoomHost+Pushes.swift).
-            if let snapshot = reply.snapshot { checkGlobalState(snapshot.state.globalState, from: 0, record: record) }
+            loginSucceeded(record, reply)
         case .failure(let error):
             if error.code == .connectionInterrupted { return }  // the connection machine reports the loss
             if error.code == .rateLimited {
                 // Not an answer about the login: try again shortly (the deadline still applies).
-                let roomID = room.id
+                let roomID = record.room.id
                 let resume = record.resuming
                 loop.schedule(after: .milliseconds(100)) { [weak self] in
                     guard let self, let record = sessions[roomID] else { return }
@@ -520,6 +469,66 @@ extension RoomHost {
             }
             sessionFailed(record, code: error.code, message: error.message)
         }
+    }
+
+    /// A login or resume the server accepted, its reply decoded (from its
+    /// fields, or scanned: `LoginReply.scan`).
+    private func loginSucceeded(_ record: SessionRecord, _ reply: LoginReply) {
+        let room = record.room
+        let firstLogin = !record.resuming
+        // The session this login asked to resume, and the last seq applied before it.
+        let resumedSession = record.resuming ? record.session : record.restored?.session
+        let lastApplied = record.lastSeq
+        let fromStore = record.startedFromStore
+        // A resume that recovered everything in the same session changes
+        // nothing the store holds (the missed events that follow save
+        // their own seq): no write for it. After a roomd restart that is
+        // every room at once (issue #26: 1,000,000 resumes).
+        let cursorKept = reply.snapshot == nil && record.session == reply.session
+            && room.memberId == reply.memberId && room.writable == reply.writable
+        record.restored = nil
+        record.startedFromStore = false
+        record.session = reply.session
+        record.tokenExpiresAt = reply.expiresAt
+        if let snapshot = reply.snapshot {
+            // A snapshot is the state at `reply.seq`. When recovered, the
+            // missed events follow as pushes and advance lastSeq themselves;
+            // moving it to `reply.seq` here would drop them as duplicates.
+            record.lastSeq = reply.seq
+            room.update { content in
+                content.state = snapshot.state
+                content.members = snapshot.members
+                content.streams = snapshot.streams
+                content.extraInfo = snapshot.extraInfo
+            }
+        }
+        room.update { $0.memberId = reply.memberId; $0.seq = record.lastSeq; $0.writable = reply.writable }
+        if let resumedSession {
+            record.reportExtras = ["recovered": .bool(reply.recovered)]
+            if reply.recovered { record.replayUntil = reply.seq }
+            if !reply.recovered, record.pendingResync == nil {
+                record.pendingResync = (resumedSession == reply.session ? .notRecovered : .sessionExpired, lastApplied)
+            }
+        }
+        if !cursorKept { cursorChanged(record) }
+        sessionSucceeded(record)
+        emit(.beingAbleToCommitChange(room: room.id, writable: reply.writable), room: room)
+        if let gap = record.pendingResync {
+            record.pendingResync = nil
+            emitResync(record, gap.reason, lastApplied: gap.lastApplied, resumedAt: reply.seq)
+        }
+        if !firstLogin || fromStore, let snapshot = reply.snapshot {
+            // Not recovered: the snapshot replaces everything; report it whole.
+            var diff = RoomStateDiff()
+            diff.globalState = snapshot.state.globalState
+            diff.sceneState = snapshot.state.sceneState
+            diff.broadcastState = snapshot.state.broadcastState
+            diff.roomMembers = snapshot.members
+            emit(.roomStateModified(room: room.id, from: nil, diff: diff), room: room)
+        }
+        // The first state the app sees must fit the custom type too, not
+        // only later pushes (RoomHost+Pushes.swift).
+        if let snapshot = reply.snapshot { checkGlobalState(snapshot.state.globalState, from: 0, record: record) }
     }
 
     func setWritable(_ writable: Bool, record: SessionRecord) {

@@ -364,6 +364,9 @@ struct PendingRequest {
     let room: String?
     let deadline: UInt64?
     let completion: (Result<[String: JSON], RoomError>) -> Void
+    /// A login's success read by `LoginReply.scan` (no JSON tree of the
+    /// reply); every other answer still goes to `completion`.
+    var scannedLogin: ((LoginReply) -> Void)?
 }
 
 

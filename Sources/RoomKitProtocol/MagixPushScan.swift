@@ -63,11 +63,11 @@ extension ServerPush {
 /// read. `MagixScanner.scanMessage` walks the message for both.
 protocol MagixMessageFields {
     /// The bits of the members that must be present.
-    static var required: UInt8 { get }
-    /// The bit of a known key (one bit each, at most 8 keys), 0 for any other key.
-    static func bit(ofKey start: Int, _ stop: Int, in scanner: MagixScanner) -> UInt8
+    static var required: UInt16 { get }
+    /// The bit of a known key (one bit each, at most 16 keys), 0 for any other key.
+    static func bit(ofKey start: Int, _ stop: Int, in scanner: MagixScanner) -> UInt16
     /// Reads the value of the known member `bit` at `scanner.pos`; false declines.
-    mutating func read(_ bit: UInt8, from scanner: inout MagixScanner) -> Bool
+    mutating func read(_ bit: UInt16, from scanner: inout MagixScanner) -> Bool
 }
 
 /// A payload member read by `MagixScanner.scanPayload`.
@@ -122,11 +122,11 @@ struct MagixScanner {
         var payloadValue: JSON = .null
 
         /// op, room, seq, from, event (payload may be absent).
-        static var required: UInt8 { 31 }
+        static var required: UInt16 { 31 }
 
         /// op 1, room 2, seq 4, from 8, event 16, payload 32; 0 for any other key.
         @inline(__always)
-        static func bit(ofKey start: Int, _ stop: Int, in scanner: MagixScanner) -> UInt8 {
+        static func bit(ofKey start: Int, _ stop: Int, in scanner: MagixScanner) -> UInt16 {
             switch stop - start {
             case 2: return scanner.equals(start, stop, "op") ? 1 : 0
             case 3: return scanner.equals(start, stop, "seq") ? 4 : 0
@@ -140,7 +140,7 @@ struct MagixScanner {
         }
 
         @inline(__always)
-        mutating func read(_ bit: UInt8, from scanner: inout MagixScanner) -> Bool {
+        mutating func read(_ bit: UInt16, from scanner: inout MagixScanner) -> Bool {
             switch bit {
             case 1:
                 return scanner.scanMagixOp()
@@ -200,14 +200,14 @@ struct MagixScanner {
         return scanMessage(into: &found) ? found : nil
     }
 
-    /// The one walk over a magix message's members, for pushes (`Found`)
-    /// and requests (`FoundRequest`): an object of plain keys (no escapes;
+    /// The one walk over a message's members, for magix pushes (`Found`),
+    /// magix requests (`FoundRequest`) and login replies (`FoundLoginReply`): an object of plain keys (no escapes;
     /// ASCII for the unknown ones), each known key's value read by
     /// `Fields.read`, unknown members validated and ignored, no key
     /// repeated, nothing after the object but whitespace, and every key of
     /// `Fields.required` present. False to decline.
     mutating func scanMessage<Fields: MagixMessageFields>(into fields: inout Fields) -> Bool {
-        var seen: UInt8 = 0
+        var seen: UInt16 = 0
         var otherKeys: [Range<Int>] = []
         skipWhitespace()
         guard pos < end, bytes[pos] == UInt8(ascii: "{") else { return false }

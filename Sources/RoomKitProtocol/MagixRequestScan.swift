@@ -65,11 +65,11 @@ extension MagixScanner {
         var to: [String]?
 
         /// op, id, room, event (payload and to may be absent).
-        static var required: UInt8 { 15 }
+        static var required: UInt16 { 15 }
 
         /// op 1, id 2, room 4, event 8, payload 16, to 32; 0 for any other key.
         @inline(__always)
-        static func bit(ofKey start: Int, _ stop: Int, in scanner: MagixScanner) -> UInt8 {
+        static func bit(ofKey start: Int, _ stop: Int, in scanner: MagixScanner) -> UInt16 {
             switch stop - start {
             case 2:
                 if scanner.bytes[start] == UInt8(ascii: "o") { return scanner.equals(start, stop, "op") ? 1 : 0 }
@@ -83,7 +83,7 @@ extension MagixScanner {
         }
 
         @inline(__always)
-        mutating func read(_ bit: UInt8, from scanner: inout MagixScanner) -> Bool {
+        mutating func read(_ bit: UInt16, from scanner: inout MagixScanner) -> Bool {
             switch bit {
             case 1:
                 return scanner.scanMagixOp()

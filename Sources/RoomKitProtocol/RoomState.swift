@@ -188,17 +188,26 @@ public struct RoomSnapshot: Sendable, Hashable {
     }
 
     private init(state: RoomState, fields: FieldReader) throws(ProtocolError) {
+        try self.init(state: state, members: try fields.array("members"), streams: try fields.array("streams"),
+                      extraInfo: try fields.object("extraInfo"))
+    }
+
+    /// Decodes the members, streams and extra info given as JSON (the
+    /// reply fields', or a login reply scan's: LoginReplyScan.swift).
+    init(state: RoomState, members memberValues: [JSON], streams streamValues: [JSON],
+         extraInfo infoValues: [String: JSON]) throws(ProtocolError) {
         self.state = state
         var members: [Member] = []
-        for value in try fields.array("members") {
+        members.reserveCapacity(memberValues.count)
+        for value in memberValues {
             members.append(try Member(json: value))
         }
         var streams: [MediaStream] = []
-        for value in try fields.array("streams") {
+        for value in streamValues {
             streams.append(try MediaStream(json: value))
         }
         var extraInfo: [String: String] = [:]
-        for (key, value) in try fields.object("extraInfo") {
+        for (key, value) in infoValues {
             guard let text = value.stringValue else { throw .malformed("extraInfo values must be strings") }
             extraInfo[key] = text
         }
