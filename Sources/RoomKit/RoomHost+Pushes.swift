@@ -144,7 +144,7 @@ extension RoomHost {
         // Logins: a million of them when a bot starts. A reply scanned for
         // a request that is not a login (it cannot have a login's fields,
         // but the server is not trusted) takes the full decode below.
-        if let (id, reply) = LoginReply.scan(bytes), let login = pending[id]?.scannedLogin {
+        if let (id, reply) = LoginReply.scan(bytes, memo: &snapshotMemo), let login = pending[id]?.scannedLogin {
             pending.removeValue(forKey: id)
             login(reply)
             return

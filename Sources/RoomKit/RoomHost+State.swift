@@ -45,6 +45,8 @@ struct EngineState {
     var random: JitterGenerator
     /// The last login user's box, shared by the records that log in as it (`userBox(for:)`).
     var lastUserBox: LoginUserBox?
+    /// The last login reply's decoded state and members (`LoginReply.scan`).
+    var snapshotMemo = SnapshotMemo()
 
     init(link: ConnectionMachine, pacing: (burst: Double, perSecond: Double), jitterSeed: UInt64?) {
         self.link = link
@@ -74,6 +76,10 @@ extension RoomHost {
     var lastUserBox: LoginUserBox? {
         get { engine.value.lastUserBox }
         set { engine.value.lastUserBox = newValue }
+    }
+    var snapshotMemo: SnapshotMemo {
+        get { engine.value.snapshotMemo }
+        _modify { yield &engine.value.snapshotMemo }
     }
     var pending: [Int64: PendingRequest] {
         get { engine.value.pending }

@@ -21,16 +21,39 @@ extension LoginReply {
     /// escaped `op` or `session`, an integer that is not plain…); decode
     /// those the full way, which also gives their errors. Whenever this
     /// returns a reply, the full decoder succeeds with the same values.
-    public static func scan(_ bytes: ArraySlice<UInt8>) -> (id: Int64, reply: LoginReply)? {
+    ///
+    /// `memo` keeps the last decoded `state` and `members` with their text:
+    /// the same text again (every new room of a bot has the initial state,
+    /// and the bot as its one member) is the same value, not decoded again,
+    /// and the rooms share its storage.
+    public static func scan(_ bytes: ArraySlice<UInt8>, memo: inout SnapshotMemo) -> (id: Int64, reply: LoginReply)? {
         bytes.withUnsafeBufferPointer { buffer -> (id: Int64, reply: LoginReply)? in
             withUnsafeTemporaryAllocation(of: Int.self, capacity: MagixScanner.keyCapacity * 2) { keys in
                 var scanner = MagixScanner(bytes: buffer, keys: keys)
                 var found = MagixScanner.FoundLoginReply()
                 guard scanner.scanMessage(into: &found) else { return nil }
-                return found.reply(in: buffer)
+                return found.reply(in: buffer, memo: &memo)
             }
         }
     }
+
+    /// ``scan(_:memo:)`` without a memo kept between calls.
+    public static func scan(_ bytes: ArraySlice<UInt8>) -> (id: Int64, reply: LoginReply)? {
+        var memo = SnapshotMemo()
+        return scan(bytes, memo: &memo)
+    }
+}
+
+/// The last snapshot `state` and `members` ``LoginReply/scan(_:memo:)``
+/// decoded, with their text (canonical text only: the same text is the
+/// same value).
+public struct SnapshotMemo {
+    fileprivate var stateText: [UInt8] = []
+    fileprivate var state: RoomState?
+    fileprivate var membersText: [UInt8] = []
+    fileprivate var members: [Member]?
+
+    public init() {}
 }
 
 extension MagixScanner {
@@ -44,6 +67,19 @@ extension MagixScanner {
             if let value { return value }
             let text = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[range])
             return try? JSON.parse(text, maxDepth: MagixScanner.maxValueDepth)
+        }
+
+        /// The text, when canonical (then the same text is the same value).
+        func canonicalText(in bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+            value == nil ? UnsafeBufferPointer(rebasing: bytes[range]) : nil
+        }
+
+        /// Whether the value is the text `literal` (`[]`, `{}`).
+        func isLiteral(_ literal: StaticString, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard value == nil, range.count == literal.utf8CodeUnitCount else { return false }
+            let text = literal.utf8Start
+            for index in 0..<range.count where bytes[range.lowerBound + index] != text[index] { return false }
+            return true
         }
     }
 
@@ -148,17 +184,45 @@ extension MagixScanner {
         }
 
         /// The reply, its snapshot decoded when it has one; nil declines.
-        func reply(in bytes: UnsafeBufferPointer<UInt8>) -> (id: Int64, reply: LoginReply)? {
+        func reply(in bytes: UnsafeBufferPointer<UInt8>, memo: inout SnapshotMemo) -> (id: Int64, reply: LoginReply)? {
             var snapshot: RoomSnapshot?
             if !recovered {
-                guard snapshotBits == Self.snapshot,
-                      let stateValue = state.json(in: bytes),
-                      case .array(let memberValues)? = members.json(in: bytes),
-                      case .array(let streamValues)? = streams.json(in: bytes),
-                      case .object(let infoValues)? = extraInfo.json(in: bytes) else { return nil }
+                guard snapshotBits == Self.snapshot else { return nil }
                 do {
-                    snapshot = try RoomSnapshot(state: try RoomState(json: stateValue), members: memberValues,
-                                                streams: streamValues, extraInfo: infoValues)
+                    let stateText = state.canonicalText(in: bytes)
+                    let roomState: RoomState
+                    if let stateText, let known = memo.state, memo.stateText.elementsEqual(stateText) {
+                        roomState = known
+                    } else {
+                        guard let value = state.json(in: bytes) else { return nil }
+                        roomState = try RoomState(json: value)
+                        if let stateText { (memo.stateText, memo.state) = (Array(stateText), roomState) }
+                    }
+                    let membersText = members.canonicalText(in: bytes)
+                    let roomMembers: [Member]
+                    if let membersText, let known = memo.members, memo.membersText.elementsEqual(membersText) {
+                        roomMembers = known
+                    } else {
+                        guard case .array(let values)? = members.json(in: bytes) else { return nil }
+                        roomMembers = try RoomSnapshot.members(values)
+                        if let membersText { (memo.membersText, memo.members) = (Array(membersText), roomMembers) }
+                    }
+                    let streamValues: [JSON]
+                    if streams.isLiteral("[]", in: bytes) {
+                        streamValues = []
+                    } else {
+                        guard case .array(let values)? = streams.json(in: bytes) else { return nil }
+                        streamValues = values
+                    }
+                    let infoValues: [String: JSON]
+                    if extraInfo.isLiteral("{}", in: bytes) {
+                        infoValues = [:]
+                    } else {
+                        guard case .object(let values)? = extraInfo.json(in: bytes) else { return nil }
+                        infoValues = values
+                    }
+                    snapshot = try RoomSnapshot(state: roomState, members: roomMembers, streams: streamValues,
+                                                extraInfo: infoValues)
                 } catch {
                     return nil
                 }

@@ -188,20 +188,25 @@ public struct RoomSnapshot: Sendable, Hashable {
     }
 
     private init(state: RoomState, fields: FieldReader) throws(ProtocolError) {
-        try self.init(state: state, members: try fields.array("members"), streams: try fields.array("streams"),
+        try self.init(state: state, members: try Self.members(fields.array("members")), streams: try fields.array("streams"),
                       extraInfo: try fields.object("extraInfo"))
     }
 
-    /// Decodes the members, streams and extra info given as JSON (the
-    /// reply fields', or a login reply scan's: LoginReplyScan.swift).
-    init(state: RoomState, members memberValues: [JSON], streams streamValues: [JSON],
-         extraInfo infoValues: [String: JSON]) throws(ProtocolError) {
-        self.state = state
+    /// Decodes members given as JSON.
+    static func members(_ values: [JSON]) throws(ProtocolError) -> [Member] {
         var members: [Member] = []
-        members.reserveCapacity(memberValues.count)
-        for value in memberValues {
+        members.reserveCapacity(values.count)
+        for value in values {
             members.append(try Member(json: value))
         }
+        return members
+    }
+
+    /// Decodes the streams and extra info given as JSON (the reply fields',
+    /// or a login reply scan's: LoginReplyScan.swift).
+    init(state: RoomState, members: [Member], streams streamValues: [JSON],
+         extraInfo infoValues: [String: JSON]) throws(ProtocolError) {
+        self.state = state
         var streams: [MediaStream] = []
         for value in streamValues {
             streams.append(try MediaStream(json: value))

@@ -99,4 +99,31 @@ final class LoginReplyScanTests: XCTestCase {
         assertAgrees("{\(head.replacingOccurrences(of: "s-1", with: "s-\\u0031")),\"recovered\":true}", declines: true)
         assertAgrees("{\(head),\"recov\\u0065red\":true}", declines: true)
     }
+
+    /// A memo kept across scans gives each reply its own state and members:
+    /// the same text again reads as before, other text is decoded anew.
+    func testMemo_givesEachReplyItsOwnSnapshot() throws {
+        var memo = SnapshotMemo()
+        var other = RoomState.initial
+        other.globalState = ["topic": "other"]
+        let replies = [
+            RoomSnapshot(state: .initial, members: [member]),
+            RoomSnapshot(state: .initial, members: [member]),
+            RoomSnapshot(state: other, members: [member]),
+            RoomSnapshot(state: other, members: [Member(memberId: 9, userId: "u9")]),
+            RoomSnapshot(state: .initial, members: [member], streams: [MediaStream(id: "s", userId: "u")], extraInfo: ["a": "b"]),
+        ].enumerated().map { index, snapshot in
+            LoginReply(session: "s-\(index)", memberId: Int64(index + 1), seq: Int64(index), recovered: false, writable: true,
+                       expiresAt: 9, snapshot: snapshot)
+        }
+        for reply in replies {
+            let bytes = reply.replyJSON(id: 1)
+            XCTAssertEqual(LoginReply.scan(bytes[...], memo: &memo)?.reply, reply)
+        }
+        // A reply the walk parses (not canonical) neither uses nor fills the memo.
+        let spaced = Array(String(decoding: replies[2].replyJSON(id: 1), as: UTF8.self)
+            .replacingOccurrences(of: "\"globalState\":", with: "\"globalState\" : ").utf8)
+        XCTAssertEqual(LoginReply.scan(spaced[...], memo: &memo)?.reply, replies[2])
+        XCTAssertEqual(LoginReply.scan(replies[0].replyJSON(id: 1)[...], memo: &memo)?.reply, replies[0])
+    }
 }
