@@ -32,6 +32,8 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     /// reads one when its room logs in): a copy of each in memory was about
     /// 300 bytes a room (issue #26).
     private var stored: [String: Int] = [:]
+    /// The last row's user and snapshot, read or written (`RowMemo`).
+    private var memo = RowMemo()
     private let logger: Logger
     /// Reports the event log's size after the lines written so far (nil: no file log).
     /// Read with `current`, never `withLock { $0 }`: that writes a closure
@@ -88,35 +90,80 @@ public final class BotStore: SessionStore, @unchecked Sendable {
             var unreadable = false
             try? database.run("SELECT room, session, member_id, seq, user, writable, snapshot FROM cursors WHERE room = ?",
                               [.text(room)]) { row in
-                found = Self.cursor(row)
+                found = self.cursor(row)
                 unreadable = found == nil
             }
             if unreadable {
                 // Left in the file: the room's next save replaces it (its fingerprint stays unknown).
                 logger.warning("unreadable stored session ignored", metadata: ["store": "\(path)", "room": "\(room)"])
             }
-            if let found { stored[room] = Self.fingerprint(found) }
+            if let found { stored[room] = memo.fingerprint }
             return found
         }
     }
 
     /// A row of `cursors` (room, session, member_id, seq, user, writable,
-    /// snapshot), or nil when it cannot be read.
-    private static func cursor(_ row: SQLiteStatement) -> SessionCursor? {
-        guard let user = try? JSON.parse(row.bytes(4) ?? []), let id = user["id"]?.stringValue,
-              let fields = try? JSON.parse(row.bytes(6) ?? []).objectValue,
-              let snapshot = try? RoomSnapshot(replyFields: fields) else { return nil }
+    /// snapshot), or nil when it cannot be read. Its user and snapshot
+    /// become the memo's (read from it when the text is the memo's).
+    private func cursor(_ row: SQLiteStatement) -> SessionCursor? {
+        guard let userText = row.bytes(4), let snapshotText = row.bytes(6) else { return nil }
+        if !memo.holds(userText: userText, snapshotText: snapshotText) {
+            guard let user = try? JSON.parse(userText), let id = user["id"]?.stringValue,
+                  let fields = try? JSON.parse(snapshotText).objectValue,
+                  let snapshot = try? RoomSnapshot(replyFields: fields) else { return nil }
+            memo = RowMemo(user: LoginUser(id: id, name: user["name"]?.stringValue, payload: user["payload"]), userText: userText,
+                           snapshot: snapshot, snapshotText: snapshotText)
+        }
+        guard let user = memo.user, let snapshot = memo.snapshot else { return nil }
         return SessionCursor(
             room: row.text(0) ?? "", session: row.text(1) ?? "", memberId: row.int64(2), seq: row.int64(3),
-            user: LoginUser(id: id, name: user["name"]?.stringValue, payload: user["payload"]),
-            writable: row.int64(5) != 0, snapshot: snapshot)
+            user: user, writable: row.int64(5) != 0, snapshot: snapshot)
+    }
+
+    /// The last row's user and snapshot, as values and as text, and their
+    /// fingerprint. A bot's rooms mostly share both (one user; the initial
+    /// state and the bot as their member until they diverge), so a save or
+    /// a read of the same pair again neither encodes, parses nor hashes it:
+    /// a million rooms' first saves, and a restarted bot's million reads.
+    /// The text is always one that reads as the values.
+    private struct RowMemo {
+        var user: LoginUser?
+        var userText: [UInt8] = []
+        var snapshot: RoomSnapshot?
+        var snapshotText: [UInt8] = []
+        var fingerprint = BotStore.unknownFingerprint
+
+        init() {}
+
+        /// The pair read from `userText` and `snapshotText`.
+        init(user: LoginUser, userText: [UInt8], snapshot: RoomSnapshot, snapshotText: [UInt8]) {
+            (self.user, self.userText, self.snapshot, self.snapshotText) = (user, userText, snapshot, snapshotText)
+            fingerprint = BotStore.fingerprint(snapshot: snapshot, user: user)
+        }
+
+        /// The pair to write, encoded.
+        init(user: LoginUser, snapshot: RoomSnapshot) {
+            var text: [UInt8] = []
+            user.appendJSON(to: &text)
+            self.init(user: user, userText: text, snapshot: snapshot, snapshotText: snapshot.replyFieldsJSON())
+        }
+
+        func holds(userText: [UInt8], snapshotText: [UInt8]) -> Bool {
+            user != nil && self.userText == userText && self.snapshotText == snapshotText
+        }
+
+        /// Whether the memo is this pair. Equal values that share storage
+        /// (the rooms of one login reply memo, `SnapshotMemo`) compare at once.
+        func holds(user: LoginUser, snapshot: RoomSnapshot) -> Bool {
+            self.user == user && self.snapshot == snapshot
+        }
     }
 
     /// What a save compares to know whether the stored snapshot and user still hold.
-    private static func fingerprint(_ cursor: SessionCursor) -> Int {
+    private static func fingerprint(snapshot: RoomSnapshot, user: LoginUser) -> Int {
         var hasher = Hasher()
-        hasher.combine(cursor.snapshot)
-        hasher.combine(cursor.user)
+        hasher.combine(snapshot)
+        hasher.combine(user)
         let value = hasher.finalize()
         return value == unknownFingerprint ? value &+ 1 : value
     }
@@ -129,12 +176,18 @@ public final class BotStore: SessionStore, @unchecked Sendable {
     /// size they cover. A failure is logged; the previous commit stays.
     public func save(_ changes: SessionStoreChanges) {
         let size = eventLogSize.current?()
-        let fingerprints = changes.updated.map { ($0, Self.fingerprint($0)) }
         lock.withLock {
+            var fingerprints: [Int] = []
+            fingerprints.reserveCapacity(changes.updated.count)
             do {
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
                 try database.transaction { () throws(BotStoreError) in
-                    for (cursor, fingerprint) in fingerprints {
+                    for cursor in changes.updated {
+                        if !memo.holds(user: cursor.user, snapshot: cursor.snapshot) {
+                            memo = RowMemo(user: cursor.user, snapshot: cursor.snapshot)
+                        }
+                        let fingerprint = memo.fingerprint
+                        fingerprints.append(fingerprint)
                         // Most turns only move the seq (magix, own requests): keep the stored
                         // snapshot rather than encode the room again.
                         if stored[cursor.room] == fingerprint {
@@ -148,8 +201,8 @@ public final class BotStore: SessionStore, @unchecked Sendable {
                             INSERT OR REPLACE INTO cursors(room, session, member_id, seq, user, writable, snapshot, saved_at)
                             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                             """, [.text(cursor.room), .text(cursor.session), .int(cursor.memberId), .int(cursor.seq),
-                                  .textBytes(cursor.user.json.serialized()), .int(cursor.writable ? 1 : 0),
-                                  .textBytes(cursor.snapshot.replyFieldsJSON()), .int(now)])
+                                  .textBytes(memo.userText), .int(cursor.writable ? 1 : 0),
+                                  .textBytes(memo.snapshotText), .int(now)])
                     }
                     for room in changes.removed {
                         try database.run("DELETE FROM cursors WHERE room = ?", [.text(room)])
@@ -159,7 +212,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
                     }
                 }
                 if let size { committedLogSize = size }
-                for (cursor, fingerprint) in fingerprints { stored[cursor.room] = fingerprint }
+                for (cursor, fingerprint) in zip(changes.updated, fingerprints) { stored[cursor.room] = fingerprint }
                 for room in changes.removed { stored.removeValue(forKey: room) }
             } catch {
                 logger.error("session store not written", metadata: ["store": "\(path)", "error": "\(error)"])

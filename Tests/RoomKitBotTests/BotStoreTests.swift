@@ -108,6 +108,45 @@ final class BotStoreTests: XCTestCase {
         XCTAssertEqual(reopened.cursor(room: "lobby")?.snapshot.extraInfo, ["k": "v"])
     }
 
+    /// Saves and reads of rooms that share their user and snapshot, and of
+    /// rooms that do not, interleaved: each room keeps its own (the store
+    /// remembers the last pair it encoded or decoded, and must never hand
+    /// it to a room with another).
+    func testRoomsSharingOrNotTheirUserAndSnapshot_eachKeepTheirOwn() throws {
+        let path = directory + "/s.sqlite"
+        let shared = RoomSnapshot(state: .initial, members: [Member(memberId: 1, userId: "b")])
+        var busy = RoomState.initial
+        busy.globalState = ["topic": "t"]
+        let other = RoomSnapshot(state: busy, members: [Member(memberId: 2, userId: "b", name: "B")], extraInfo: ["k": "v"])
+        func cursor(_ room: String, _ user: LoginUser, _ snapshot: RoomSnapshot, seq: Int64 = 1) -> SessionCursor {
+            SessionCursor(room: room, session: "s-" + room, memberId: 1, seq: seq, user: user, writable: true, snapshot: snapshot)
+        }
+        let plain = LoginUser(id: "b")
+        let named = LoginUser(id: "b", name: "B", payload: ["p": 1])
+        let expected = [
+            cursor("a", plain, shared), cursor("c", named, other), cursor("b", plain, shared),
+            cursor("d", plain, other), cursor("e", named, shared),
+        ]
+        do {
+            let store = try BotStore(path: path, logger: logger)
+            store.save(SessionStoreChanges(updated: Array(expected[0..<3])))
+            store.save(SessionStoreChanges(updated: Array(expected[3...])))
+            XCTAssertEqual(store.cursor(room: "c"), expected[1])
+            store.close()
+        }
+        let store = try BotStore(path: path, logger: logger)
+        for room in ["a", "c", "b", "d", "e", "a", "e"] {
+            XCTAssertEqual(store.cursor(room: room), expected.first { $0.room == room }, room)
+        }
+        // After the reads, seq-only saves are short updates of the right rows.
+        store.save(SessionStoreChanges(updated: [cursor("c", named, other, seq: 9), cursor("a", plain, shared, seq: 8)]))
+        store.close()
+        let reopened = try BotStore(path: path, logger: logger)
+        XCTAssertEqual(reopened.cursor(room: "c"), cursor("c", named, other, seq: 9))
+        XCTAssertEqual(reopened.cursor(room: "a"), cursor("a", plain, shared, seq: 8))
+        XCTAssertEqual(reopened.cursor(room: "d"), expected[3])
+    }
+
     func testEventLog_isCutBackToTheLastCommit_onlyWhenItIsTheSameFile() throws {
         let path = directory + "/s.sqlite"
         let log = directory + "/events.ndjson"
