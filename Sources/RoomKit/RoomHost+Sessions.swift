@@ -28,7 +28,7 @@ final class SessionRecord {
     /// When this room last began logging in or reconnecting (uptime ns),
     /// for the login and resume timers (`RoomHostMetrics.reported`).
     var timedSince: UInt64 = 0
-    var loginWaiters: [CheckedContinuation<Void, any Error>] = []
+    var loginWaiters: [LoginWaiter] = []
     var logoutWaiters: [CheckedContinuation<Void, any Error>] = []
     /// The request ID of the login last handed to `send` (to withdraw it
     /// from the outbox when a logout comes before it went out).
@@ -93,6 +93,53 @@ final class SessionRecord {
     }
 }
 
+/// Who waits for a login's outcome: one `loginRoom` call, or one room of
+/// a `loginRooms` batch.
+enum LoginWaiter: Sendable {
+    case call(CheckedContinuation<Void, any Error>)
+    case batch(LoginBatch, index: Int)
+
+    /// The outcome: nil when logged in. Loop thread.
+    func finish(_ error: RoomError?) {
+        switch self {
+        case .call(let continuation):
+            if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+        case .batch(let batch, let index):
+            batch.finish(index, error)
+        }
+    }
+}
+
+/// The outcomes of one `loginRooms` call, collected on the loop; its
+/// caller resumes once, when the last room has one.
+/// @unchecked Sendable: made, read and written on the loop thread only (it
+/// crosses threads only inside the loop's own closures).
+final class LoginBatch: @unchecked Sendable {
+    private var outcomes: [RoomError?]
+    private var remaining: Int
+    private var continuation: CheckedContinuation<[RoomError?], Never>?
+
+    /// `outcomes` holds the rooms already answered (refused before the
+    /// loop), `remaining` how many are still to come.
+    init(outcomes: [RoomError?], remaining: Int, continuation: CheckedContinuation<[RoomError?], Never>) {
+        self.outcomes = outcomes
+        self.remaining = remaining
+        self.continuation = continuation
+        if remaining == 0 { resume() }
+    }
+
+    func finish(_ index: Int, _ error: RoomError?) {
+        outcomes[index] = error
+        remaining -= 1
+        if remaining == 0 { resume() }
+    }
+
+    private func resume() {
+        continuation?.resume(returning: outcomes)
+        continuation = nil
+    }
+}
+
 /// A login's user, shared by the records of the rooms it logs in to (the
 /// host hands the last one out again while the user is the same:
 /// `RoomHost.userBox(for:)`).
@@ -119,8 +166,8 @@ extension RoomHost {
     }
 
     func startLogin(_ roomID: String, user: LoginUser, token: String, writable: Bool, fence: Int64? = nil,
-                    continuation: CheckedContinuation<Void, any Error>) {
-        guard let record = idleDriver(roomID, user: user, token: token, writable: writable, continuation: continuation) else { return }
+                    waiter: LoginWaiter) {
+        guard let record = idleDriver(roomID, user: user, token: token, writable: writable, waiter: waiter) else { return }
         record.fence = fence
         record.refusedFence = nil
         record.resuming = false
@@ -135,20 +182,19 @@ extension RoomHost {
     /// A login for which no token could be had: the room still reports
     /// LOGINING, then LOGIN_FAILED with `error`'s code, and the call throws.
     func startImpossibleLogin(_ roomID: String, user: LoginUser, writable: Bool, error: RoomError,
-                              continuation: CheckedContinuation<Void, any Error>) {
-        guard let record = idleDriver(roomID, user: user, token: "", writable: writable, continuation: continuation) else { return }
+                              waiter: LoginWaiter) {
+        guard let record = idleDriver(roomID, user: user, token: "", writable: writable, waiter: waiter) else { return }
         failImpossibleLogin(record, code: error.code, message: error.message)
     }
 
-    /// The room's record, made or reused for a new login with `continuation`
-    /// waiting on it; nil (and the continuation resumed) when already logged in.
+    /// The room's record, made or reused for a new login with `waiter`
+    /// waiting on it; nil (and the waiter answered) when already logged in.
     private func idleDriver(_ roomID: String, user: LoginUser, token: String, writable: Bool,
-                            continuation: CheckedContinuation<Void, any Error>) -> SessionRecord? {
+                            waiter: LoginWaiter) -> SessionRecord? {
         let record: SessionRecord
         if let existing = sessions[roomID] {
             guard !existing.machine.isLoggedIn else {
-                continuation.resume(throwing: RoomError(
-                    code: .alreadyLoggedIn, message: "already logged in to \(roomID)", reason: .loginFailed))
+                waiter.finish(RoomError(code: .alreadyLoggedIn, message: "already logged in to \(roomID)", reason: .loginFailed))
                 return nil
             }
             record = existing
@@ -162,7 +208,7 @@ extension RoomHost {
                                    user: userBox(for: user), token: token, wantsWritable: writable)
             sessions[roomID] = record
         }
-        record.loginWaiters.append(continuation)
+        record.loginWaiters.append(waiter)
         return record
     }
 
@@ -373,9 +419,7 @@ extension RoomHost {
         // (beingAbleToCommitChange, ...) are raised first, so a caller
         // returning from loginRoom has seen every event of its login.
         loop.execute {
-            for waiter in waiters {
-                if let error { waiter.resume(throwing: error) } else { waiter.resume() }
-            }
+            for waiter in waiters { waiter.finish(error) }
         }
     }
 

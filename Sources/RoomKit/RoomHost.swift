@@ -238,14 +238,63 @@ public final class RoomHost: @unchecked Sendable {
                 if let delegate { room.delegate = delegate }
                 switch resolved {
                 case .success(let token):
-                    startLogin(roomID, user: user, token: token, writable: writable, fence: fence, continuation: continuation)
+                    startLogin(roomID, user: user, token: token, writable: writable, fence: fence, waiter: .call(continuation))
                 case .failure(let error):
-                    startImpossibleLogin(roomID, user: user, writable: writable, error: error, continuation: continuation)
+                    startImpossibleLogin(roomID, user: user, writable: writable, error: error, waiter: .call(continuation))
                 }
             }
             if !accepted { continuation.resume(throwing: RoomError(code: .internalError, message: "host is shut down")) }
         }
         return handle(for: roomID)
+    }
+
+    /// Logs in to each of `rooms` as ``loginRoom(_:user:token:tokenProvider:writable:fence:delegate:)``
+    /// would (a token from `tokenProvider`, or the host's), and returns each
+    /// room's outcome in order, nil when it logged in, once every room has
+    /// one. For hosts that join many rooms at once: each `loginRoom` call
+    /// is a task, a continuation and a hop to the loop of its own, and
+    /// roombot joining a million rooms spent a fifth of its CPU on those.
+    /// The rooms' handles are ``room(_:)``'s.
+    public func loginRooms(_ rooms: [String], user: LoginUser, tokenProvider: (any TokenProvider)? = nil,
+                           writable: Bool = true) async -> [RoomError?] {
+        // Each room: its token, or why its login fails on the loop (as
+        // loginRoom's: LOGIN_FAILED), or nil for an invalid ID (refused here).
+        var starts = [Result<String, RoomError>?](repeating: nil, count: rooms.count)
+        var outcomes = [RoomError?](repeating: nil, count: rooms.count)
+        for (index, roomID) in rooms.enumerated() {
+            guard RoomID.isValid(roomID) else {
+                outcomes[index] = RoomError(code: .invalidArgument, message: "invalid room ID '\(roomID)'", reason: .loginFailed)
+                continue
+            }
+            do {
+                starts[index] = .success(try await resolveToken(nil, room: roomID, user: user.id, provider: tokenProvider))
+            } catch {
+                starts[index] = .failure(error)
+            }
+        }
+        let refused = outcomes
+        let logins = starts
+        return await withCheckedContinuation { (continuation: CheckedContinuation<[RoomError?], Never>) in
+            let accepted = loop.execute { [self] in
+                let batch = LoginBatch(outcomes: refused, remaining: logins.count { $0 != nil }, continuation: continuation)
+                for (index, start) in logins.enumerated() {
+                    let roomID = rooms[index]
+                    switch start {
+                    case .success(let token)?:
+                        _ = handle(for: roomID)
+                        startLogin(roomID, user: user, token: token, writable: writable, waiter: .batch(batch, index: index))
+                    case .failure(let error)?:
+                        _ = handle(for: roomID)
+                        startImpossibleLogin(roomID, user: user, writable: writable, error: error, waiter: .batch(batch, index: index))
+                    case nil:
+                        break
+                    }
+                }
+            }
+            if !accepted {
+                continuation.resume(returning: rooms.map { _ in RoomError(code: .internalError, message: "host is shut down") })
+            }
+        }
     }
 
     /// Logs out of `roomID`: `LOGOUT` (phase `disconnecting`, then
