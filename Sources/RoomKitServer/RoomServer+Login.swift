@@ -90,7 +90,7 @@ extension RoomServer {
     private func fresh(_ login: LoginRequest, claims: TokenClaims, room: ServerRoom, id: Int64, link: ClientLink,
                        now: Int64) throws(ProtocolError) {
         let memberId = room.model.nextMemberId
-        let sessionID = sessionIdentifier(now: now)
+        let sessionID = sessionIdentifier(now: now, random: randomPool.next())
         let session = ServerSession(id: sessionID, room: room, userId: login.user.id, memberId: memberId,
                                     role: claims.role, wantsWritable: login.writable,
                                     rules: SessionRules(id: sessionID, userId: login.user.id,

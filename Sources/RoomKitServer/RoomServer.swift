@@ -23,6 +23,8 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
     /// string (a bot signs all its logins with one token; issue #26).
     let verifiedTokens: VerifiedTokenCache
     var rooms: [String: ServerRoom] = [:]
+    /// Random values for session IDs (`sessionIdentifier`), loop thread only.
+    var randomPool = RandomPool()
     /// When the sweep must look at each retained session (RoomServer+Sessions.swift).
     var sessionSchedule: SessionSchedule
     var links: [ObjectIdentifier: ClientLink] = [:]

@@ -77,8 +77,12 @@ final class RoomStore {
     var inTransaction = false
     /// When the open transaction began (`monotonicNanoseconds`).
     var openedAt: UInt64 = 0
-    /// The event insert, prepared once (`insert`).
+    /// The statements every login runs, prepared once and kept here rather
+    /// than looked up by their text (a hash of the SQL) each time: the event
+    /// insert, a new room's and a session's save.
     private var insertStatement: SQLiteStatement?
+    private var createRoomStatement: SQLiteStatement?
+    private var saveSessionStatement: SQLiteStatement?
     /// Writes so far (each `atomically` body, session save or delete): the
     /// server compares it around a request to know whether the request wrote.
     var writes = 0
@@ -126,7 +130,7 @@ final class RoomStore {
     func close() {
         if inTransaction { try? commit() }
         checkpointer.stop()
-        insertStatement = nil  // finalised by db.close()
+        (insertStatement, createRoomStatement, saveSessionStatement) = (nil, nil, nil)  // finalised by db.close()
         db.close()
     }
 
@@ -137,14 +141,28 @@ final class RoomStore {
     /// `RoomModel` at restore and in recordings, which is what a new room is
     /// (one insert and one serialisation less per first login).
     func createRoom(_ room: String, created: Int64, snapshotBody: JSON?) throws(StorageError) {
-        try atomically { () throws(StorageError) in
-            try db.statement("INSERT INTO rooms(room, created, seq) VALUES(?, ?, 0)")
-                .bind(1, room).bind(2, created).run()
-            if let snapshotBody {
-                try db.statement("INSERT INTO snapshots(room, seq, ts, body) VALUES(?, 0, ?, ?)")
-                    .bind(1, room).bind(2, created).bind(3, bytes: snapshotBody.serialized()).run()
-            }
+        let insertRoom = try kept(&createRoomStatement, "INSERT INTO rooms(room, created, seq) VALUES(?, ?, 0)")
+        guard let snapshotBody else {
+            // One statement, atomic by itself: no savepoint (two statements
+            // more per first login).
+            try beginIfNeeded()
+            writes += 1
+            try insertRoom.bind(1, room).bind(2, created).run()
+            return
         }
+        try atomically { () throws(StorageError) in
+            try insertRoom.bind(1, room).bind(2, created).run()
+            try db.statement("INSERT INTO snapshots(room, seq, ts, body) VALUES(?, 0, ?, ?)")
+                .bind(1, room).bind(2, created).bind(3, bytes: snapshotBody.serialized()).run()
+        }
+    }
+
+    /// The statement in `slot`, prepared on first use.
+    private func kept(_ slot: inout SQLiteStatement?, _ sql: String) throws(StorageError) -> SQLiteStatement {
+        if let statement = slot { return statement }
+        let statement = try db.statement(sql)
+        slot = statement
+        return statement
     }
 
     /// Appends one event (and optionally a snapshot taken after it) atomically.
@@ -166,15 +184,7 @@ final class RoomStore {
     }
 
     private func insert(_ event: StoredEvent) throws(StorageError) {
-        // Kept here rather than looked up by its text (a hash of the SQL) per event.
-        let statement: SQLiteStatement
-        if let cached = insertStatement {
-            statement = cached
-        } else {
-            statement = try db.statement("INSERT INTO events(room, seq, ts, push, t_at, mutation, recipients) VALUES(?, ?, ?, ?, ?, ?, ?)")
-            insertStatement = statement
-        }
-        try statement
+        try kept(&insertStatement, "INSERT INTO events(room, seq, ts, push, t_at, mutation, recipients) VALUES(?, ?, ?, ?, ?, ?, ?)")
             .bind(1, event.room).bind(2, event.seq).bind(3, event.ts)
             .bind(4, bytes: event.push)
             .bind(5, event.timeAt.map(Int64.init))
@@ -254,7 +264,7 @@ final class RoomStore {
     func save(_ session: StoredSession) throws(StorageError) {
         try beginIfNeeded()
         writes += 1
-        try db.statement("""
+        try kept(&saveSessionStatement, """
             INSERT OR REPLACE INTO sessions(session, room, user, member, role, wants_writable,
                 token_exp, detached_at, visible, ended_code) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
