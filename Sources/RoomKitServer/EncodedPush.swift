@@ -83,6 +83,42 @@ struct EncodedPush {
         return EncodedPush(bytes: buffer, timeAt: timeAt)
     }
 
+    /// A `userUpdate` push written straight from its members, as
+    /// `init(ServerMessage.userUpdate(…))` writes it (keys sorted):
+    /// `{"op":"userUpdate","room":…,"seq":…,"type":…,"users":[…]}`, each
+    /// member `{"memberId":…,"memberState":{…},"name":…,"payload":…,"userId":…}`.
+    /// Every login and every leave appends one.
+    static func userUpdate(room: String, seq: Int64, type: UpdateType, users: [Member]) -> EncodedPush {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(112 + room.utf8.count + users.count * 64)
+        append("{\"op\":\"userUpdate\",\"room\":", to: &buffer)
+        JSON.append(string: room, to: &buffer)
+        append(",\"seq\":", to: &buffer)
+        appendInteger(seq, to: &buffer)
+        let timeAt = buffer.count
+        append(type == .add ? ",\"type\":\"add\",\"users\":[" : ",\"type\":\"delete\",\"users\":[", to: &buffer)
+        for (index, user) in users.enumerated() {
+            if index > 0 { buffer.append(UInt8(ascii: ",")) }
+            append("{\"memberId\":", to: &buffer)
+            appendInteger(user.memberId, to: &buffer)
+            append(",\"memberState\":", to: &buffer)
+            JSON.object(user.memberState).serialize(into: &buffer, sortedKeys: true)
+            if let name = user.name {
+                append(",\"name\":", to: &buffer)
+                JSON.append(string: name, to: &buffer)
+            }
+            if let payload = user.payload {
+                append(",\"payload\":", to: &buffer)
+                payload.serialize(into: &buffer, sortedKeys: true)
+            }
+            append(",\"userId\":", to: &buffer)
+            JSON.append(string: user.userId, to: &buffer)
+            buffer.append(UInt8(ascii: "}"))
+        }
+        append("]}", to: &buffer)
+        return EncodedPush(bytes: buffer, timeAt: timeAt)
+    }
+
     /// The reply to a request that appended an event:
     /// `{"id":…,"ok":true,"op":"reply","seq":…}`.
     static func seqReply(id: Int64, seq: Int64) -> [UInt8] {

@@ -5,7 +5,10 @@ import RoomKitProtocol
 /// scene tree (the snapshot only shows the current directory).
 ///
 /// The live server and replay after a restart both change it only through
-/// `apply(push:mutation:)`, so what is logged is exactly what is replayed.
+/// `apply(push:mutation:)`, so what is logged is exactly what is replayed;
+/// the server's member joins and leaves apply their body directly
+/// (`apply(_:)`), and their push is written so that it decodes to exactly
+/// that body (`EncodedPush.userUpdate`, checked against the tree form).
 struct RoomModel: Sendable, Hashable {
     var snapshot = RoomSnapshot(state: .initial)
     var scenes = SceneTree()
@@ -31,6 +34,12 @@ struct RoomModel: Sendable, Hashable {
                 scenes = try SceneTree(sceneState: next.sceneState)
             }
         }
+        try apply(body)
+    }
+
+    /// Applies a decoded event that changes no scene tree (a `state` patch
+    /// with a `sceneState` goes through `apply(push:mutation:)`).
+    mutating func apply(_ body: RoomEventBody) throws(ProtocolError) {
         try snapshot.apply(body)
         if case .userUpdate(.add, let users) = body {
             for user in users { nextMemberId = max(nextMemberId, user.memberId + 1) }

@@ -67,9 +67,7 @@ extension RoomServer {
         if rejoin {
             let member = Member(memberId: session.memberId, userId: session.userId, name: login.user.name,
                                 payload: login.user.payload, memberState: [:])
-            try append(to: room, origin: session, now: now) { seq in
-                ServerMessage.userUpdate(room: room.id, seq: seq, type: .add, users: [member])
-            }
+            try appendUserUpdate(to: room, origin: session, type: .add, users: [member], now: now)
         }
         persist(session)
         // Recoverable events are replayed from memory, or from the store
@@ -99,9 +97,7 @@ extension RoomServer {
                             payload: login.user.payload, memberState: [:])
         room.sessions[session.id] = session
         do {
-            try append(to: room, origin: session, now: now) { seq in
-                ServerMessage.userUpdate(room: room.id, seq: seq, type: .add, users: [member])
-            }
+            try appendUserUpdate(to: room, origin: session, type: .add, users: [member], now: now)
         } catch {
             room.sessions.removeValue(forKey: session.id)
             throw error

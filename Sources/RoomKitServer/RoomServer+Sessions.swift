@@ -14,9 +14,7 @@ extension RoomServer {
     func pushLeave(_ session: ServerSession, now: Int64) {
         let room = session.room
         guard let member = room.model.snapshot.members.first(where: { $0.memberId == session.memberId }) else { return }
-        _ = try? append(to: room, origin: session, now: now) { seq in
-            ServerMessage.userUpdate(room: room.id, seq: seq, type: .delete, users: [member])
-        }
+        try? appendUserUpdate(to: room, origin: session, type: .delete, users: [member], now: now)
         let stillThere = room.sessions.values.contains { $0 !== session && $0.userId == session.userId && $0.visible }
         let streams = room.model.snapshot.streams.filter { $0.userId == session.userId }
         if !stillThere && !streams.isEmpty {

@@ -271,6 +271,19 @@ public final class RoomServer: WebServerDelegate, @unchecked Sendable {
                                  mutation: mutation, recipients: recipients, now: now)
     }
 
+    /// `append` for members joining or leaving (every login and every
+    /// leave): the body applied as it is and its push written from the
+    /// members (`EncodedPush.userUpdate`), with no JSON tree built,
+    /// serialised and decoded again (a sixth of roomd's loop per login).
+    func appendUserUpdate(to room: ServerRoom, origin: ServerSession?, type: UpdateType, users: [Member],
+                          now: Int64) throws(ProtocolError) {
+        let seq = room.seq + 1
+        var next = room.model
+        try next.apply(.userUpdate(type, users: users))
+        _ = try appendEncoded(EncodedPush.userUpdate(room: room.id, seq: seq, type: type, users: users), seq: seq,
+                              changed: next, to: room, origin: origin, recipients: nil, now: now)
+    }
+
     /// Stores `session` after a change of its rules, and schedules its next
     /// look by the sweep (`SessionSchedule`).
     func persist(_ session: ServerSession) {

@@ -65,6 +65,30 @@ final class EncodedPushTests: XCTestCase {
         }
     }
 
+    /// Joins and leaves are written from their members; the bytes and the
+    /// splice point are the tree form's, and they decode to the body the
+    /// server applied (`RoomModel.apply(_:)`), so a replay after a restart
+    /// rebuilds the same room.
+    func testUserUpdate_equalsTheEncodedPushOfTheTree_andDecodesToItsBody() throws {
+        let members = [
+            Member(memberId: 3, userId: "u3", name: "Zoë \"Z\"\n", payload: ["b": 1, "a": [2, ["d": nil, "c": 1.5]]],
+                   memberState: ["z": true, "k": ["y": 1, "x": 2]]),
+            Member(memberId: 1, userId: "bot"),
+            Member(memberId: 12, userId: "u12", payload: "text"),
+        ]
+        for type in [UpdateType.add, .delete] {
+            for users in [[members[1]], members, []] {
+                let tree = ServerMessage.userUpdate(room: "room-é.1", seq: 99, type: type, users: users)
+                let fast = EncodedPush.userUpdate(room: "room-é.1", seq: 99, type: type, users: users)
+                let slow = EncodedPush(tree)
+                XCTAssertEqual(String(decoding: fast.bytes, as: UTF8.self), String(decoding: slow.bytes, as: UTF8.self))
+                XCTAssertEqual(fast.timeAt, slow.timeAt)
+                let decoded = try XCTUnwrap(JSON.parse(fast.bytes).objectValue)
+                XCTAssertEqual(try RoomEventBody.decode(op: "userUpdate", decoded), .userUpdate(type, users: users))
+            }
+        }
+    }
+
     func testSeqReply_isTheReplyTheDecodedPathSends() throws {
         XCTAssertEqual(try JSON.parse(EncodedPush.seqReply(id: 12, seq: 345)),
                        ServerMessage.reply(id: 12, ["seq": .int(345)]))
