@@ -93,6 +93,14 @@ extension RoomServer {
             exporter.requestTimer(.magix).recordSince(started)
             return
         }
+        // Logins: a million when a bot joins, all again after a restart.
+        if link.greeted, let login = ClientEnvelope.scanLogin(message.bytes), let id = login.id {
+            guard admitRequest(link, id: id, now: now) else { return }
+            let started = monotonicNanoseconds()
+            tracked(id: id, link: link) { handle(login.request, id: id, room: login.room, link: link, now: now) }
+            exporter.requestTimer(.login).recordSince(started)
+            return
+        }
         let json: JSON
         do {
             json = try JSON.parse(message.bytes)
