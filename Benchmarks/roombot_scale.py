@@ -16,7 +16,9 @@ rooms in bot.json. Reports, as one JSON object on stdout:
 - with `--kill-roomd`: roomd is killed with SIGKILL once all are in, started
   again on the same port and data, and `recovered_s` is the time from the
   restart until every room is RECONNECTED (or LOGINED again) once more;
-  `login_failed_after` and `log_lines_after` count what that cost;
+  `login_failed_after` and `log_lines_after` count what that cost,
+  `bot_cpu_after_s` and `roomd_cpu_after_s` the CPU it took (the restarted
+  roomd's from its start: its restore and the resumes);
 - `roomd_rss_mb`, `roomd_rss_per_session_b`: roomd's RSS with every room in,
   and its growth since roomd started, per session (VmRSS delta / N);
 - with `--kill-roombot`: then roombot is killed with SIGKILL (after a second
@@ -242,6 +244,7 @@ def measure(bin_dir, rooms, timeout=120, kill_roomd=False, kill_roombot=False, k
             result["recovered_s"] = round(back - restarted, 2) if back else None
             result["back"] = len(state["back"])
             result["bot_cpu_after_s"] = round(cpu_s(bot.pid) - result["bot_cpu_s"], 2)
+            result["roomd_cpu_after_s"] = round(cpu_s(roomd.process.pid), 2)
             result["login_failed_after"] = state["failed"] - failed_before
             result["log_lines_after"] = count_lines(bot_log_path, log_offset)
             rss = rss_kb(bot.pid)

@@ -264,9 +264,16 @@ final class RoomStore {
     func save(_ session: StoredSession) throws(StorageError) {
         try beginIfNeeded()
         writes += 1
+        // An upsert, not INSERT OR REPLACE: a stored session's row is updated
+        // where it is (REPLACE deletes it and inserts it again under a new
+        // rowid, touching the table twice and its key index twice; a
+        // restarted roomd saves every session it resumes, a million of them).
         try kept(&saveSessionStatement, """
-            INSERT OR REPLACE INTO sessions(session, room, user, member, role, wants_writable,
+            INSERT INTO sessions(session, room, user, member, role, wants_writable,
                 token_exp, detached_at, visible, ended_code) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(session) DO UPDATE SET room = excluded.room, user = excluded.user, member = excluded.member,
+                role = excluded.role, wants_writable = excluded.wants_writable, token_exp = excluded.token_exp,
+                detached_at = excluded.detached_at, visible = excluded.visible, ended_code = excluded.ended_code
             """)
             .bind(1, session.id).bind(2, session.room).bind(3, session.userId).bind(4, session.memberId)
             .bind(5, session.role.rawValue).bind(6, session.wantsWritable ? 1 : 0)
