@@ -3,20 +3,28 @@
 // through the one shared `RoomContentModel.apply`: neither may crash, and a
 // failed apply must leave the snapshot as it was. The client's byte-level
 // read of magix pushes (`ServerPush.scanMagix`) must agree with that full
-// decode whenever it answers.
+// decode whenever it answers, and so must its read of login replies
+// (`LoginReply.scan`).
 import RoomKitProtocol
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzPush(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeBufferPointer(start: data, count: size)
     let fast = ServerPush.scanMagix(Array(bytes))
+    let login = LoginReply.scan(Array(bytes)[...])
     guard let json = try? JSON.parse(bytes) else {
-        precondition(fast == nil, "scanMagix read a message that does not parse")
+        precondition(fast == nil && login == nil, "a scanner read a message that does not parse")
         return 0
     }
     guard case .success(let push) = ServerPush.decode(json) else {
-        precondition(fast == nil, "scanMagix read a message the decoder rejects")
+        precondition(fast == nil && login == nil, "a scanner read a message the decoder rejects")
         return 0
+    }
+    if let login {
+        guard case .reply(let id, .success(let fields)) = push, let reply = try? LoginReply(fields: fields) else {
+            preconditionFailure("LoginReply.scan read a message that is not a login reply")
+        }
+        precondition(login.id == id && login.reply == reply, "LoginReply.scan disagrees with the decoder")
     }
     if let fast {
         guard case .room(let roomPush) = push, case .magix(let from, let event, let payload) = roomPush.body else {
