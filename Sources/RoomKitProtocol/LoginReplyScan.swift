@@ -137,20 +137,15 @@ extension MagixScanner {
         mutating func read(_ bit: UInt16, from scanner: inout MagixScanner) -> Bool {
             switch bit {
             case 1:
-                guard scanner.bytes[scanner.pos] == UInt8(ascii: "\""), let op = scanner.scanString(), !op.escaped else {
-                    return false
-                }
-                return scanner.equals(op.start, op.end, "reply")
+                return scanner.scanOp("reply")
             case 2:
                 guard let id = scanner.scanInteger() else { return false }
                 self.id = id
             case 4:
                 return scanner.skipLiteral("true")  // a failed reply goes the full way
             case 8:
-                guard scanner.bytes[scanner.pos] == UInt8(ascii: "\""), let text = scanner.scanString(), !text.escaped else {
-                    return false
-                }
-                session = String(decoding: UnsafeBufferPointer(rebasing: scanner.bytes[text.start..<text.end]), as: UTF8.self)
+                guard let session = scanner.scanPlainString() else { return false }
+                self.session = session
             case 16:
                 guard let value = scanner.scanInteger() else { return false }
                 memberId = value

@@ -30,12 +30,6 @@ extension ClientEnvelope {
 }
 
 extension MagixScanner {
-    /// A plain string at `pos` (no escapes), as a `String`.
-    mutating func scanPlainString() -> String? {
-        guard bytes[pos] == UInt8(ascii: "\""), let text = scanString(), !text.escaped else { return nil }
-        return String(decoding: UnsafeBufferPointer(rebasing: bytes[text.start..<text.end]), as: UTF8.self)
-    }
-
     struct FoundLogin: MagixMessageFields {
         var id: Int64 = 0
         var room = ""
@@ -71,10 +65,7 @@ extension MagixScanner {
         mutating func read(_ bit: UInt16, from scanner: inout MagixScanner) -> Bool {
             switch bit {
             case 1:
-                guard scanner.bytes[scanner.pos] == UInt8(ascii: "\""), let op = scanner.scanString(), !op.escaped else {
-                    return false
-                }
-                return scanner.equals(op.start, op.end, "login")
+                return scanner.scanOp("login")
             case 2:  // a positive integer as written (decode also takes 7.0; left to it)
                 guard let id = scanner.scanInteger(), id > 0 else { return false }
                 self.id = id

@@ -254,8 +254,20 @@ struct MagixScanner {
 
     /// `"magix"` at `pos`, as a plain string.
     mutating func scanMagixOp() -> Bool {
+        scanOp("magix")
+    }
+
+    /// The op `name` at `pos`, as a plain string (an escaped op is left to
+    /// the full decoder).
+    mutating func scanOp(_ name: StaticString) -> Bool {
         guard bytes[pos] == UInt8(ascii: "\""), let op = scanString(), !op.escaped else { return false }
-        return equals(op.start, op.end, "magix")
+        return equals(op.start, op.end, name)
+    }
+
+    /// A plain string at `pos` (no escapes), as a `String`.
+    mutating func scanPlainString() -> String? {
+        guard bytes[pos] == UInt8(ascii: "\""), let text = scanString(), !text.escaped else { return nil }
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[text.start..<text.end]), as: UTF8.self)
     }
 
     /// A valid room ID at `pos`, as a plain string.
