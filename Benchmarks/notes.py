@@ -339,7 +339,52 @@ with two queries. A login that timed out after it reached the server left
 a server session, so its retry got 1009007 and the room was given up
 (fixed on 2026-11-27: the engine withdraws such a login).
 
-**This run (2026-11-27 13:17, revision 4833aa3) against the previous
+**This run (2026-11-27 16:50, revision c2dc571) against the previous
+page (2026-11-27 13:17, revision 4833aa3).** This step worked on issue
+26's million rooms only, both sides of it; the other rows are the
+machine's. *What changed, each from a `perf` profile at 300,000 or
+1,000,000 rooms.* The bot: login replies are read by a scanner
+(`LoginReply.scan`, on the magix scans' walker), and the last decoded
+state and members are kept with their text (`SnapshotMemo`), so a
+million rooms that all start from the initial state with the bot as
+their member decode it once and share it (the parse and decode were 20%
+of the loop; RSS per room at 300,000 went from 1,067 B to 934 B); its
+logins leave in batches of 64 (`RoomHost.loginRooms`: a task, a
+continuation and a loop hop per room were a fifth of its CPU, on the
+cooperative pool's threads); the store keeps the last row's user and
+snapshot with their text and fingerprint (a million first saves hashed
+and encoded the same pair, a restarted bot parsed it a million times);
+and the metrics keep a room's place in the session gauges in its record,
+not in two dictionaries of a million entries. roomd: login requests are
+scanned (`ClientEnvelope.scanLogin`); a member's join or leave is
+applied as its typed body with its push written from the members (the
+push built as a tree, serialised and decoded back was a sixth of its
+loop per login); the statements of a login are kept prepared (each was
+looked up by a hash of its SQL), a new room is one INSERT with no
+savepoint around it, session IDs take their random half from a pool (a
+getrandom call per login, 2.4%), and a session is saved with an upsert
+(INSERT OR REPLACE deleted the row and inserted it again under a new
+rowid; a restarted roomd saves every session it resumes: its CPU for
+300,000 resumes went from 12.7-16.0 s to 8.8-9.0 s). At 300,000 rooms
+alone on the machine: LOGINED in 15.2 s against 18.6-24 s, the bot's CPU
+11.9 s against 16.8-17.9 s, roomd's 10.0 s against 11.5-15.2 s. *The million*, in this run (run 1, beside the TSan
+tests at nice 19): all LOGINED in 49.2 s, back 51.9 s after a roomd
+kill -9, resumed 56.3 s after a roombot kill -9, 0 failed attempts, the
+bot's CPU to join 41.9 s (73.7 s on the previous page), RSS 836 B per
+room in the bot and 1,441 B per session in roomd: every target of the
+tier met. Alone on the machine during development (16:26,
+`roombot_scale.py --kill-roomd --kill-roombot`): 40.7 s, 43.3 s and
+44.4 s. What is left, by profile: a fresh login on roomd is still three
+B-tree inserts (room, event, session) and their WAL pages; a restart
+restores room by room (four queries and a JSON parse per event per
+room: about 16 s of a million-room restart); the bot's `emit` (five
+event-log lines per login) is the largest part of its loop. The rows this
+step did not touch came out as the machine's: durable appends 86,702/s
+(missed), the client's CPU per firehose event 2.98 us (missed), the
+amortised hook 287 ns (missed), p99 at half load 26.5 ms (missed),
+process plugins 0.64x inline (missed).
+
+**The run before (2026-11-27 13:17, revision 4833aa3) against the previous
 page (2026-11-27 09:50, revision efd0254).** This step worked on issue
 26's million rooms only; the other rows are the machine's (it was slower
 than on the previous page: roombot at 300,000 rooms took 18.1 s of CPU
