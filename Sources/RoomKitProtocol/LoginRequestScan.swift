@@ -100,10 +100,8 @@ extension MagixScanner {
             guard userScanner.scanMessage(into: &userFields), UserID.isValid(userFields.id) else { return nil }
             if let name = userFields.name, name.utf8.count > ProtocolLimits.maxUserNameBytes { return nil }
             var payload: JSON?
-            if let range = userFields.payload {
-                guard let value = userFields.payloadValue ?? (try? JSON.parse(
-                    UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[(user.lowerBound + range.lowerBound)..<(user.lowerBound + range.upperBound)]),
-                    maxDepth: MagixScanner.maxValueDepth)) else { return nil }
+            if let scanned = userFields.payload {
+                guard let value = scanned.json(in: UnsafeBufferPointer(rebasing: bytes[user])) else { return nil }
                 payload = value
             }
             var point: ResumePoint?
@@ -125,10 +123,9 @@ extension MagixScanner {
     struct FoundUser: MagixMessageFields {
         var id = ""
         var name: String?
-        /// Where the payload's text is (in the user object), and its value
-        /// when the walk parsed it (not canonical).
-        var payload: Range<Int>?
-        var payloadValue: JSON?
+        /// The payload: its text in the user object, or its value when the
+        /// walk parsed it (not canonical).
+        var payload: ScannedValue?
 
         static var required: UInt16 { 1 }
 
@@ -154,8 +151,7 @@ extension MagixScanner {
                 self.name = name
             case 4:  // a null payload reads as absent there: left to it
                 guard scanner.bytes[scanner.pos] != UInt8(ascii: "n"), let scanned = scanner.scanPayload() else { return false }
-                payload = scanned.range
-                payloadValue = scanned.canonical ? Optional<JSON>.none : .some(scanned.value)  // (a bare nil is JSON's null)
+                payload = ScannedValue(range: scanned.range, value: scanned.canonical ? Optional<JSON>.none : .some(scanned.value))
             default:
                 return false
             }
