@@ -131,25 +131,37 @@ public final class BotStore: SessionStore, @unchecked Sendable {
         var userText: [UInt8] = []
         var snapshot: RoomSnapshot?
         var snapshotText: [UInt8] = []
+        /// Whether the texts are there: a pair to save is encoded only when a
+        /// whole row is written (a save that moves only the seq needs just
+        /// the fingerprint).
+        var encoded = false
         var fingerprint = BotStore.unknownFingerprint
 
         init() {}
 
         /// The pair read from `userText` and `snapshotText`.
         init(user: LoginUser, userText: [UInt8], snapshot: RoomSnapshot, snapshotText: [UInt8]) {
-            (self.user, self.userText, self.snapshot, self.snapshotText) = (user, userText, snapshot, snapshotText)
+            self.init(user: user, snapshot: snapshot)
+            (self.userText, self.snapshotText, encoded) = (userText, snapshotText, true)
+        }
+
+        /// The pair to save; encoded by `encode` when needed.
+        init(user: LoginUser, snapshot: RoomSnapshot) {
+            (self.user, self.snapshot) = (user, snapshot)
             fingerprint = BotStore.fingerprint(snapshot: snapshot, user: user)
         }
 
-        /// The pair to write, encoded.
-        init(user: LoginUser, snapshot: RoomSnapshot) {
-            var text: [UInt8] = []
-            user.appendJSON(to: &text)
-            self.init(user: user, userText: text, snapshot: snapshot, snapshotText: snapshot.replyFieldsJSON())
+        /// Encodes the pair's texts, once.
+        mutating func encode() {
+            guard !encoded, let user, let snapshot else { return }
+            userText = []
+            user.appendJSON(to: &userText)
+            snapshotText = snapshot.replyFieldsJSON()
+            encoded = true
         }
 
         func holds(userText: [UInt8], snapshotText: [UInt8]) -> Bool {
-            user != nil && self.userText == userText && self.snapshotText == snapshotText
+            encoded && self.userText == userText && self.snapshotText == snapshotText
         }
 
         /// Whether the memo is this pair. Equal values that share storage
@@ -197,6 +209,7 @@ public final class BotStore: SessionStore, @unchecked Sendable {
                                       .int(cursor.writable ? 1 : 0), .int(now), .text(cursor.room)])
                             continue
                         }
+                        memo.encode()
                         try database.run("""
                             INSERT OR REPLACE INTO cursors(room, session, member_id, seq, user, writable, snapshot, saved_at)
                             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
