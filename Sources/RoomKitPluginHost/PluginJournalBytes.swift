@@ -33,11 +33,18 @@ struct PluginJournalBytes {
     }
 
     /// The chunks in use, oldest first, and for each its memory, size and
-    /// bytes written (`owners[i].base == bases[i]`).
+    /// bytes written (`owners[i].base == bases[i]`); the last chunk's count
+    /// is `tailCount`, not its place in `counts`.
     private var owners: [Chunk] = []
     private var bases: [UnsafeMutablePointer<UInt8>] = []
     private var capacities: [Int] = []
     private var counts: [Int] = []
+    /// The last chunk, where records are appended, as plain fields: a
+    /// record's append touches no array (each write to one was a uniqueness
+    /// check and a bounds check, per record).
+    private var tailBase: UnsafeMutablePointer<UInt8>?
+    private var tailCount = 0
+    private var tailCapacity = 0
     /// The number of `owners[0]`.
     private var first = 0
     private var spare: [Chunk] = []
@@ -46,19 +53,30 @@ struct PluginJournalBytes {
     /// the buffer it is given (which it must fill: it returns how many bytes
     /// it wrote); returns where the record is.
     mutating func append(length: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int) -> (chunk: Int, start: Int) {
-        if bases.isEmpty || capacities[bases.count - 1] - counts[bases.count - 1] < length {
-            let chunk = freshChunk(holding: length)
-            owners.append(chunk)
-            bases.append(chunk.base)
-            capacities.append(chunk.capacity)
-            counts.append(0)
-        }
-        let index = bases.count - 1
-        let start = counts[index]
-        let written = write(UnsafeMutableRawBufferPointer(start: bases[index] + start, count: length))
+        let (chunk, start, bytes) = reserve(length)
+        let written = write(bytes)
         precondition(written == length, "a journal record's length was mispredicted")
-        counts[index] = start + length
-        return (first + index, start)
+        return (chunk, start)
+    }
+
+    /// Takes the next `length` bytes for one record, which the caller
+    /// writes there at once (all of them); returns where it is and its memory.
+    @inline(__always)
+    mutating func reserve(_ length: Int) -> (chunk: Int, start: Int, bytes: UnsafeMutableRawBufferPointer) {
+        if tailCapacity - tailCount < length { startChunk(holding: length) }
+        let start = tailCount
+        tailCount = start + length
+        return (first + bases.count - 1, start, UnsafeMutableRawBufferPointer(start: tailBase! + start, count: length))
+    }
+
+    private mutating func startChunk(holding length: Int) {
+        if !counts.isEmpty { counts[counts.count - 1] = tailCount }
+        let chunk = freshChunk(holding: length)
+        owners.append(chunk)
+        bases.append(chunk.base)
+        capacities.append(chunk.capacity)
+        counts.append(0)
+        (tailBase, tailCount, tailCapacity) = (chunk.base, 0, chunk.capacity)
     }
 
     private mutating func freshChunk(holding length: Int) -> Chunk {
@@ -66,10 +84,13 @@ struct PluginJournalBytes {
         return Chunk(capacity: max(Self.chunkSize, length))
     }
 
+    /// Bytes written in chunk `index` (counted from `first`).
+    private func count(at index: Int) -> Int { index == bases.count - 1 ? tailCount : counts[index] }
+
     /// Calls `body` with the `length` bytes at `start` in chunk `chunk`.
     func withBytes<Result>(chunk: Int, start: Int, length: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         let index = chunk - first
-        precondition(start >= 0 && start + length <= counts[index], "a journal record outside its chunk")
+        precondition(start >= 0 && start + length <= count(at: index), "a journal record outside its chunk")
         return body(UnsafeBufferPointer(start: bases[index] + start, count: length))
     }
 
@@ -83,6 +104,7 @@ struct PluginJournalBytes {
         capacities.removeFirst(count)
         counts.removeFirst(count)
         first += count
+        if bases.isEmpty { (tailBase, tailCount, tailCapacity) = (nil, 0, 0) }
     }
 
     /// Releases every chunk.

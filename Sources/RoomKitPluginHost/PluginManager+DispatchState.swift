@@ -13,6 +13,9 @@ struct DispatchState {
     /// NUL-terminated; the turn's calls point into it, and every plugin's
     /// batch shares it (one buffer per turn, not one per event).
     var turnPayloads: [UInt8] = []
+    /// The rooms of the turn's events, each once per run of events in it
+    /// (`TurnCall.room` is a place here).
+    var turnRooms: [String] = []
     /// How many distinct events the turn's batches hold (each event's
     /// `TurnCall.index` is its number among them).
     var turnEvents: Int32 = 0
@@ -30,6 +33,14 @@ struct DispatchState {
     mutating func nextEventIndex() -> Int32 {
         defer { turnEvents += 1 }
         return turnEvents
+    }
+
+    /// `room`'s place in `turnRooms`: the last one again when the event is
+    /// in the same room as the one before it, else a new place.
+    mutating func roomIndex(_ room: String) -> Int32 {
+        if let last = turnRooms.last, last == room { return Int32(turnRooms.count - 1) }
+        turnRooms.append(room)
+        return Int32(turnRooms.count - 1)
     }
 }
 

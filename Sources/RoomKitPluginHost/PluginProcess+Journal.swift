@@ -22,6 +22,7 @@ extension PluginProcess {
         // The turn's calls and payload bytes read in place: no slice of the
         // payload array per record (each was a retain and a release of it).
         events.payloads.withUnsafeBufferPointer { payloads in
+          events.rooms.withUnsafeBufferPointer { rooms in
             events.calls.withUnsafeBufferPointer { calls in
                 var from = 0
                 while from < calls.count {
@@ -31,9 +32,10 @@ extension PluginProcess {
                         for index in from..<to {
                             let isPlayer = calls[index].hook == .playerEvent
                             let type = isPlayer ? ROOMKIT_WIRE_RECORD_PLAYER : ROOMKIT_WIRE_RECORD_ROOM
-                            appendLocked(type, number: Int64(calls[index].kind), a: calls[index].room,
+                            let room = rooms[Int(calls[index].room)]
+                            appendLocked(type, number: Int64(calls[index].kind), a: room,
                                          b: UnsafeBufferPointer(rebasing: payloads[calls[index].payload.dropLast()]),
-                                         posted: posted, room: calls[index].room)
+                                         posted: posted, room: room)
                         }
                         flushScheduled = true  // this flush, now: no second one from the queue
                         return true
@@ -43,6 +45,7 @@ extension PluginProcess {
                     from = to
                 }
             }
+          }
         }
     }
 
@@ -81,9 +84,9 @@ extension PluginProcess {
         nextSeq += 1
         let seq = nextSeq
         let length = WireRecord.length(a: a, b: b)
-        let (chunk, start) = journalBytes.append(length: length) { out in
-            WireRecord.write(type, seq: seq, number: number, a: a, b: b, into: out)
-        }
+        // Written in place at once (no closure per record).
+        let (chunk, start, out) = journalBytes.reserve(length)
+        WireRecord.write(type, seq: seq, number: number, a: a, b: b, into: out)
         journal.append(Entry(seq: seq, type: UInt8(type.rawValue), number: number, chunk: chunk, start: start, length: length,
                              posted: posted, room: room))
         return seq

@@ -123,13 +123,16 @@ struct PluginRoomEvent: Sendable {
 /// the buffer's address once per batch.
 struct PluginRoomEvents: Sendable {
     let payloads: [UInt8]
+    /// The calls' rooms (`TurnCall.room` is a place here).
+    let rooms: [String]
     let calls: [TurnCall]
     /// The loop turn they came in, when batched (the dispatch latency's
     /// "last plugin done"; each call's `index` is its number there).
     let turn: TurnDone?
 
-    init(payloads: [UInt8], calls: [TurnCall], turn: TurnDone?) {
+    init(payloads: [UInt8], rooms: [String], calls: [TurnCall], turn: TurnDone?) {
         self.payloads = payloads
+        self.rooms = rooms
         self.calls = calls
         self.turn = turn
     }
@@ -142,10 +145,10 @@ struct PluginRoomEvents: Sendable {
         for (offset, event) in events.enumerated() {
             let start = payloads.count
             payloads.append(contentsOf: event.payload)
-            calls.append(TurnCall(kind: event.kind, room: event.room, payload: start..<payloads.count, index: Int32(offset),
+            calls.append(TurnCall(kind: event.kind, room: Int32(offset), payload: start..<payloads.count, index: Int32(offset),
                                   hook: event.hook))
         }
-        self.init(payloads: payloads, calls: calls, turn: nil)
+        self.init(payloads: payloads, rooms: events.map(\.room), calls: calls, turn: nil)
     }
 
     var count: Int { calls.count }
@@ -153,6 +156,9 @@ struct PluginRoomEvents: Sendable {
 
     /// Call `offset`'s payload text, NUL-terminated.
     func payload(_ offset: Int) -> ArraySlice<UInt8> { payloads[calls[offset].payload] }
+
+    /// Call `offset`'s room.
+    func room(_ offset: Int) -> String { rooms[Int(calls[offset].room)] }
 }
 
 /// Work posted to a plugin and not yet taken by its queue, in post order,
@@ -292,41 +298,44 @@ extension PluginRuntime {
         var tally = SuccessTally()
         // The rooms' calls, counted under one lock at the end (no lock or
         // hashing per call: consecutive calls in one room are one run).
-        var rooms = PluginRoomTally.Runs()
+        var runs = PluginRoomTally.Runs()
         var done: [(index: Int32, at: UInt64)] = []
         if events.turn != nil { done.reserveCapacity(events.count) }
         events.payloads.withUnsafeBufferPointer { payloads in
             payloads.withMemoryRebound(to: CChar.self) { payloads in
-                // The calls in place: no copy (and no retain of its room) per call.
+                // The calls and rooms in place: no copy (and no retain of a room) per call.
                 events.calls.withUnsafeBufferPointer { calls in
-                    for offset in calls.indices {
-                        let isRoomEvent = calls[offset].hook == .roomEvent
-                        let payload = payloads.baseAddress.map { $0 + calls[offset].payload.lowerBound }
-                        calls[offset].room.withCString { room in
-                            if isRoomEvent {
-                                inline.roomEvent(kind: calls[offset].kind, room: room, payload: payload)
-                            } else {
-                                inline.playerEvent(kind: calls[offset].kind, room: room, payload: payload)
+                    events.rooms.withUnsafeBufferPointer { rooms in
+                        for offset in calls.indices {
+                            let room = rooms[Int(calls[offset].room)]
+                            let isRoomEvent = calls[offset].hook == .roomEvent
+                            let payload = payloads.baseAddress.map { $0 + calls[offset].payload.lowerBound }
+                            room.withCString { room in
+                                if isRoomEvent {
+                                    inline.roomEvent(kind: calls[offset].kind, room: room, payload: payload)
+                                } else {
+                                    inline.playerEvent(kind: calls[offset].kind, room: room, payload: payload)
+                                }
                             }
+                            let now = DispatchTime.now().uptimeNanoseconds
+                            if outstanding.withLock({ $0.finish(first &+ UInt64(offset), now: now) }) {
+                                recordSuccess(nanoseconds: now &- last, hook: calls[offset].hook, into: &tally)
+                                if isRoomEvent { runs.add(room) }
+                            } else if isRoomEvent {
+                                roomCalls.count(room, .roomEvent, failure: PluginCallDeadline.failure(spec.timeout))
+                            }
+                            if isRoomEvent {
+                                metrics.recordDispatch(nanoseconds: now &- since)
+                                if events.turn != nil { done.append((calls[offset].index, now)) }
+                            }
+                            last = now
                         }
-                        let now = DispatchTime.now().uptimeNanoseconds
-                        if outstanding.withLock({ $0.finish(first &+ UInt64(offset), now: now) }) {
-                            recordSuccess(nanoseconds: now &- last, hook: calls[offset].hook, into: &tally)
-                            if isRoomEvent { rooms.add(calls[offset].room) }
-                        } else if isRoomEvent {
-                            roomCalls.count(calls[offset].room, .roomEvent, failure: PluginCallDeadline.failure(spec.timeout))
-                        }
-                        if isRoomEvent {
-                            metrics.recordDispatch(nanoseconds: now &- since)
-                            if events.turn != nil { done.append((calls[offset].index, now)) }
-                        }
-                        last = now
                     }
                 }
             }
         }
         flush(&tally)
-        roomCalls.count(rooms, .roomEvent)
+        roomCalls.count(runs, .roomEvent)
         events.turn?.finished(done)
     }
 

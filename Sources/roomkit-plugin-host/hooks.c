@@ -47,16 +47,43 @@ static void answer(uint64_t request, int32_t result, const char *text) {
     send_frame(&b);
 }
 
-/* One EVENTS record; 0 when it does not parse. Its strings are read into
-   two kept buffers (no allocation per record): a hook's strings are valid
-   for the call only (roomkit_plugin.h). */
+/* A record's string as a C string for the length of one call. A string
+   that more of its frame follows is terminated in place: the byte after it
+   (the next field's length, or the next record's type, already read or not
+   yet read) is saved, set to NUL, and put back by `untie` after the call.
+   The frame is the child's own memory (the inbox it took). A frame's last
+   string is copied into `scratch`: its next byte is not the frame's. */
+typedef struct { uint8_t *at; uint8_t saved; } tie;
+
+static const char *terminated(const uint8_t *at, uint32_t n, const reader *r, buffer *scratch, tie *t) {
+    if (!at) return NULL;
+    if (at + n >= r->end) return copy_str_into(at, n, scratch);
+    t->at = (uint8_t *)(uintptr_t)(at + n);
+    t->saved = *t->at;
+    *t->at = 0;
+    return (const char *)at;
+}
+
+static void untie(tie *t) {
+    if (t->at) *t->at = t->saved;
+}
+
+/* One EVENTS record; 0 when it does not parse. Its strings are passed in
+   place (`terminated`), or copied into a kept buffer: no allocation per
+   record, and a hook's strings are valid for the call only (roomkit_plugin.h). */
 static int record(reader *r) {
     static buffer scratch_a, scratch_b;
     uint8_t type = take_u8(r);
     uint64_t seq = take_u64(r);
     int64_t number = (int64_t)take_u64(r);
-    const char *a = take_str_into(r, &scratch_a), *b = take_str_into(r, &scratch_b);
+    const uint8_t *at_a, *at_b;
+    uint32_t n_a, n_b;
+    take_span(r, &at_a, &n_a);
+    take_span(r, &at_b, &n_b);
     if (r->bad) return 0;
+    /* Both fields are read before either is terminated (a's NUL lands on b's length). */
+    tie tie_a = {0}, tie_b = {0};
+    const char *a = terminated(at_a, n_a, r, &scratch_a, &tie_a), *b = terminated(at_b, n_b, r, &scratch_b, &tie_b);
     void *self = plugin->self;
     busy(ROOMKIT_WIRE_BUSY_EVENT, seq);
     switch (type) {
@@ -76,8 +103,12 @@ static int record(reader *r) {
         if (ROOMKIT_HAS_MEMBER(plugin, on_config_changed) && b) plugin->on_config_changed(self, a, b);
         break;
     default:
+        untie(&tie_b);
+        untie(&tie_a);
         return 0;
     }
+    untie(&tie_b);
+    untie(&tie_a);
     busy(ROOMKIT_WIRE_IDLE, 0);
     roomkit_wire_store64(&progress->done_seq, seq);
     finished_seq = seq;

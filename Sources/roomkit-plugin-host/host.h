@@ -41,6 +41,8 @@ uint64_t take_u64(reader *r);
 char *take_str(reader *r);
 /* A str read into `scratch` (reused: no allocation per field); valid until the next read into it. */
 const char *take_str_into(reader *r, buffer *scratch);
+int take_span(reader *r, const uint8_t **at, uint32_t *n);
+const char *copy_str_into(const uint8_t *at, uint32_t n, buffer *scratch);
 
 /* channel.c */
 /* Starts the reader thread. */
