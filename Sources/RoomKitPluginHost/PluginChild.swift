@@ -213,6 +213,38 @@ final class PluginChild: @unchecked Sendable {
         }
     }
 
+    /// IOV_MAX on Linux: the most pieces one `sendmsg` takes.
+    static let maxPieces = 1024
+
+    /// Writes the bytes of `pieces`, in order, as one stream (`sendmsg`,
+    /// at most `maxPieces` a call); a failure means the process is gone.
+    func send(_ pieces: [iovec]) {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        var vectors = pieces
+        var first = 0
+        while first < vectors.count {
+            let sent = vectors.withUnsafeMutableBufferPointer { vectors -> Int in
+                var message = msghdr()
+                message.msg_iov = vectors.baseAddress! + first
+                message.msg_iovlen = min(vectors.count - first, Self.maxPieces)
+                return sendmsg(socket, &message, Int32(MSG_NOSIGNAL))
+            }
+            if sent < 0 && errno == EINTR { continue }
+            if sent <= 0 { return }
+            // Past the pieces sent whole; the first one left starts where the send stopped.
+            var left = sent
+            while first < vectors.count, left >= vectors[first].iov_len {
+                left -= vectors[first].iov_len
+                first += 1
+            }
+            if left > 0 {
+                vectors[first].iov_base = vectors[first].iov_base.map { $0 + left }
+                vectors[first].iov_len -= left
+            }
+        }
+    }
+
     // MARK: The reader thread
 
     private func readFrames() {

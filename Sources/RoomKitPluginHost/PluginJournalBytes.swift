@@ -87,6 +87,9 @@ struct PluginJournalBytes {
     /// Bytes written in chunk `index` (counted from `first`).
     private func count(at index: Int) -> Int { index == bases.count - 1 ? tailCount : counts[index] }
 
+    /// The memory of chunk `chunk` (a sender keeps it for as long as it reads the chunk).
+    func owner(of chunk: Int) -> Chunk { owners[chunk - first] }
+
     /// Calls `body` with the `length` bytes at `start` in chunk `chunk`.
     func withBytes<Result>(chunk: Int, start: Int, length: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         let index = chunk - first

@@ -128,86 +128,65 @@ extension PluginProcess {
     }
 
     /// Writes the unsent events as EVENTS frames (the plugin's queue), in
-    /// sends of about `flushChunkBytes`: a burst is not copied into one
-    /// buffer of its whole size (fresh pages each time) before the first
-    /// byte goes out, and one kept buffer serves every send. Flushes are
-    /// serialized (`flushing`), so frames go out in journal order even when
-    /// a config change flushes from another thread.
+    /// sends of about `flushChunkBytes`. A send gathers the frames' headers
+    /// and the records where they are in the journal's chunks (`sendmsg`):
+    /// a record's bytes are not copied again before the kernel copies them.
+    /// Flushes are serialized (`flushing`), so frames go out in journal
+    /// order even when a config change flushes from another thread.
     func flush() {
         flushing.lock()
         defer { flushing.unlock() }
-        var bytes: [UInt8] = []
+        var frames = GatheredFrames()
         lock.withLock {
             flushScheduled = false
-            swap(&bytes, &frameBuffer)
+            swap(&frames, &gathered)
         }
-        while let child = nextChunk(into: &bytes) {
-            child.send(bytes)
+        while let child = nextFrames(into: &frames) {
+            frames.send(to: child)
         }
-        // Handed back for the next flush, up to a bound (a burst's buffer is not kept forever).
-        if bytes.capacity <= Self.keptFrameBytes { lock.withLock { if frameBuffer.capacity < bytes.capacity { frameBuffer = bytes } } }
+        frames.clear()
+        // Handed back for the next flush (its arrays' capacity reused).
+        lock.withLock { swap(&frames, &gathered) }
     }
 
-    /// Fills `bytes` with the next unsent records as EVENTS frames, up to
+    /// Fills `frames` with the next unsent records as EVENTS frames, up to
     /// about `flushChunkBytes`, and marks them sent; nil when nothing is
     /// left to send (or no child to send it to).
-    private func nextChunk(into bytes: inout [UInt8]) -> PluginChild? {
+    private func nextFrames(into frames: inout GatheredFrames) -> PluginChild? {
         lock.withLock { () -> PluginChild? in
             guard phase == .running || phase == .stopping, let child = current else { return nil }
             trimLocked(done: child.doneSeq)
             guard written < journal.count else { return nil }
-            bytes.removeAll(keepingCapacity: true)
+            frames.clear()
             var last: UInt64 = 0
-            var frameStart = -1, count: UInt32 = 0
-            // Records next to each other in one chunk are copied as one run
-            // (a journal's records are back to back): one copy per run, not per record.
-            var runChunk = 0, runStart = 0, runLength = 0
-            func flushRun() {
-                guard runLength > 0 else { return }
-                journalBytes.withBytes(chunk: runChunk, start: runStart, length: runLength) { bytes.append(contentsOf: $0) }
-                runLength = 0
-            }
-            func close() {
-                guard frameStart >= 0 else { return }
-                flushRun()
-                let length = UInt32(bytes.count - frameStart - 4)
-                withUnsafeBytes(of: length.littleEndian) { for i in 0..<4 { bytes[frameStart + i] = $0[i] } }
-                withUnsafeBytes(of: count.littleEndian) { for i in 0..<4 { bytes[frameStart + 5 + i] = $0[i] } }
-                frameStart = -1
-                count = 0
-            }
             var next = written
-            while next < journal.count, bytes.count + runLength < Self.flushChunkBytes {
-                defer { next += 1 }
-                guard !journal[next].skip else { continue }
-                if frameStart >= 0, count >= ROOMKIT_WIRE_BATCH_RECORDS
-                    || bytes.count + runLength - frameStart >= Int(ROOMKIT_WIRE_BATCH_BYTES) { close() }
-                if frameStart < 0 {
-                    frameStart = bytes.count
-                    bytes.append(contentsOf: [0, 0, 0, 0, UInt8(ROOMKIT_WIRE_EVENTS.rawValue), 0, 0, 0, 0])
+            // Records next to each other in one chunk go as one piece (a
+            // journal's records are back to back): one piece per run, not
+            // per record. The entries in place: no copy of one (nor a retain
+            // of its room) per record.
+            journal.withUnsafeBufferPointer { entries in
+                while next < entries.count, frames.bytes < Self.flushChunkBytes {
+                    defer { next += 1 }
+                    guard !entries[next].skip else { continue }
+                    if frames.frameRecords >= ROOMKIT_WIRE_BATCH_RECORDS || frames.frameBytes >= Int(ROOMKIT_WIRE_BATCH_BYTES) {
+                        frames.closeFrame()
+                    }
+                    let chunk = entries[next].chunk
+                    if frames.add(chunk: chunk, start: entries[next].start, length: entries[next].length) {
+                        frames.hold(journalBytes.owner(of: chunk))
+                    }
+                    last = entries[next].seq
                 }
-                let chunk = journal[next].chunk, start = journal[next].start, length = journal[next].length
-                if runLength > 0, chunk == runChunk, start == runStart + runLength {
-                    runLength += length
-                } else {
-                    flushRun()
-                    (runChunk, runStart, runLength) = (chunk, start, length)
-                }
-                last = journal[next].seq
-                count += 1
             }
-            close()
+            frames.closeFrame()
             written = next
             if last != 0 { machine.sent(through: last, now: PluginChild.monotonicNow()) }
-            return bytes.isEmpty ? nil : child
+            return frames.isEmpty ? nil : child
         }
     }
 
     /// About how many bytes one send of a flush carries.
     static let flushChunkBytes = 1 << 20
-
-    /// The largest frame buffer a flush keeps for the next one.
-    static let keptFrameBytes = 4 << 20
 
     /// Marks the events the process has finished (`lock` held): they are
     /// not resent after a crash, and their bytes go a chunk at a time. Each

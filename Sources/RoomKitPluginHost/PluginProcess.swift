@@ -126,9 +126,8 @@ final class PluginProcess: @unchecked Sendable {
     @exclusivity(unchecked) var written = 0
     @exclusivity(unchecked) var nextSeq: UInt64 = 0
     @exclusivity(unchecked) var flushScheduled = false
-    /// The bytes of the last flush's frames, kept for the next one (its
-    /// capacity reused: a fresh large buffer per flush cost page faults).
-    @exclusivity(unchecked) var frameBuffer: [UInt8] = []
+    /// The last flush's gathered frames, kept for the next one (their arrays' capacity reused).
+    @exclusivity(unchecked) var gathered = GatheredFrames()
     @exclusivity(unchecked) var stats = Stats()
     /// Rate of the warnings for failed fire-and-forget calls.
     let failedCallLog = TokenBucket(rate: 1, burst: 5)

@@ -32,8 +32,9 @@ static pthread_cond_t drained = PTHREAD_COND_INITIALIZER;     /* the inbox was t
 static queue inbox, urgent;
 static reply *waiting;
 static uint64_t next_request = 1;
-/* Read without the lock between records (a hint; the take is locked). */
-static int urgent_count;
+/* Read without the lock between records (a hint; the take is locked):
+   channel_urgent_pending, inline in host.h. */
+int channel_urgent_count;
 
 /* Past this, the reader stops reading (the socket pushes back on the bot),
  * unless some thread waits for a reply that may be behind the queued frames. */
@@ -73,7 +74,7 @@ static int route(const uint8_t *frame, uint32_t length) {
     }
     if (type == ROOMKIT_WIRE_URL || type == ROOMKIT_WIRE_PING) {
         enqueue(&urgent, frame, 4 + (size_t)length);
-        __atomic_add_fetch(&urgent_count, 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&channel_urgent_count, 1, __ATOMIC_RELEASE);
     } else {
         enqueue(&inbox, frame, 4 + (size_t)length);
     }
@@ -166,7 +167,7 @@ void channel_take(uint8_t **frames, size_t *len, size_t *cap, uint64_t (*tick)(v
     /* Urgent frames first: they jump the queue of events. */
     if (urgent.len > 0) {
         swap(&urgent, frames, len, cap);
-        __atomic_store_n(&urgent_count, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&channel_urgent_count, 0, __ATOMIC_RELEASE);
     } else {
         swap(&inbox, frames, len, cap);
         pthread_cond_signal(&drained);
@@ -174,12 +175,10 @@ void channel_take(uint8_t **frames, size_t *len, size_t *cap, uint64_t (*tick)(v
     pthread_mutex_unlock(&lock);
 }
 
-int channel_urgent_pending(void) { return __atomic_load_n(&urgent_count, __ATOMIC_ACQUIRE) != 0; }
-
 void channel_take_urgent(uint8_t **frames, size_t *len, size_t *cap) {
     pthread_mutex_lock(&lock);
     swap(&urgent, frames, len, cap);
-    __atomic_store_n(&urgent_count, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&channel_urgent_count, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&lock);
 }
 

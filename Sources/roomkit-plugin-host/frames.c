@@ -86,17 +86,6 @@ uint8_t take_u8(reader *r) { uint8_t v; take(r, &v, 1); return v; }
 uint32_t take_u32(reader *r) { uint32_t v; take(r, &v, 4); return v; }
 int32_t take_i32(reader *r) { int32_t v; take(r, &v, 4); return v; }
 uint64_t take_u64(reader *r) { uint64_t v; take(r, &v, 8); return v; }
-/* A str field's bytes in place: 1 with `*at` and `*n` set, 0 for a NULL
-   string or a bad field (`r->bad`). */
-int take_span(reader *r, const uint8_t **at, uint32_t *n) {
-    *n = take_u32(r);
-    *at = NULL;
-    if (r->bad || *n == ROOMKIT_WIRE_NULL) return 0;
-    if ((size_t)(r->end - r->at) < *n) { r->bad = 1; return 0; }
-    *at = r->at;
-    r->at += *n;
-    return 1;
-}
 
 /* A NUL-terminated copy of `n` bytes at `at` into `scratch` (kept and grown). */
 const char *copy_str_into(const uint8_t *at, uint32_t n, buffer *scratch) {
@@ -112,13 +101,6 @@ const char *copy_str_into(const uint8_t *at, uint32_t n, buffer *scratch) {
     scratch->bytes[n] = 0;
     scratch->len = (size_t)n + 1;
     return (const char *)scratch->bytes;
-}
-
-/* A NUL-terminated copy into `scratch`, or NULL for a NULL string. */
-const char *take_str_into(reader *r, buffer *scratch) {
-    const uint8_t *at;
-    uint32_t n;
-    return take_span(r, &at, &n) ? copy_str_into(at, n, scratch) : NULL;
 }
 
 char *take_str(reader *r) {

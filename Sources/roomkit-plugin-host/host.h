@@ -40,8 +40,6 @@ uint64_t take_u64(reader *r);
 /* A NUL-terminated copy (malloc), or NULL for a NULL string or a short frame. */
 char *take_str(reader *r);
 /* A str read into `scratch` (reused: no allocation per field); valid until the next read into it. */
-const char *take_str_into(reader *r, buffer *scratch);
-int take_span(reader *r, const uint8_t **at, uint32_t *n);
 const char *copy_str_into(const uint8_t *at, uint32_t n, buffer *scratch);
 
 /* channel.c */
@@ -53,7 +51,8 @@ int channel_start(void);
  * it returns the next deadline. */
 void channel_take(uint8_t **frames, size_t *len, size_t *cap, uint64_t (*tick)(void));
 /* Whether urgent frames (URL, PING) wait; takes them like channel_take, without waiting. */
-int channel_urgent_pending(void);
+extern int channel_urgent_count;
+static inline int channel_urgent_pending(void) { return __atomic_load_n(&channel_urgent_count, __ATOMIC_ACQUIRE) != 0; }
 void channel_take_urgent(uint8_t **frames, size_t *len, size_t *cap);
 /* Sends a CALL and waits for its REPLY (any thread); *text gets the reply's text (malloc) or NULL. */
 int32_t channel_call(int32_t function, int32_t number, int count, const char **args, char **text);
