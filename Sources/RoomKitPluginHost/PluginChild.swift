@@ -216,22 +216,29 @@ final class PluginChild: @unchecked Sendable {
     /// IOV_MAX on Linux: the most pieces one `sendmsg` takes.
     static let maxPieces = 1024
 
-    /// Writes the bytes of `pieces`, in order, as one stream (`sendmsg`,
-    /// at most `maxPieces` a call); a failure means the process is gone.
+    /// Writes the bytes of `pieces`, in order, as one stream; a failure
+    /// means the process is gone (the reader sees it).
     func send(_ pieces: [iovec]) {
         writeLock.lock()
         defer { writeLock.unlock() }
+        _ = Self.send(pieces, to: socket)
+    }
+
+    /// Writes every byte of `pieces` to `socket` (`sendmsg`, at most
+    /// `maxPieces` a call, again from where a short send stopped); false
+    /// when the socket failed.
+    static func send(_ pieces: [iovec], to socket: Int32) -> Bool {
         var vectors = pieces
         var first = 0
         while first < vectors.count {
             let sent = vectors.withUnsafeMutableBufferPointer { vectors -> Int in
                 var message = msghdr()
                 message.msg_iov = vectors.baseAddress! + first
-                message.msg_iovlen = min(vectors.count - first, Self.maxPieces)
+                message.msg_iovlen = min(vectors.count - first, maxPieces)
                 return sendmsg(socket, &message, Int32(MSG_NOSIGNAL))
             }
             if sent < 0 && errno == EINTR { continue }
-            if sent <= 0 { return }
+            if sent <= 0 { return false }
             // Past the pieces sent whole; the first one left starts where the send stopped.
             var left = sent
             while first < vectors.count, left >= vectors[first].iov_len {
@@ -243,6 +250,7 @@ final class PluginChild: @unchecked Sendable {
                 vectors[first].iov_len -= left
             }
         }
+        return true
     }
 
     // MARK: The reader thread

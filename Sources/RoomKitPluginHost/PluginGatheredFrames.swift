@@ -101,8 +101,13 @@ struct GatheredFrames {
 
     /// Sends every piece, in order, to `child` (closed frames only).
     func send(to child: PluginChild) {
+        withPieces { child.send($0) }
+    }
+
+    /// Calls `body` with the pieces as `iovec`s, valid during the call (closed frames only).
+    func withPieces<Result>(_ body: ([iovec]) -> Result) -> Result {
         precondition(frameHeader < 0, "a frame is sent before it is closed")
-        headers.withUnsafeBytes { headerBytes in
+        return headers.withUnsafeBytes { headerBytes in
             var vectors: [iovec] = []
             vectors.reserveCapacity(pieces.count)
             for piece in pieces {
@@ -114,7 +119,10 @@ struct GatheredFrames {
                     vectors.append(iovec(iov_base: UnsafeMutableRawPointer(held[index].base + start), iov_len: length))
                 }
             }
-            child.send(vectors)
+            return body(vectors)
         }
     }
+
+    /// How many pieces a send gathers (tests: a run of adjacent records is one).
+    var pieceCount: Int { pieces.count }
 }
