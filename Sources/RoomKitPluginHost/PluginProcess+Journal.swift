@@ -22,30 +22,30 @@ extension PluginProcess {
         // The turn's calls and payload bytes read in place: no slice of the
         // payload array per record (each was a retain and a release of it).
         events.payloads.withUnsafeBufferPointer { payloads in
-          events.rooms.withUnsafeBufferPointer { rooms in
-            events.calls.withUnsafeBufferPointer { calls in
-                var from = 0
-                while from < calls.count {
-                    let to = min(calls.count, from + Self.deliverSlice)
-                    let taken = lock.withLock { () -> Bool in
-                        guard acceptsRecordsLocked else { return false }
-                        for index in from..<to {
-                            let isPlayer = calls[index].hook == .playerEvent
-                            let type = isPlayer ? ROOMKIT_WIRE_RECORD_PLAYER : ROOMKIT_WIRE_RECORD_ROOM
-                            let room = rooms[Int(calls[index].room)]
-                            appendLocked(type, number: Int64(calls[index].kind), a: room,
-                                         b: UnsafeBufferPointer(rebasing: payloads[calls[index].payload.dropLast()]),
-                                         posted: posted, room: room)
+            events.rooms.withUnsafeBufferPointer { rooms in
+                events.calls.withUnsafeBufferPointer { calls in
+                    var from = 0
+                    while from < calls.count {
+                        let to = min(calls.count, from + Self.deliverSlice)
+                        let taken = lock.withLock { () -> Bool in
+                            guard acceptsRecordsLocked else { return false }
+                            for index in from..<to {
+                                let isPlayer = calls[index].hook == .playerEvent
+                                let type = isPlayer ? ROOMKIT_WIRE_RECORD_PLAYER : ROOMKIT_WIRE_RECORD_ROOM
+                                let room = rooms[Int(calls[index].room)]
+                                appendLocked(type, number: Int64(calls[index].kind), a: room,
+                                             b: UnsafeBufferPointer(rebasing: payloads[calls[index].payload.dropLast()]),
+                                             posted: posted, room: room)
+                            }
+                            flushScheduled = true  // this flush, now: no second one from the queue
+                            return true
                         }
-                        flushScheduled = true  // this flush, now: no second one from the queue
-                        return true
+                        guard taken else { return }
+                        flush()
+                        from = to
                     }
-                    guard taken else { return }
-                    flush()
-                    from = to
                 }
             }
-          }
         }
     }
 
