@@ -339,7 +339,37 @@ with two queries. A login that timed out after it reached the server left
 a server session, so its retry got 1009007 and the room was given up
 (fixed on 2026-11-27: the engine withdraws such a login).
 
-**This run (2026-11-27 16:50, revision c2dc571) against the previous
+**This run (2026-11-27 19:50, revision cbb2975) against the previous
+page (2026-11-27 16:50, revision c2dc571).** This step worked on issue
+25's process plugins only; the other rows are the machine's, a new one
+(its thread wake-ups cost more; read the ratios). *What changed, each
+from a `perf` profile of isolation-bench by thread.* A loop turn's calls
+are plain data (`TurnCall.room` is a place in the turn's list of rooms;
+destroying a turn's calls, a release per call, was a tenth of the
+plugin's queue); a journal record is reserved and written in place (no
+closure per record); a flush gathers the frame headers and the records
+where the journal keeps them into one `sendmsg` (`GatheredFrames`: the
+copy of every record into a frame buffer is gone); `roomkit-plugin-host`
+reads a record's fields in place (a call per field was half its main
+thread) and hands the hook its room and payload in place, NUL-terminated
+for the call. Copies of an event's payload, socket to the hook: 8 to 6.
+*Process plugins*: 7,579,345 events/s against inline 10,529,964, 0.79x
+(0.66-0.80; the page before: 0.64x), the 0.8x target missed by a
+hundredth in the median run; with 3 plugins 0.80x (0.89x); the child's
+CPU per event 45 ns (87), the bot's per event per process plugin 175 ns
+(met). On this machine, at 1,000,000 events, the code of the previous
+page gave 5.1-7.3M process events/s and this code 6.1-8.5M (the
+child's CPU 53-93 ns against 37-76), in alternating development runs.
+*urlInterrupter* p99 176 us (missed; 66.9 on the previous page): the
+previous page's code gives the same on this machine (p50 ~118 us, p99
+~215 us in development runs), and a profile of the URL phase is nearly all
+context switches (`finish_task_switch`); a round trip crosses eight
+thread hand-offs. The million-room tier, in run 1: all LOGINED in 38.5 s,
+back 44.1 s after a roomd kill -9, resumed 44.4 s after a roombot
+kill -9, 863 B per room in the bot, 1,441 B per session in roomd (every
+target met).
+
+**The run before (2026-11-27 16:50, revision c2dc571) against the previous
 page (2026-11-27 13:17, revision 4833aa3).** This step worked on issue
 26's million rooms only, both sides of it; the other rows are the
 machine's. *What changed, each from a `perf` profile at 300,000 or
