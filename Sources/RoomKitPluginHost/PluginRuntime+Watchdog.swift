@@ -156,9 +156,6 @@ struct PluginRoomEvents: Sendable {
 
     /// Call `offset`'s payload text, NUL-terminated.
     func payload(_ offset: Int) -> ArraySlice<UInt8> { payloads[calls[offset].payload] }
-
-    /// Call `offset`'s room.
-    func room(_ offset: Int) -> String { rooms[Int(calls[offset].room)] }
 }
 
 /// Work posted to a plugin and not yet taken by its queue, in post order,
