@@ -200,16 +200,8 @@ final class PluginChild: @unchecked Sendable {
 
     /// Writes whole frames; a failure means the process is gone (the reader sees it).
     func send(_ bytes: [UInt8]) {
-        writeLock.lock()
-        defer { writeLock.unlock() }
         bytes.withUnsafeBytes { raw in
-            var sent = 0
-            while sent < raw.count {
-                let n = Foundation.send(socket, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return }
-                sent += n
-            }
+            send([iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count)])
         }
     }
 
