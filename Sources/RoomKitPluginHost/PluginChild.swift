@@ -25,6 +25,16 @@ final class PluginChild: @unchecked Sendable {
         var message: String
     }
 
+    /// An ANSWER frame's fields (PLUGIN-WIRE.md section 6).
+    typealias Answer = (result: Int32, text: [UInt8]?)
+
+    /// Why a URL request ended without its ANSWER.
+    enum NoAnswer: Error {
+        case timedOut
+        /// The process exited (how: `exitDescription`).
+        case exited(String)
+    }
+
     struct State {
         var hello: Hello?
         var loaded: Int32?
@@ -35,8 +45,12 @@ final class PluginChild: @unchecked Sendable {
         /// Set before the bot kills the process, to say why (hang, garbage).
         var killReason: String?
         var nextRequest: UInt64 = 0
-        /// Open URL / state requests: nil until the ANSWER (result, text) arrives.
+        /// Open state requests: nil until the ANSWER (result, text) arrives.
         var answers: [UInt64: (result: Int32, text: [UInt8]?)?] = [:]
+        /// Open URL requests: no thread waits for them; the reader runs
+        /// `finish` with the ANSWER, or the watchdog's `expireRequests` with
+        /// nil once `deadline` (CLOCK_MONOTONIC ns) has passed.
+        var callbacks: [UInt64: (deadline: UInt64, finish: @Sendable (Result<Answer, NoAnswer>) -> Void)] = [:]
         /// The last DONE's seq, and the last PONG's nonce.
         var done: UInt64 = 0
         var pong: UInt64 = 0
@@ -167,17 +181,40 @@ final class PluginChild: @unchecked Sendable {
         }
     }
 
-    /// URL: the new URL, or nil on a failure, a NULL answer or no answer within `timeout`.
-    func interrupt(_ url: String, timeout: Duration) -> [UInt8]? {
-        let answer = request(timeout) { request in
-            var frame = WireFrame(UInt8(ROOMKIT_WIRE_URL.rawValue), capacity: 28 + url.utf8.count)
-            frame.u64(request)
-            frame.u32(UInt32(clamping: timeout.milliseconds * 1000))
-            frame.string(url)
-            return frame
+    /// URL without a waiting thread: sends the request from the caller's
+    /// thread and returns. `finish` runs once: on the reader thread with
+    /// the ANSWER, or with why there is none: no ANSWER within `timeout`
+    /// (the watchdog's `expireRequests`, so up to a tick later), or the
+    /// process exited. The round trip is four thread hand-offs (caller to
+    /// the child's reader and main thread, to the bot's reader, to the
+    /// caller's task), with no queue of the bot's on the way.
+    func interrupt(_ url: String, timeout: Duration, then finish: @escaping @Sendable (Result<Answer, NoAnswer>) -> Void) {
+        let deadline = Self.monotonicNow() &+ PluginSupervisorMachine.nanoseconds(timeout)
+        let request = condition.withLock { () -> UInt64? in
+            guard !state.exited else { return nil }
+            state.nextRequest += 1
+            state.callbacks[state.nextRequest] = (deadline, finish)
+            return state.nextRequest
         }
-        guard let answer, answer.result == 0 else { return nil }
-        return answer.text
+        guard let request else { return finish(.failure(.exited(exitDescription ?? "exited"))) }
+        owner.requestSent()
+        var frame = WireFrame(UInt8(ROOMKIT_WIRE_URL.rawValue), capacity: 28 + url.utf8.count)
+        frame.u64(request)
+        frame.u32(UInt32(clamping: timeout.milliseconds * 1000))
+        frame.string(url)
+        send(frame.finished)
+    }
+
+    /// Ends the URL requests whose deadline has passed (the watchdog's
+    /// tick), or all of them when the process exited (`reap`).
+    func expireRequests(exited: Bool = false) {
+        let now = Self.monotonicNow()
+        let (expired, description) = condition.withLock { () -> ([@Sendable (Result<Answer, NoAnswer>) -> Void], String?) in
+            let due = state.callbacks.filter { exited || $0.value.deadline <= now }
+            for request in due.keys { state.callbacks[request] = nil }
+            return (due.values.map(\.finish), state.exitDescription)
+        }
+        for finish in expired { finish(.failure(exited ? .exited(description ?? "exited") : .timedOut)) }
     }
 
     /// Sends the frame `make` builds for a fresh request number and waits for its ANSWER.
@@ -309,7 +346,12 @@ final class PluginChild: @unchecked Sendable {
             let result = r.i32()
             let text = r.raw()
             guard r.complete else { return false }
-            progressed(.answer) { if $0.answers[request] != nil { $0.answers[request] = .some((result, text)) } }
+            var callback: (@Sendable (Result<Answer, NoAnswer>) -> Void)?
+            progressed(.answer) {
+                if $0.answers[request] != nil { $0.answers[request] = .some((result, text)) }
+                callback = $0.callbacks.removeValue(forKey: request)?.finish
+            }
+            callback?(.success((result, text)))
         case ROOMKIT_WIRE_DONE.rawValue:
             let seq = r.u64()
             guard r.complete else { return false }
@@ -376,6 +418,7 @@ final class PluginChild: @unchecked Sendable {
             $0.exitSignal = signal
             $0.exitDescription = description
         }
+        expireRequests(exited: true)
     }
 
     /// CLOCK_MONOTONIC in nanoseconds (the progress page's clock).

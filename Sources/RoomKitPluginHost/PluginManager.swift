@@ -465,11 +465,11 @@ public final class PluginManager: PluginHostActions, @unchecked Sendable {
         return current
     }
 
-    /// One step of the URL chain, off the caller's thread (it may block
-    /// until its timeout); a failed step returns its input.
+    /// One step of the URL chain (PluginRuntime.interrupt: the caller's
+    /// thread never blocks); a failed step returns its input.
     private static func interrupt(_ url: String, with runtime: PluginRuntime) async -> String {
         let output = await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
-            DispatchQueue.global().async { continuation.resume(returning: runtime.interrupt(url)) }
+            runtime.interrupt(url) { continuation.resume(returning: $0) }
         }
         return output ?? url
     }

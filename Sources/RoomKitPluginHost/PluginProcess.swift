@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import RoomKitLoop
 import RoomKitProtocol
+import Synchronization
 
 /// The process kind of plugin endpoint (PluginEndpoint.swift): a child
 /// speaking the wire of docs/PLUGIN-WIRE.md, `roomkit-plugin-host` for a
@@ -95,6 +96,10 @@ final class PluginProcess: @unchecked Sendable {
     let onStatus: @Sendable (_ plugin: String, _ status: PluginStatus, _ message: String?) -> Void
     /// The plugin's one queue (the runtime's): calls run and frames are written here.
     let queue: DispatchQueue
+    /// on_config_changed calls posted and not yet finished by the child: a
+    /// URL request waits behind them on the queue instead of going at once
+    /// (PLUGIN-WIRE.md section 5; PluginRuntime.interrupt).
+    let configChangesPending = Atomic<Int>(0)
 
     let lock = NSLock()
     /// Held for a whole flush (PluginProcess+Journal.swift), so frames leave in journal order.
@@ -247,12 +252,38 @@ final class PluginProcess: @unchecked Sendable {
         return why
     }
 
-    /// url_interrupter: a round trip bounded by `timeoutMs`; nil on timeout,
-    /// NULL, invalid UTF-8, or when the process is restarting (the chain passes the URL on).
-    func interrupt(_ url: String) -> String? {
-        guard let child = lock.withLock({ phase == .running ? current : nil }) else { return nil }
-        guard let bytes = child.interrupt(url, timeout: spec.timeout) else { return nil }
-        return String(validating: bytes, as: UTF8.self)
+    /// url_interrupter: a round trip bounded by `timeoutMs`, with no thread
+    /// waiting for it (PluginChild.interrupt). `finish` gets the new URL,
+    /// or why there is none (the chain passes the URL on).
+    func interrupt(_ url: String, then finish: @escaping @Sendable (Result<String, URLFailure>) -> Void) {
+        guard let child = lock.withLock({ phase == .running ? current : nil }) else {
+            return finish(.failure(URLFailure("the plugin process is not running")))
+        }
+        let timeout = spec.timeout
+        child.interrupt(url, timeout: timeout) { reply in
+            let answer: PluginChild.Answer
+            switch reply {
+            case .success(let answered): answer = answered
+            case .failure(.timedOut): return finish(.failure(URLFailure("urlInterrupter gave no answer within \(timeout)")))
+            case .failure(.exited(let how)): return finish(.failure(URLFailure("the plugin process \(how) during urlInterrupter")))
+            }
+            guard answer.result == 0, let text = answer.text else { return finish(.failure(URLFailure("urlInterrupter returned NULL"))) }
+            guard let rewritten = String(validating: text, as: UTF8.self) else {
+                return finish(.failure(URLFailure("urlInterrupter returned invalid UTF-8")))
+            }
+            finish(.success(rewritten))
+        }
+    }
+
+    /// Why a process plugin's URL step gave no URL (counted as a failed call).
+    struct URLFailure: Error {
+        var reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// The watchdog's tick: URL requests past their deadline end with nil.
+    func expireRequests() {
+        lock.withLock { current }?.expireRequests()
     }
 
     /// EXPORT_STATE: the state, or nothing (the child answered null); nil when

@@ -23,7 +23,12 @@ extension PluginRuntime {
             guard inline.hasConfigChanged else { return }
             post(hook: .configChanged) { inline.configChanged(room: room, config: config) }
         case .process(let process):
-            post(hook: .configChanged) { process.configChanged(room: room, config: config) }
+            guard isActive else { return }
+            process.configChangesPending.add(1, ordering: .relaxed)
+            post(hook: .configChanged) {
+                process.configChanged(room: room, config: config)
+                process.configChangesPending.subtract(1, ordering: .releasing)
+            }
         }
     }
 

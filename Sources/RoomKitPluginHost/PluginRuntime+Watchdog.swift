@@ -388,6 +388,7 @@ extension PluginRuntime {
         let generation = watchdogGeneration.add(1, ordering: .relaxed).newValue
         @Sendable func check() {
             guard watchdogGeneration.load(ordering: .relaxed) == generation else { return }
+            process.expireRequests()
             process.checkHang()
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(period))) { check() }
         }

@@ -164,17 +164,40 @@ final class PluginRuntime: @unchecked Sendable {
         }
     }
 
-    /// One step of the URL chain; nil when the step failed (timeout, NULL,
-    /// invalid UTF-8, a process restarting). A process plugin's step is a
-    /// round trip bounded by `timeoutMs`.
-    func interrupt(_ url: String) -> String? {
+    /// One step of the URL chain: `finish` gets the new URL, or nil when the
+    /// step failed (timeout, NULL, invalid UTF-8, a process restarting).
+    /// An inline step runs on the plugin's queue, waited for off the
+    /// caller's thread (the call may block until its timeout). A process
+    /// plugin's step is a round trip bounded by `timeoutMs` that no thread
+    /// waits for: the child's ANSWER finishes it on the reader thread.
+    func interrupt(_ url: String, then finish: @escaping @Sendable (String?) -> Void) {
         switch endpoint {
         case .inline(let inline):
-            guard inline.hasURLInterrupter else { return nil }
-            return callAndWait { inline.interrupt(url) } ?? nil
+            guard inline.hasURLInterrupter else { return finish(nil) }
+            DispatchQueue.global().async { [self] in finish(callAndWait { inline.interrupt(url) } ?? nil) }
         case .process(let process):
-            guard spec.hooks.contains(.urlInterrupter) else { return nil }
-            return callAndWait { process.interrupt(url) } ?? nil
+            guard isActive, spec.hooks.contains(.urlInterrupter) else { return finish(nil) }
+            let started = DispatchTime.now()
+            @Sendable func send() {
+                process.interrupt(url) { [self] outcome in
+                    switch outcome {
+                    case .success(let rewritten):
+                        record(failure: nil, started: started, hook: .urlInterrupter)
+                        finish(rewritten)
+                    case .failure(let failure):
+                        record(failure: failure.reason, started: started, hook: .urlInterrupter)
+                        finish(nil)
+                    }
+                }
+            }
+            // A config change on its way: the request goes from the queue,
+            // after the change's DONE, so it finds the new config (queued
+            // work always runs, so `finish` still runs once).
+            if process.configChangesPending.load(ordering: .acquiring) > 0 {
+                enqueue(.unwatched(send), watched: 0)
+            } else {
+                send()
+            }
         }
     }
 

@@ -57,6 +57,50 @@ final class ProcessIsolationDispatchTests: XCTestCase {
         try await harness.close()
     }
 
+    /// URL steps in flight at once each get their own ANSWER: no thread waits
+    /// for one, and the reader hands each to its request.
+    func testConcurrentURLSteps_inProcessMode_eachGetTheirOwnRewrite() async throws {
+        let harness = try PluginHarness()
+        _ = try harness.botHost(manifest: manifest([
+            pluginEntry("url-rewrite", library: try shippedPlugin("url-rewrite"), hooks: ["urlInterrupter"],
+                        config: ["from": "http://", "to": "https://cdn.example/"], isolation: "process"),
+        ]))
+        let manager = try XCTUnwrap(harness.manager)
+        let results = await withTaskGroup(of: (Int, String).self) { group -> [Int: String] in
+            for index in 0..<64 { group.addTask { (index, await manager.urlInterrupter("http://img/\(index).png")) } }
+            var results: [Int: String] = [:]
+            for await (index, url) in group { results[index] = url }
+            return results
+        }
+        XCTAssertEqual(results.count, 64)
+        for index in 0..<64 { XCTAssertEqual(results[index], "https://cdn.example/img/\(index).png") }
+        XCTAssertEqual(harness.manager.reports.first?.calls, 64)
+        XCTAssertEqual(harness.manager.reports.first?.failures, 0)
+        try await harness.close()
+    }
+
+    /// A process that dies during a URL step ends the step at once (not at
+    /// its timeout): the URL passes through, one failure is counted, and the
+    /// plugin restarts.
+    func testURLInterrupterThatCrashes_inProcessMode_passesTheURLThroughAtOnce_andRestarts() async throws {
+        let harness = try PluginHarness()
+        let crashing = try compilePlugin("crashing-url", source: TestPlugins.plugin(hooks: ".url_interrupter = crash,", body: """
+            static char *crash(void *self, const char *url) { (void)self; (void)url; abort(); }
+            """), in: harness.directory)
+        _ = try harness.botHost(manifest: manifest([
+            pluginEntry("crashing-url", library: crashing, hooks: ["urlInterrupter"], timeoutMs: 20_000,
+                        supervision: ["restartBackoffMs": 10]),
+        ]))
+        let started = Date()
+        let url = await harness.manager.urlInterrupter("http://keep/me")
+        XCTAssertEqual(url, "http://keep/me")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "ended by the exit, not by the 20 s timeout")
+        XCTAssertEqual(harness.manager.reports.first?.failures, 1)
+        await eventually(5, "restarted") { harness.manager.reports.first?.process?.restarts == 1 }
+        XCTAssertTrue(harness.statuses.all.contains { $0.hasPrefix("crashing-url crashed") }, "\(harness.statuses.all)")
+        try await harness.close()
+    }
+
     /// Every proxied host function: room state, set state, dispatch (with a
     /// bad argument refused synchronously, as inline), a timer, log.
     static let prober = TestPlugins.plugin(hooks: ".on_room_event = probe,", body: """
