@@ -501,6 +501,11 @@ def isolation_rows(table, results):
     table.add(label, "urlInterrupter round trip p99 (us, process / inline)", number(p["p99_us"], 1),
               number(i["p99_us"], 1), ratio(p["p99_us"], i["p99_us"]), "<= 100 us", verdict(p["p99_us"] <= 100),
               peer_name="inline")
+    floor = iso.get("socket_floor")
+    if floor:
+        table.add(label, "the machine's floor: one byte echoed by /bin/cat over a socket pair, p50 / p99 (us; "
+                  "two sleeping processes, no RoomKit code)", Fig(f"{number(floor['p50_us'], 1)} / "
+                  f"{number(floor['p99_us'], 1)}", floor["p50_us"]), "", "", "", "", peer_name="inline")
 
 
 def python_plugin_rows(table, results):

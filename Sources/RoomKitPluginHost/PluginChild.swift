@@ -10,7 +10,7 @@ import RoomKitProtocol
 /// the log line by line).
 ///
 /// Thread safety: `state` is guarded by `condition`; writes to the socket
-/// are serialised by `writeLock`; the rest is immutable.
+/// are serialised by `writeLock` (a semaphore); the rest is immutable.
 final class PluginChild: @unchecked Sendable {
     // @unchecked Sendable: see above; `progress` is shared memory read with atomics.
 
@@ -65,7 +65,9 @@ final class PluginChild: @unchecked Sendable {
     let owner: PluginProcess  // strong: the process outlives its children; `current = nil` on exit breaks the cycle
     private let condition = NSCondition()
     private var state = State()
-    private let writeLock = NSLock()
+    /// A semaphore rather than a lock: a send the caller's thread must not
+    /// wait for is finished, and released, on another thread (`sendSoon`).
+    private let writeLock = DispatchSemaphore(value: 1)
 
     init(pid: pid_t, socket: Int32, progress: UnsafeMutablePointer<roomkit_wire_progress>, owner: PluginProcess) {
         self.pid = pid
@@ -202,7 +204,45 @@ final class PluginChild: @unchecked Sendable {
         frame.u64(request)
         frame.u32(UInt32(clamping: timeout.milliseconds * 1000))
         frame.string(url)
-        send(frame.finished)
+        sendSoon(frame.finished)
+    }
+
+    /// Sends a small frame without blocking the caller's thread (a URL
+    /// caller may be a Swift task): `sendSoon(_:to:guardedBy:)`.
+    private func sendSoon(_ bytes: [UInt8]) {
+        Self.sendSoon(bytes, to: socket, guardedBy: writeLock)
+    }
+
+    /// Writes `bytes` to `socket` under `lock` without blocking: now, when
+    /// no other write holds the lock and the socket takes them whole;
+    /// otherwise (or what is left of them) from a thread of the global
+    /// queue, which may wait for a busy peer and then releases the lock.
+    /// Returns whether the bytes went now.
+    @discardableResult
+    static func sendSoon(_ bytes: [UInt8], to socket: Int32, guardedBy lock: DispatchSemaphore) -> Bool {
+        guard lock.wait(timeout: .now()) == .success else {
+            DispatchQueue.global().async {
+                lock.wait()
+                sendRest(bytes[...], to: socket, releasing: lock)
+            }
+            return false
+        }
+        let sent = bytes.withUnsafeBytes { Foundation.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        if sent == bytes.count || (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            lock.signal()  // sent, or the peer is gone (its reader sees it)
+            return sent == bytes.count
+        }
+        let rest = bytes[max(sent, 0)...]
+        DispatchQueue.global().async { sendRest(rest, to: socket, releasing: lock) }
+        return false
+    }
+
+    /// The blocking end of `sendSoon` (its lock held; released after).
+    private static func sendRest(_ rest: ArraySlice<UInt8>, to socket: Int32, releasing lock: DispatchSemaphore) {
+        rest.withUnsafeBytes { raw in
+            _ = send([iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count)], to: socket)
+        }
+        lock.signal()
     }
 
     /// Ends the URL requests whose deadline has passed (the watchdog's
@@ -248,8 +288,8 @@ final class PluginChild: @unchecked Sendable {
     /// Writes the bytes of `pieces`, in order, as one stream; a failure
     /// means the process is gone (the reader sees it).
     func send(_ pieces: [iovec]) {
-        writeLock.lock()
-        defer { writeLock.unlock() }
+        writeLock.wait()
+        defer { writeLock.signal() }
         _ = Self.send(pieces, to: socket)
     }
 

@@ -1,4 +1,5 @@
 import CRoomKitPluginWire
+import Dispatch
 import Foundation
 import RoomKitLoop
 import XCTest
@@ -92,5 +93,50 @@ final class GatheredFramesTests: XCTestCase {
         let deadline = Date().addingTimeInterval(10)
         while received.withLock({ $0.count }) < expected.count, Date() < deadline { usleep(1000) }
         XCTAssertEqual(received.withLock { $0 }, expected)
+    }
+
+    /// A URL request's send never blocks its caller: with the socket full
+    /// (the child not reading) or another write under way, it returns at
+    /// once and the bytes follow, whole and in order, once the peer reads.
+    func testSendSoon_neverBlocks_andItsBytesFollowWhenThePeerReads() throws {
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds), 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let lock = DispatchSemaphore(value: 1)
+        XCTAssertTrue(PluginChild.sendSoon([1, 2, 3], to: fds[0], guardedBy: lock), "room and no other write: sent now")
+        // Another write holds the lock: no wait; the bytes go after it.
+        lock.wait()
+        var started = Date()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { lock.signal() }
+        XCTAssertFalse(PluginChild.sendSoon([UInt8](repeating: 5, count: 10), to: fds[0], guardedBy: lock))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 0.09)
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        func receive(until enough: ([UInt8]) -> Bool) {
+            let deadline = Date().addingTimeInterval(10)
+            while !enough(received), Date() < deadline {
+                let n = buffer.withUnsafeMutableBytes { recv(fds[1], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                if n > 0 { received.append(contentsOf: buffer[0..<n]) } else { usleep(1000) }
+            }
+        }
+        receive { $0.count >= 13 }
+        XCTAssertEqual(received, [1, 2, 3] + [UInt8](repeating: 5, count: 10))
+        received = []
+        // Fill the socket: nothing reads fds[1] yet.
+        var filler = [UInt8](repeating: 0xAA, count: 4096)
+        while (filler.withUnsafeMutableBytes { send(fds[0], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) > 0 {}
+        started = Date()
+        XCTAssertFalse(PluginChild.sendSoon([UInt8](repeating: 7, count: 300), to: fds[0], guardedBy: lock))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 0.5, "returned without waiting for the peer")
+        // A later write waits its turn behind the rest (the lock stays held).
+        XCTAssertFalse(PluginChild.sendSoon([UInt8](repeating: 9, count: 10), to: fds[0], guardedBy: lock))
+        // The peer reads: everything arrives; the request's 300 bytes are contiguous.
+        receive { $0.filter { $0 == 9 }.count >= 10 }
+        let sevens = received.indices.filter { received[$0] == 7 }
+        XCTAssertEqual(sevens.count, 300)
+        XCTAssertEqual(sevens.last.map { $0 - sevens[0] + 1 }, 300, "the request is not split by another write")
+        XCTAssertEqual(received.filter { $0 == 9 }.count, 10)
+        XCTAssertEqual(lock.wait(timeout: .now() + 5), .success, "the lock is released after the last send")
+        lock.signal()  // (libdispatch traps on a semaphore freed below its start value)
     }
 }

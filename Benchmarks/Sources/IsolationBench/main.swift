@@ -18,6 +18,9 @@ import RoomKitProtocol
 //             after they exit);
 //   url       round trips of PluginManager.urlInterrupter through one
 //             plugin that returns the URL unchanged: p50/p99;
+//   floor     the machine's floor for such a round trip: one byte sent to
+//             /bin/cat over a socket pair and read back (two processes,
+//             each woken from sleep once per round trip): p50/p99;
 //   none      the same dispatch loop with no plugin: the bot's own CPU per
 //             event, so that `process_N.bot_cpu_ns_per_event_per_plugin` =
 //             (bot CPU with N process plugins - bot CPU with none) / events / N
@@ -140,6 +143,32 @@ func urlRoundTrips(isolation: String, count: Int) async throws -> [String: JSON]
     return summary
 }
 
+/// p50/p99 of one byte echoed by `/bin/cat` over a socket pair: what a
+/// round trip between two sleeping processes costs on this machine, with
+/// no code of ours on the way (the URL row's floor).
+func socketFloor(count: Int) throws -> [String: JSON] {
+    var fds: [Int32] = [0, 0]
+    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { throw BenchError("socketpair failed") }
+    let cat = Process()
+    cat.executableURL = URL(fileURLWithPath: "/bin/cat")
+    let end = FileHandle(fileDescriptor: fds[1], closeOnDealloc: false)
+    cat.standardInput = end
+    cat.standardOutput = end
+    try cat.run()
+    close(fds[1])
+    var byte: UInt8 = 7
+    var samples: [Int64] = []
+    samples.reserveCapacity(count)
+    for index in 0..<(count + count / 10) {
+        let start = monotonicNanos()
+        guard write(fds[0], &byte, 1) == 1, read(fds[0], &byte, 1) == 1 else { throw BenchError("cat stopped echoing") }
+        if index >= count / 10 { samples.append(monotonicNanos() - start) }
+    }
+    close(fds[0])
+    cat.waitUntilExit()
+    return latencySummary(samples)
+}
+
 do {
     let events = options.int("events", 1_000_000)
     let urls = options.int("urls", 20_000)
@@ -161,6 +190,10 @@ do {
         note("\(isolation), 3 plugins: \(results["\(isolation)_3"]!.jsonString)")
         results["\(isolation)_url"] = .object(try await urlRoundTrips(isolation: isolation, count: urls))
         note("\(isolation), url: \(results["\(isolation)_url"]!.jsonString)")
+    }
+    if !justOne {
+        results["socket_floor"] = .object(try socketFloor(count: urls))
+        note("socket floor: \(results["socket_floor"]!.jsonString)")
     }
     report(results)
 } catch {
