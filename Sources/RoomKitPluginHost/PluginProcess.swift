@@ -281,7 +281,7 @@ final class PluginProcess: @unchecked Sendable {
         init(_ reason: String) { self.reason = reason }
     }
 
-    /// The watchdog's tick: URL requests past their deadline end with nil.
+    /// The watchdog's tick: URL requests past their deadline end, timed out.
     func expireRequests() {
         lock.withLock { current }?.expireRequests()
     }
