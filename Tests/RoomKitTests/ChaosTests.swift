@@ -110,7 +110,11 @@ final class ChaosTests: XCTestCase {
             print("chaos: \(restarts) kill -9 restarts, \(roomCount) rooms, \(total) acknowledged events checked, 0 lost, 0 duplicated")
             XCTAssertGreaterThanOrEqual(ledger.reconnected, roomCount, "sessions reported RECONNECTED")
         }
-        XCTAssertLessThanOrEqual(openDescriptorCount(), fdsBefore + 4, "file descriptors stay flat across restarts")
+        // Sockets of the last restart may still be closing (on the loop,
+        // slower under a sanitizer): a leak never comes back down.
+        await eventually(10, "file descriptors stay flat across restarts (\(fdsBefore) before, \(openDescriptorCount()) now)") {
+            openDescriptorCount() <= fdsBefore + 4
+        }
         // The ledger itself grows by a few hundred kB; a leak per reconnect
         // of every session would show as tens of MiB.
         let rssAfter = residentKiB()
