@@ -339,7 +339,32 @@ with two queries. A login that timed out after it reached the server left
 a server session, so its retry got 1009007 and the room was given up
 (fixed on 2026-11-27: the engine withdraws such a login).
 
-**This run (2026-11-27 19:50, revision cbb2975) against the previous
+**This run (2026-11-27 22:48, revision df1f266) against the previous
+page (2026-11-27 19:50, revision cbb2975).** This step worked on issue
+25's urlInterrupter round trip only; the other rows are the machine's.
+*What changed.* A process plugin's URL step no longer passes through the
+bot's queues: the caller's thread sends the request (never blocking on a
+busy child: `PluginChild.sendSoon`), no thread waits for the ANSWER, and
+the reader thread that reads it resumes the caller. A round trip is four
+thread hand-offs instead of eight. *urlInterrupter*: p50 49.6 us (103 on
+the previous page), p99 85.8 us (83.6-89.0; 176), the 100 us target met.
+The new row beside it is the machine's floor for such a round trip: one
+byte echoed by `/bin/cat` over a socket pair, two processes each woken
+from sleep once, no RoomKit code: p50 52.9 us, p99 82.0 us. The URL
+step now costs what its two processes' wake-ups cost. (A child whose
+reader thread runs the URL hook itself when the main thread idles, one
+hand-off less, and a caller that spins up to 50 us for the answer were
+both measured and dropped: neither moved p50 or p99 beyond noise, and
+the spin made both worse with three threads on two cores.) *Process
+plugins*: 0.83x inline with 1 plugin (0.80-0.95; 0.79x on the previous
+page, whose code this step did not change on that path), met; 0.80x
+with 3; the bot's CPU per event per process plugin 166 ns (met). The
+no-op Python plugin: 468,672 events/s (met). The million-room tier, in
+run 1: all LOGINED in 35.1 s, back 41.1 s after a roomd kill -9,
+resumed 41.6 s after a roombot kill -9, 862 B per room in the bot,
+1,441 B per session in roomd (every target met).
+
+**The run before (2026-11-27 19:50, revision cbb2975) against the previous
 page (2026-11-27 16:50, revision c2dc571).** This step worked on issue
 25's process plugins only; the other rows are the machine's, a new one
 (its thread wake-ups cost more; read the ratios). *What changed, each
