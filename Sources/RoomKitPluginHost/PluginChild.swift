@@ -48,8 +48,9 @@ final class PluginChild: @unchecked Sendable {
         /// Open state requests: nil until the ANSWER (result, text) arrives.
         var answers: [UInt64: (result: Int32, text: [UInt8]?)?] = [:]
         /// Open URL requests: no thread waits for them; the reader runs
-        /// `finish` with the ANSWER, or the watchdog's `expireRequests` with
-        /// nil once `deadline` (CLOCK_MONOTONIC ns) has passed.
+        /// `finish` with the ANSWER, the watchdog's `expireRequests` with
+        /// `.timedOut` once `deadline` (CLOCK_MONOTONIC ns) has passed, or
+        /// `reap` with `.exited`.
         var callbacks: [UInt64: (deadline: UInt64, finish: @Sendable (Result<Answer, NoAnswer>) -> Void)] = [:]
         /// The last DONE's seq, and the last PONG's nonce.
         var done: UInt64 = 0
